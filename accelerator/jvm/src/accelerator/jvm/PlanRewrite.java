@@ -1,0 +1,254 @@
+package accelerator.jvm;
+
+import java.lang.reflect.Method;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.sql.catalyst.expressions.Attribute;
+import org.apache.spark.sql.catalyst.expressions.AttributeReference;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.GetStructField;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
+import org.apache.spark.sql.execution.datasources.LogicalRelation;
+import org.apache.spark.sql.execution.datasources.PartitioningAwareFileIndex;
+import org.apache.spark.sql.sources.DataSourceRegister;
+import org.apache.spark.sql.types.StructType;
+
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * The few plan operations the Python rewriter cannot do cheaply through py4j: find file
+ * relations, describe their files in one answer, and swap one relation for an index relation
+ * while replacing struct-field chains by flattened index columns everywhere in the plan.
+ */
+public final class PlanRewrite {
+
+  /** True when some leaf of the plan reads files through a HadoopFsRelation. */
+  public static boolean hasFileRelation(LogicalPlan plan) {
+    if (isFileRelation(plan)) {
+      return true;
+    }
+    scala.collection.Seq<LogicalPlan> children = plan.children();
+    for (int i = 0; i < children.size(); i++) {
+      if (hasFileRelation(children.apply(i))) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** The file relations of the plan, in pre-order (the order of {@code plan.toJSON()}). */
+  public LogicalPlan[] fileRelations(LogicalPlan plan) {
+    List<LogicalPlan> out = new ArrayList<>();
+    collect(plan, out);
+    return out.toArray(new LogicalPlan[0]);
+  }
+
+  /**
+   * Describes a file relation as JSON: format, root paths, partition columns, options and every
+   * file with its size and modification time (one py4j answer instead of thousands of calls).
+   */
+  public String describe(LogicalPlan relation) {
+    HadoopFsRelation fs = (HadoopFsRelation) ((LogicalRelation) relation).relation();
+    StringBuilder sb = new StringBuilder(256);
+    Object format = fs.fileFormat();
+    String name = format instanceof DataSourceRegister
+        ? ((DataSourceRegister) format).shortName() : format.getClass().getName();
+    sb.append("{\"format\":").append(quote(name));
+    sb.append(",\"rootPaths\":[");
+    scala.collection.Seq<Path> roots = fs.location().rootPaths();
+    for (int i = 0; i < roots.size(); i++) {
+      sb.append(i == 0 ? "" : ",").append(quote(roots.apply(i).toString()));
+    }
+    sb.append("],\"partitionColumns\":[");
+    String[] parts = fs.partitionSchema().fieldNames();
+    for (int i = 0; i < parts.length; i++) {
+      sb.append(i == 0 ? "" : ",").append(quote(parts[i]));
+    }
+    sb.append("],\"options\":{");
+    Map<String, String> options = CollectionConverters.asJava(fs.options());
+    boolean first = true;
+    for (Map.Entry<String, String> e : options.entrySet()) {
+      sb.append(first ? "" : ",").append(quote(e.getKey())).append(':').append(quote(e.getValue()));
+      first = false;
+    }
+    sb.append("},\"bucketed\":").append(fs.bucketSpec().isDefined());
+    if (!(fs.location() instanceof PartitioningAwareFileIndex)) {
+      return sb.append(",\"files\":null}").toString();
+    }
+    sb.append(",\"files\":[");
+    scala.collection.Seq<FileStatus> files =
+        ((PartitioningAwareFileIndex) fs.location()).allFiles();
+    for (int i = 0; i < files.size(); i++) {
+      FileStatus f = files.apply(i);
+      sb.append(i == 0 ? "[" : ",[").append(quote(f.getPath().toString())).append(',')
+          .append(f.getLen()).append(',').append(f.getModificationTime()).append(']');
+    }
+    return sb.append("]}").toString();
+  }
+
+  /**
+   * Replaces the {@code ordinal}-th file relation of {@code plan} by a fresh instance of
+   * {@code indexRelation}. {@code specs[i]} says what the i-th index column stands for:
+   * {@code "=<exprId>"} keeps the identity of the original attribute with that id, and
+   * {@code "~<exprId>\u0001<field>\u0001<field>..."} replaces that struct-field chain of the
+   * original attribute, wherever it occurs in the plan, by the index column.
+   */
+  public LogicalPlan replaceRelation(
+      LogicalPlan plan, int ordinal, LogicalPlan indexRelation, String[] specs) {
+    LogicalPlan original = fileRelations(plan)[ordinal];
+    Map<Long, Attribute> originalById = new HashMap<>();
+    scala.collection.Seq<Attribute> origOut = original.output();
+    for (int i = 0; i < origOut.size(); i++) {
+      originalById.put(origOut.apply(i).exprId().id(), origOut.apply(i));
+    }
+    LogicalRelation fresh = ((LogicalRelation) indexRelation).newInstance();
+    scala.collection.Seq<AttributeReference> freshOut = fresh.output();
+    if (freshOut.size() != specs.length) {
+      throw new IllegalArgumentException("expected " + freshOut.size() + " column specs");
+    }
+    List<AttributeReference> output = new ArrayList<>();
+    Map<String, Expression> chains = new HashMap<>();
+    for (int i = 0; i < specs.length; i++) {
+      AttributeReference attr = freshOut.apply(i);
+      String spec = specs[i];
+      if (spec.startsWith("=")) {
+        Attribute orig = originalById.get(Long.parseLong(spec.substring(1)));
+        if (orig == null) {
+          throw new IllegalArgumentException("no original attribute for " + spec);
+        }
+        attr = (AttributeReference) attr.withName(orig.name()).withQualifier(orig.qualifier())
+            .withExprId(orig.exprId());
+      } else if (spec.startsWith("~")) {
+        chains.put(spec.substring(1), attr);
+      } else if (!spec.isEmpty()) {
+        throw new IllegalArgumentException("bad column spec " + spec);
+      }
+      output.add(attr);
+    }
+    LogicalPlan replacement = withOutput(fresh, output);
+    LogicalPlan swapped = (LogicalPlan) plan.transformUp(new SameNode(original, replacement));
+    if (chains.isEmpty()) {
+      return swapped;
+    }
+    return (LogicalPlan) swapped.transformAllExpressions(new ChainReplacement(chains));
+  }
+
+  private static boolean isFileRelation(LogicalPlan plan) {
+    return plan instanceof LogicalRelation
+        && ((LogicalRelation) plan).relation() instanceof HadoopFsRelation;
+  }
+
+  private static void collect(LogicalPlan plan, List<LogicalPlan> out) {
+    if (isFileRelation(plan)) {
+      out.add(plan);
+    }
+    scala.collection.Seq<LogicalPlan> children = plan.children();
+    for (int i = 0; i < children.size(); i++) {
+      collect(children.apply(i), out);
+    }
+  }
+
+  /** Key of a struct-field chain over an attribute: exprId, then field names, \u0001-separated. */
+  static String chainKey(Expression e) {
+    List<String> fields = new ArrayList<>();
+    while (e instanceof GetStructField) {
+      GetStructField g = (GetStructField) e;
+      fields.add(0, ((StructType) g.child().dataType()).fields()[g.ordinal()].name());
+      e = g.child();
+    }
+    if (fields.isEmpty() || !(e instanceof AttributeReference)) {
+      return null;
+    }
+    return ((AttributeReference) e).exprId().id() + "\u0001" + String.join("\u0001", fields);
+  }
+
+  /** Copies a LogicalRelation with another output, by field name (its arity varies by version). */
+  private static LogicalPlan withOutput(LogicalRelation rel, List<AttributeReference> output) {
+    try {
+      Method copy = null;
+      for (Method m : rel.getClass().getMethods()) {
+        if (m.getName().equals("copy")) {
+          copy = m;
+        }
+      }
+      Object[] args = new Object[copy.getParameterCount()];
+      for (int i = 0; i < args.length; i++) {
+        args[i] = rel.getClass().getMethod("copy$default$" + (i + 1)).invoke(rel);
+      }
+      args[1] = CollectionConverters.asScala(output).toSeq();
+      return (LogicalPlan) copy.invoke(rel, args);
+    } catch (ReflectiveOperationException e) {
+      throw new IllegalStateException("cannot copy LogicalRelation", e);
+    }
+  }
+
+  private static String quote(String s) {
+    StringBuilder sb = new StringBuilder(s.length() + 2).append('"');
+    for (int i = 0; i < s.length(); i++) {
+      char c = s.charAt(i);
+      if (c == '"' || c == '\\') {
+        sb.append('\\').append(c);
+      } else if (c < 0x20) {
+        sb.append(String.format("\\u%04x", (int) c));
+      } else {
+        sb.append(c);
+      }
+    }
+    return sb.append('"').toString();
+  }
+
+  /** Matches one plan node by identity. */
+  private static final class SameNode
+      extends scala.runtime.AbstractPartialFunction<LogicalPlan, LogicalPlan> {
+    private final LogicalPlan target;
+    private final LogicalPlan replacement;
+
+    SameNode(LogicalPlan target, LogicalPlan replacement) {
+      this.target = target;
+      this.replacement = replacement;
+    }
+
+    @Override
+    public boolean isDefinedAt(LogicalPlan p) {
+      return p == target;
+    }
+
+    @Override
+    public <A1 extends LogicalPlan, B1> B1 applyOrElse(A1 p, scala.Function1<A1, B1> dflt) {
+      @SuppressWarnings("unchecked")
+      B1 out = p == target ? (B1) replacement : dflt.apply(p);
+      return out;
+    }
+  }
+
+  /** Replaces struct-field chains by the index columns that hold them. */
+  private static final class ChainReplacement
+      extends scala.runtime.AbstractPartialFunction<Expression, Expression> {
+    private final Map<String, Expression> chains;
+
+    ChainReplacement(Map<String, Expression> chains) {
+      this.chains = chains;
+    }
+
+    @Override
+    public boolean isDefinedAt(Expression e) {
+      String key = e instanceof GetStructField ? chainKey(e) : null;
+      return key != null && chains.containsKey(key);
+    }
+
+    @Override
+    public <A1 extends Expression, B1> B1 applyOrElse(A1 e, scala.Function1<A1, B1> dflt) {
+      String key = e instanceof GetStructField ? chainKey(e) : null;
+      Expression hit = key == null ? null : chains.get(key);
+      @SuppressWarnings("unchecked")
+      B1 out = hit != null ? (B1) hit : dflt.apply(e);
+      return out;
+    }
+  }
+}

@@ -1,0 +1,36 @@
+"""Errors a user can cause, each with a message naming what is wrong and what to do."""
+
+
+class AcceleratorError(Exception):
+    """Base class of every error the accelerator raises on purpose."""
+
+
+class InvalidIndexConfigError(AcceleratorError, ValueError):
+    """The index configuration is invalid (name, columns or types)."""
+
+
+class UnsupportedSourceError(AcceleratorError):
+    """The DataFrame does not read files directly, so no index can be built over it."""
+
+
+class IndexNotFoundError(AcceleratorError, KeyError):
+    """No index of that name exists in the system path."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class IndexExistsError(AcceleratorError):
+    """An index of that name already exists."""
+
+
+class IndexStateError(AcceleratorError):
+    """The index is not in a state that allows the requested operation."""
+
+
+class ConcurrentModificationError(AcceleratorError):
+    """Another process changed the index log at the same time; this operation lost the race."""
+
+
+class JvmSetupError(AcceleratorError):
+    """The JVM part of the accelerator could not be built or loaded."""
