@@ -1,0 +1,36 @@
+"""One local[2] SparkSession for the whole test run, and a fresh system path per test."""
+from __future__ import annotations
+
+import pytest
+from pyspark.sql import SparkSession
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory):
+    warehouse = tmp_path_factory.mktemp("warehouse")
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("accelerator-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.sql.warehouse.dir", str(warehouse))
+        .config("spark.driver.memory", "2g")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def system_path(spark, tmp_path):
+    """A fresh accelerator system path for one test, set on the session while it runs."""
+    path = str(tmp_path / "indexes")
+    previous = spark.conf.get("spark.accelerator.system.path", None)
+    spark.conf.set("spark.accelerator.system.path", path)
+    yield path
+    if previous is None:
+        spark.conf.unset("spark.accelerator.system.path")
+    else:
+        spark.conf.set("spark.accelerator.system.path", previous)
