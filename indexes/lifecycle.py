@@ -1,0 +1,319 @@
+"""Lifecycle actions over the index log: create, refresh, delete, restore, vacuum, cancel.
+
+Modeled on Hyperspace's actions: each one *validates* the latest entry, *begins* by writing entry
+``base.id + 1`` in a transient state, runs its *op*, and *ends* by writing ``base.id + 2`` in the
+final stable state (and refreshing the ``latestStable`` copy). Losing the race for an entry id
+raises :class:`ConcurrentModificationError`. When the op raises, the log stays in the transient
+state (the "crash mid-operation" model): every other action then fails with
+:class:`IndexStateError` until :meth:`IndexLifecycle.cancel` rolls it back.
+"""
+from __future__ import annotations
+
+import logging
+import re
+import uuid
+from typing import Callable
+
+from indexes.errors import (
+    AcceleratorError,
+    ConcurrentModificationError,
+    IndexExistsError,
+    IndexNotFoundError,
+    IndexStateError,
+    InvalidIndexConfigError,
+)
+from indexes.fs import HadoopFs
+from indexes.log import IndexLogEntry, IndexLogManager, IndexState
+
+logger = logging.getLogger("accelerator.indexes.lifecycle")
+
+#: ``build(data_path) -> (source, content)``: writes the index data into ``data_path``.
+BuildFn = Callable[[str], tuple[dict, dict]]
+
+_NAME = re.compile(r"^[A-Za-z0-9-][A-Za-z0-9_-]*$")
+_DATA_DIR = re.compile(r"^v__=(0|[1-9][0-9]*)$")
+DATA_DIR_PREFIX = "v__="
+TRASH_DIR = "_trash"
+
+
+def validate_index_name(name: str) -> str:
+    """Returns ``name`` if it is a valid index name, else raises InvalidIndexConfigError.
+
+    Names use letters, digits, ``_`` and ``-`` and do not start with ``_``, which is reserved
+    for the accelerator's own directories such as ``_history``.
+    """
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise InvalidIndexConfigError(
+            f"invalid index name {name!r}: use only letters, digits, '_' and '-', not starting "
+            f"with '_' (reserved for the accelerator's own directories), e.g. 'idx_orders-1'")
+    return name
+
+
+class IndexLifecycle:
+    """Lifecycle actions for the indexes stored under one system path."""
+
+    def __init__(self, fs: HadoopFs, system_path: str):
+        self._fs = fs
+        self.system_path = fs.qualify(system_path).rstrip("/")
+
+    # ------------------------------------------------------------------ paths and reads
+
+    def index_path(self, name: str) -> str:
+        """Directory of the index ``name`` (names are case-insensitive)."""
+        return f"{self.system_path}/{validate_index_name(name).lower()}"
+
+    def data_path(self, name: str, version: int) -> str:
+        """Directory of data version ``version`` of the index ``name``."""
+        return f"{self.index_path(name)}/{DATA_DIR_PREFIX}{version}"
+
+    def log_manager(self, name: str) -> IndexLogManager:
+        """The log of the index ``name``."""
+        return IndexLogManager(self._fs, self.index_path(name))
+
+    def _index_names(self) -> list[str]:
+        names = []
+        for info in self._fs.list(self.system_path):
+            if info.is_dir and _NAME.match(info.name):
+                names.append(info.name)
+        return sorted(names)
+
+    def list(self) -> list[IndexLogEntry]:
+        """The latest entry of every index under the system path, by name.
+
+        Directories starting with ``_`` (``_history``, ``_events``...) and indexes that no longer
+        exist are skipped; indexes in a transient state are included.
+        """
+        out = []
+        for dir_name in self._index_names():
+            try:
+                entry = IndexLogManager(self._fs, f"{self.system_path}/{dir_name}").latest()
+            except AcceleratorError as exc:  # one broken log must not hide the others
+                logger.warning("skipping index directory %s: %s", dir_name, exc)
+                continue
+            if entry is not None and entry.state is not IndexState.DOESNOTEXIST:
+                out.append(entry)
+        return out
+
+    def get(self, name: str) -> IndexLogEntry:
+        """The latest entry of the index ``name``; IndexNotFoundError when there is none."""
+        entry = self.log_manager(name).latest()
+        if entry is None or entry.state is IndexState.DOESNOTEXIST:
+            raise self._not_found(name)
+        return entry
+
+    def _not_found(self, name: str) -> IndexNotFoundError:
+        existing = ", ".join(e.name for e in self.list()) or "(none)"
+        return IndexNotFoundError(
+            f"no index named '{name}' in {self.system_path}; existing: {existing}")
+
+    # ------------------------------------------------------------------ validation helpers
+
+    def _require(self, name: str, allowed: IndexState, action: str, hint: str) -> IndexLogEntry:
+        """The latest entry, which must be in state ``allowed`` for ``action``."""
+        entry = self.get(name)
+        self._reject_transient(entry, action)
+        if entry.state is not allowed:
+            raise IndexStateError(
+                f"cannot {action} index '{entry.name}': it is {entry.state}, and {action} needs "
+                f"it {allowed}; {hint}")
+        return entry
+
+    @staticmethod
+    def _reject_transient(entry: IndexLogEntry, action: str) -> None:
+        if not entry.state.is_stable:
+            raise IndexStateError(
+                f"cannot {action} index '{entry.name}': it is in state {entry.state} because an "
+                f"earlier operation did not finish (it failed or is still running). If nothing "
+                f"else is working on it, run cancel('{entry.name}') to roll it back, then retry")
+
+    # ------------------------------------------------------------------ begin / end
+
+    def _write(self, log: IndexLogManager, entry: IndexLogEntry) -> None:
+        if not log.write(entry):
+            raise ConcurrentModificationError(
+                f"index '{entry.name}' was changed by another operation at the same time (log "
+                f"entry {entry.id} already exists, this operation wanted {entry.state}); check "
+                f"its state with get('{entry.name}') and retry")
+
+    def _begin(self, log: IndexLogManager, base: IndexLogEntry, state: IndexState) -> IndexLogEntry:
+        entry = base.derive(base.id + 1, state)
+        self._write(log, entry)
+        logger.info("index '%s': %s (entry %d)", entry.name, state, entry.id)
+        return entry
+
+    def _end(self, log: IndexLogManager, begin: IndexLogEntry, final: IndexLogEntry) -> IndexLogEntry:
+        written = log.get(begin.id)
+        if written is None or written.to_json() != begin.to_json():  # log removed meanwhile
+            raise ConcurrentModificationError(
+                f"index '{begin.name}' was changed by another operation at the same time (its "
+                f"log entry {begin.id} disappeared while {begin.state}); check its state with "
+                f"get('{begin.name}') and retry")
+        final = IndexLogEntry.from_json(final.to_json())  # exactly what readers will see
+        self._write(log, final)
+        log.write_latest_stable(final)
+        logger.info("index '%s': %s (entry %d)", final.name, final.state, final.id)
+        return final
+
+    def _prepare_data_dir(self, path: str) -> None:
+        """Leftovers of a crashed attempt at ``path`` are ours to remove once begin is written."""
+        if self._fs.exists(path):
+            logger.info("removing leftover data at %s", path)
+            self._fs.delete(path, recursive=True)
+
+    def _build(self, build: BuildFn, data_path: str, version: int) -> tuple[dict, dict]:
+        source, content = build(data_path)
+        content = {**dict(content), "dataVersion": version, "path": data_path}
+        return dict(source), content
+
+    # ------------------------------------------------------------------ actions
+
+    def create(self, name: str, kind: str, config: dict, build: BuildFn) -> IndexLogEntry:
+        """Creates the index ``name``: CREATING → ACTIVE, data version 0.
+
+        ``build(data_path)`` writes the index data into ``<index dir>/v__=0`` and returns
+        ``(source, content)``; ``content`` gets ``dataVersion`` and ``path`` added. Raises
+        IndexExistsError when the index exists, ConcurrentModificationError when another
+        operation on the same name wins the race.
+        """
+        validate_index_name(name)
+        log = self.log_manager(name)
+        latest = log.latest()
+        if latest is not None:
+            self._reject_transient(latest, "create")
+            if latest.state is not IndexState.DOESNOTEXIST:
+                raise IndexExistsError(
+                    f"index '{latest.name}' already exists (state {latest.state}); delete and "
+                    f"vacuum it or choose another name")
+        base = IndexLogEntry(id=-1 if latest is None else latest.id, name=name, kind=kind,
+                             state=IndexState.DOESNOTEXIST, config=dict(config))
+        begin = self._begin(log, base, IndexState.CREATING)
+        data_path = self.data_path(name, 0)
+        self._prepare_data_dir(data_path)
+        source, content = self._build(build, data_path, 0)
+        final = begin.derive(begin.id + 1, IndexState.ACTIVE, source=source, content=content)
+        return self._end(log, begin, final)
+
+    def refresh(self, name: str, build: BuildFn) -> IndexLogEntry:
+        """Rebuilds an ACTIVE index into a new data version: REFRESHING → ACTIVE.
+
+        ``build(data_path)`` writes into ``v__=<n+1>`` where ``n`` is the current
+        ``dataVersion``. Older versions are kept. Returns the new ACTIVE entry.
+        """
+        log = self.log_manager(name)
+        base = self._require(name, IndexState.ACTIVE, "refresh",
+                             f"run restore('{name}') first")
+        version = (base.data_version if base.data_version is not None else -1) + 1
+        begin = self._begin(log, base, IndexState.REFRESHING)
+        data_path = self.data_path(name, version)
+        self._prepare_data_dir(data_path)
+        source, content = self._build(build, data_path, version)
+        final = begin.derive(begin.id + 1, IndexState.ACTIVE, source=source, content=content)
+        return self._end(log, begin, final)
+
+    def delete(self, name: str) -> IndexLogEntry:
+        """Soft-deletes an ACTIVE index: DELETING → DELETED; its data is kept for restore."""
+        log = self.log_manager(name)
+        base = self._require(name, IndexState.ACTIVE, "delete",
+                             "it is already deleted; restore or vacuum it")
+        begin = self._begin(log, base, IndexState.DELETING)
+        return self._end(log, begin, begin.derive(begin.id + 1, IndexState.DELETED))
+
+    def restore(self, name: str) -> IndexLogEntry:
+        """Brings a DELETED index back: RESTORING → ACTIVE."""
+        log = self.log_manager(name)
+        base = self._require(name, IndexState.DELETED, "restore",
+                             "only a deleted index can be restored")
+        begin = self._begin(log, base, IndexState.RESTORING)
+        return self._end(log, begin, begin.derive(begin.id + 1, IndexState.ACTIVE))
+
+    def vacuum(self, name: str) -> IndexLogEntry:
+        """Removes a DELETED index for good: VACUUMING → DOESNOTEXIST, then its directory.
+
+        Afterwards the name is free and the index no longer appears in :meth:`list`. Returns
+        the final DOESNOTEXIST entry (no longer on disk).
+        """
+        log = self.log_manager(name)
+        base = self._require(name, IndexState.DELETED, "vacuum",
+                             f"run delete('{name}') first (vacuuming the old data versions of "
+                             f"an active index is not supported yet)")
+        begin = self._begin(log, base, IndexState.VACUUMING)
+        return self._finish_vacuum(log, begin)
+
+    def _finish_vacuum(self, log: IndexLogManager, begin: IndexLogEntry) -> IndexLogEntry:
+        for data_dir in self._data_dirs(log.index_path):
+            self._fs.delete(data_dir, recursive=True)
+        final = begin.derive(begin.id + 1, IndexState.DOESNOTEXIST, source={}, content={})
+        self._end(log, begin, final)
+        self._remove_index_dir(log.index_path)
+        return final
+
+    def cancel(self, name: str) -> IndexLogEntry:
+        """Rolls back an operation that did not finish: CANCELLING → the last stable state.
+
+        The final entry repeats the last stable entry's state and content under new ids. With
+        no earlier stable entry (a crashed create) or a crashed vacuum (data partly gone), the
+        final state is DOESNOTEXIST and the index directory is removed. Data versions newer
+        than the restored one (left by a failed refresh) are removed. Raises IndexStateError
+        when the index is in a stable state.
+        """
+        log = self.log_manager(name)
+        latest = log.latest()
+        if latest is None or latest.state is IndexState.DOESNOTEXIST:
+            raise self._not_found(name)
+        if latest.state.is_stable:
+            raise IndexStateError(
+                f"nothing to cancel for index '{latest.name}': it is {latest.state} and no "
+                f"operation is in progress")
+        stable = log.latest_stable()
+        vacuuming = self._vacuum_started(log, stable, latest)
+        begin = self._begin(log, latest, IndexState.CANCELLING)
+        if vacuuming:
+            return self._finish_vacuum(log, begin)
+        if stable is None or stable.state is IndexState.DOESNOTEXIST:
+            final = begin.derive(begin.id + 1, IndexState.DOESNOTEXIST, source={}, content={})
+            self._end(log, begin, final)
+            self._remove_index_dir(log.index_path)
+            return final
+        self._remove_newer_data(log.index_path, stable.data_version)
+        final = stable.derive(begin.id + 1, stable.state)
+        return self._end(log, begin, final)
+
+    @staticmethod
+    def _vacuum_started(log: IndexLogManager, stable: IndexLogEntry | None,
+                        latest: IndexLogEntry) -> bool:
+        """Whether a vacuum began after the last stable entry (its data may be partly gone)."""
+        first = 0 if stable is None else stable.id + 1
+        for id in range(first, latest.id + 1):
+            entry = latest if id == latest.id else log.get(id)
+            if entry is not None and entry.state is IndexState.VACUUMING:
+                return True
+        return False
+
+    # ------------------------------------------------------------------ data directories
+
+    def _data_dirs(self, index_path: str) -> list[str]:
+        return [info.path for info in self._fs.list(index_path)
+                if info.is_dir and _DATA_DIR.match(info.name)]
+
+    def _remove_newer_data(self, index_path: str, version: int | None) -> None:
+        keep = -1 if version is None else version
+        for data_dir in self._data_dirs(index_path):
+            if int(data_dir.rstrip("/").rsplit("=", 1)[-1]) > keep:
+                logger.info("removing data of a cancelled operation: %s", data_dir)
+                self._fs.delete(data_dir, recursive=True)
+
+    def _remove_index_dir(self, index_path: str) -> None:
+        """Moves the index directory aside, then deletes it.
+
+        The move is atomic on HDFS and local disks, so a create that starts meanwhile gets a
+        fresh directory instead of one that is being deleted under it.
+        """
+        trash = f"{self.system_path}/{TRASH_DIR}"
+        self._fs.mkdirs(trash)
+        doomed = f"{trash}/{index_path.rstrip('/').rsplit('/', 1)[-1]}.{uuid.uuid4().hex}"
+        if self._fs.rename(index_path, doomed):
+            self._fs.delete(doomed, recursive=True)
+        else:
+            self._fs.delete(index_path, recursive=True)
+        if not self._fs.list(trash):
+            self._fs.delete(trash, recursive=False)

@@ -1,0 +1,269 @@
+"""The index operation log: one append-only sequence of JSON entries per index.
+
+Layout (see DESIGN.md section 5)::
+
+    <index path>/_log/0.json, 1.json, ...   one entry per lifecycle step, never rewritten
+    <index path>/_log/latestStable          a copy of the newest entry in a stable state
+
+Entries are created with create-if-absent semantics (``HadoopFs.create_exclusive``: a temp file
+moved into place atomically), so two writers racing for the same id never corrupt the log: exactly
+one of them wins. All I/O goes through :class:`~indexes.fs.HadoopFs`, so the log works on any
+Hadoop-supported file system.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+import uuid
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import Any
+
+from indexes.errors import AcceleratorError
+from indexes.fs import HadoopFs
+
+logger = logging.getLogger("accelerator.indexes.log")
+
+LOG_DIR = "_log"
+LATEST_STABLE = "latestStable"
+_ENTRY_NAME = re.compile(r"^(0|[1-9][0-9]*)\.json$")
+
+
+class IndexState(str, Enum):
+    """States of an index. Stable states end an operation; transient ones mark one in progress."""
+
+    CREATING = "CREATING"
+    ACTIVE = "ACTIVE"
+    REFRESHING = "REFRESHING"
+    OPTIMIZING = "OPTIMIZING"
+    DELETING = "DELETING"
+    DELETED = "DELETED"
+    RESTORING = "RESTORING"
+    VACUUMING = "VACUUMING"
+    CANCELLING = "CANCELLING"
+    DOESNOTEXIST = "DOESNOTEXIST"
+
+    @property
+    def is_stable(self) -> bool:
+        """Whether no operation is in progress in this state."""
+        return self in STABLE_STATES
+
+    def __str__(self) -> str:
+        return self.value
+
+
+STABLE_STATES: frozenset[IndexState] = frozenset(
+    {IndexState.ACTIVE, IndexState.DELETED, IndexState.DOESNOTEXIST})
+TRANSIENT_STATES: frozenset[IndexState] = frozenset(set(IndexState) - STABLE_STATES)
+
+
+def now_ms() -> int:
+    """The current time in epoch milliseconds, as stored in ``IndexLogEntry.timestamp``."""
+    return int(time.time() * 1000)
+
+
+@dataclass
+class IndexLogEntry:
+    """One step of an index's history.
+
+    The entry is generic over index kinds: what a kind needs lives in ``config`` (e.g.
+    ``indexedColumns``, ``includedColumns``, ``numBuckets``), ``source`` (format, rootPaths,
+    partitionColumns, options, files as ``[path, size, mtime]`` lists) and ``content`` (e.g.
+    ``dataVersion``, ``path`` of the data version directory, ``schema``, ``numFiles``,
+    ``sizeInBytes``).
+    """
+
+    id: int
+    name: str
+    kind: str
+    state: IndexState
+    timestamp: int = field(default_factory=now_ms)
+    config: dict[str, Any] = field(default_factory=dict)
+    source: dict[str, Any] = field(default_factory=dict)
+    content: dict[str, Any] = field(default_factory=dict)
+    properties: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def data_version(self) -> int | None:
+        """``content["dataVersion"]`` when present."""
+        version = self.content.get("dataVersion")
+        return None if version is None else int(version)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A plain-JSON dictionary of this entry."""
+        return {
+            "id": self.id,
+            "name": self.name,
+            "kind": self.kind,
+            "state": self.state.value,
+            "timestamp": self.timestamp,
+            "config": self.config,
+            "source": self.source,
+            "content": self.content,
+            "properties": self.properties,
+        }
+
+    def to_json(self) -> str:
+        """Plain JSON with a stable key order (sorted keys, two-space indent)."""
+        return json.dumps(self.to_dict(), sort_keys=True, indent=2)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "IndexLogEntry":
+        """The entry stored in ``data``; raises ValueError when a field is missing or invalid."""
+        try:
+            return cls(
+                id=int(data["id"]),
+                name=str(data["name"]),
+                kind=str(data["kind"]),
+                state=IndexState(data["state"]),
+                timestamp=int(data["timestamp"]),
+                config=dict(data.get("config") or {}),
+                source=dict(data.get("source") or {}),
+                content=dict(data.get("content") or {}),
+                properties=dict(data.get("properties") or {}),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not a valid index log entry: {exc!r}") from exc
+
+    @classmethod
+    def from_json(cls, text: str) -> "IndexLogEntry":
+        """Parses :meth:`to_json` output; raises ValueError on anything else."""
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"not valid JSON: {exc}") from exc
+        if not isinstance(data, dict):
+            raise ValueError("not a valid index log entry: not a JSON object")
+        return cls.from_dict(data)
+
+    def derive(self, id: int, state: IndexState, **changes: Any) -> "IndexLogEntry":
+        """A copy with a new id, state and timestamp (plus any other field ``changes``)."""
+        return replace(self, id=id, state=state, timestamp=now_ms(), **changes)
+
+
+class IndexLogManager:
+    """Reads and appends the log of the index stored at ``index_path``."""
+
+    def __init__(self, fs: HadoopFs, index_path: str):
+        self._fs = fs
+        self.index_path = index_path.rstrip("/")
+        self.log_path = f"{self.index_path}/{LOG_DIR}"
+
+    def _entry_path(self, id: int) -> str:
+        return f"{self.log_path}/{id}.json"
+
+    def ids(self) -> list[int]:
+        """Ids of all entries, ascending; temp files and other junk in ``_log`` are ignored."""
+        try:
+            infos = self._fs.list(self.log_path)
+        except Exception:  # the directory vanished while listing (e.g. a vacuum)
+            if self._fs.exists(self.log_path):
+                raise
+            return []
+        ids = []
+        for info in infos:
+            match = _ENTRY_NAME.match(info.name)
+            if match and not info.is_dir:
+                ids.append(int(match.group(1)))
+        return sorted(ids)
+
+    def latest_id(self) -> int | None:
+        """Id of the newest entry, or None when the log is empty or absent."""
+        ids = self.ids()
+        return ids[-1] if ids else None
+
+    def get(self, id: int) -> IndexLogEntry | None:
+        """The entry with this id, or None when it does not exist."""
+        path = self._entry_path(id)
+        if not self._fs.exists(path):
+            return None
+        try:
+            text = self._fs.read_text(path)
+        except Exception:
+            if not self._fs.exists(path):  # removed meanwhile (e.g. a vacuum)
+                return None
+            raise
+        try:
+            entry = IndexLogEntry.from_json(text)
+        except ValueError as exc:
+            raise AcceleratorError(
+                f"index log entry {path} is corrupt ({exc}); it was modified outside the "
+                f"accelerator: restore it from a backup or delete the index directory "
+                f"{self.index_path}") from exc
+        if entry.id != id:
+            raise AcceleratorError(
+                f"index log entry {path} holds id {entry.id}; it was modified outside the "
+                f"accelerator: restore it from a backup or delete the index directory "
+                f"{self.index_path}")
+        return entry
+
+    def latest(self) -> IndexLogEntry | None:
+        """The newest entry, or None when the log is empty."""
+        latest_id = self.latest_id()
+        return None if latest_id is None else self.get(latest_id)
+
+    def _read_latest_stable_copy(self) -> IndexLogEntry | None:
+        path = f"{self.log_path}/{LATEST_STABLE}"
+        try:
+            if not self._fs.exists(path):
+                return None
+            entry = IndexLogEntry.from_json(self._fs.read_text(path))
+        except Exception as exc:  # partial or replaced meanwhile: fall back to a scan
+            logger.debug("ignoring unreadable %s: %s", path, exc)
+            return None
+        return entry if entry.state.is_stable else None
+
+    def latest_stable(self) -> IndexLogEntry | None:
+        """The newest entry in a stable state, or None.
+
+        Uses the ``latestStable`` copy when it matches its log entry and no newer stable entry
+        exists; otherwise scans the log backwards.
+        """
+        ids = self.ids()
+        if not ids:
+            return None
+        copy = self._read_latest_stable_copy()
+        floor = -1
+        if copy is not None and copy.id in ids and self.get(copy.id) == copy:
+            floor = copy.id
+        for id in reversed(ids):
+            if id <= floor:
+                return copy
+            entry = self.get(id)
+            if entry is not None and entry.state.is_stable:
+                return entry
+        return copy if floor >= 0 else None
+
+    def write(self, entry: IndexLogEntry) -> bool:
+        """Writes ``entry`` as ``<id>.json`` only if that id is free; returns whether it was.
+
+        False means another writer already took the id (lost race).
+        """
+        won = self._fs.create_exclusive(self._entry_path(entry.id), entry.to_json())
+        if won:
+            logger.debug("wrote %s entry %d (%s)", self.index_path, entry.id, entry.state)
+        else:
+            logger.debug("entry %d of %s already exists", entry.id, self.index_path)
+        return won
+
+    def write_latest_stable(self, entry: IndexLogEntry) -> None:
+        """Replaces the ``latestStable`` copy with ``entry`` (which must be stable).
+
+        Written to a temp file first, then moved into place; readers that see no copy or a
+        stale one fall back to scanning the log, so this is only an optimization.
+        """
+        if not entry.state.is_stable:
+            raise ValueError(f"latestStable must hold a stable entry, not {entry.state}")
+        target = f"{self.log_path}/{LATEST_STABLE}"
+        tmp = f"{target}.{uuid.uuid4().hex}.tmp"
+        self._fs.write_text(tmp, entry.to_json(), overwrite=False)
+        try:
+            self._fs.delete(target, recursive=False)
+            if not self._fs.rename(tmp, target):
+                logger.warning("could not update %s (a concurrent writer?); readers will scan "
+                               "the log instead", target)
+        finally:
+            if self._fs.exists(tmp):
+                self._fs.delete(tmp, recursive=False)
