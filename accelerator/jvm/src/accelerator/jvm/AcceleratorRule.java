@@ -9,7 +9,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Optimizer rule that hands each optimized plan to the Python rewriter.
+ * Optimizer rule that hands each optimized plan, with its session, to the Python rewriter.
  *
  * <p>It never fails or changes a query because of the accelerator: any Throwable, an unresolved
  * result or a result whose schema differs from the original makes it return the original plan.
@@ -48,7 +48,7 @@ public final class AcceleratorRule extends Rule<LogicalPlan> {
     }
     ACTIVE.set(Boolean.TRUE);
     try {
-      Object result = fn.apply(plan);
+      Object result = fn.apply(new Object[] {plan, session});
       if (!(result instanceof LogicalPlan) || result == plan) {
         return plan;
       }

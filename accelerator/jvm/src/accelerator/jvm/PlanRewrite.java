@@ -1,7 +1,11 @@
 package accelerator.jvm;
 
 import java.lang.reflect.Method;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -12,7 +16,9 @@ import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.AttributeReference;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.GetStructField;
+import org.apache.spark.sql.catalyst.expressions.NamedExpression;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.Project;
 import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
 import org.apache.spark.sql.execution.datasources.LogicalRelation;
 import org.apache.spark.sql.execution.datasources.PartitioningAwareFileIndex;
@@ -50,10 +56,12 @@ public final class PlanRewrite {
   }
 
   /**
-   * Describes a file relation as JSON: format, root paths, partition columns, options and every
-   * file with its size and modification time (one py4j answer instead of thousands of calls).
+   * Describes a file relation as JSON: format, root paths, partition columns, options, a
+   * fingerprint of its files (SHA-256 over the sorted [path,size,mtime] lines) and the files
+   * themselves, as {@code detail} asks: 0 neither, 1 the fingerprint, 2 both (one py4j answer
+   * instead of thousands of calls).
    */
-  public String describe(LogicalPlan relation) {
+  public String describe(LogicalPlan relation, int detail) {
     HadoopFsRelation fs = (HadoopFsRelation) ((LogicalRelation) relation).relation();
     StringBuilder sb = new StringBuilder(256);
     Object format = fs.fileFormat();
@@ -78,18 +86,43 @@ public final class PlanRewrite {
       first = false;
     }
     sb.append("},\"bucketed\":").append(fs.bucketSpec().isDefined());
+    if (detail == 0) {
+      return sb.append('}').toString();
+    }
     if (!(fs.location() instanceof PartitioningAwareFileIndex)) {
-      return sb.append(",\"files\":null}").toString();
+      return sb.append(",\"fingerprint\":null,\"files\":null}").toString();
     }
-    sb.append(",\"files\":[");
-    scala.collection.Seq<FileStatus> files =
+    scala.collection.Seq<FileStatus> statuses =
         ((PartitioningAwareFileIndex) fs.location()).allFiles();
-    for (int i = 0; i < files.size(); i++) {
-      FileStatus f = files.apply(i);
-      sb.append(i == 0 ? "[" : ",[").append(quote(f.getPath().toString())).append(',')
-          .append(f.getLen()).append(',').append(f.getModificationTime()).append(']');
+    List<String> files = new ArrayList<>(statuses.size());
+    for (int i = 0; i < statuses.size(); i++) {
+      FileStatus f = statuses.apply(i);
+      files.add("[" + quote(f.getPath().toString()) + "," + f.getLen() + ","
+          + f.getModificationTime() + "]");
     }
-    return sb.append("]}").toString();
+    Collections.sort(files);
+    sb.append(",\"fingerprint\":").append(quote(sha256(files)));
+    if (detail > 1) {
+      sb.append(",\"files\":[").append(String.join(",", files)).append(']');
+    }
+    return sb.append('}').toString();
+  }
+
+  private static String sha256(List<String> lines) {
+    try {
+      MessageDigest md = MessageDigest.getInstance("SHA-256");
+      for (String line : lines) {
+        md.update(line.getBytes(StandardCharsets.UTF_8));
+        md.update((byte) '\n');
+      }
+      StringBuilder hex = new StringBuilder();
+      for (byte b : md.digest()) {
+        hex.append(String.format("%02x", b));
+      }
+      return hex.toString();
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
   }
 
   /**
@@ -97,10 +130,11 @@ public final class PlanRewrite {
    * {@code indexRelation}. {@code specs[i]} says what the i-th index column stands for:
    * {@code "=<exprId>"} keeps the identity of the original attribute with that id, and
    * {@code "~<exprId>\u0001<field>\u0001<field>..."} replaces that struct-field chain of the
-   * original attribute, wherever it occurs in the plan, by the index column.
+   * original attribute, wherever it occurs in the plan, by the index column. With
+   * {@code restoreOrder}, a Project on top gives the original relation's output, in its order.
    */
-  public LogicalPlan replaceRelation(
-      LogicalPlan plan, int ordinal, LogicalPlan indexRelation, String[] specs) {
+  public LogicalPlan replaceRelation(LogicalPlan plan, int ordinal, LogicalPlan indexRelation,
+      String[] specs, boolean restoreOrder) {
     LogicalPlan original = fileRelations(plan)[ordinal];
     Map<Long, Attribute> originalById = new HashMap<>();
     scala.collection.Seq<Attribute> origOut = original.output();
@@ -132,6 +166,13 @@ public final class PlanRewrite {
       output.add(attr);
     }
     LogicalPlan replacement = withOutput(fresh, output);
+    if (restoreOrder) {
+      List<NamedExpression> projection = new ArrayList<>();
+      for (int i = 0; i < origOut.size(); i++) {
+        projection.add(origOut.apply(i));
+      }
+      replacement = new Project(CollectionConverters.asScala(projection).toSeq(), replacement);
+    }
     LogicalPlan swapped = (LogicalPlan) plan.transformUp(new SameNode(original, replacement));
     if (chains.isEmpty()) {
       return swapped;

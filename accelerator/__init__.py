@@ -1,0 +1,25 @@
+"""Secondary indexes and a local cache for PySpark queries over file data lakes.
+
+>>> from accelerator import Hyperspace, IndexConfig
+>>> hs = Hyperspace(spark)
+>>> hs.createIndex(df, IndexConfig("idx", indexedColumns=["a"], includedColumns=["b"]))
+>>> Hyperspace.enable(spark)
+"""
+from accelerator.hyperspace import Hyperspace, IndexConfig
+from indexes.covering.config import CoveringIndexConfig
+from indexes.errors import (
+    AcceleratorError,
+    ConcurrentModificationError,
+    IndexExistsError,
+    IndexNotFoundError,
+    IndexStateError,
+    InvalidIndexConfigError,
+    JvmSetupError,
+    UnsupportedSourceError,
+)
+
+__all__ = [
+    "Hyperspace", "IndexConfig", "CoveringIndexConfig", "AcceleratorError",
+    "ConcurrentModificationError", "IndexExistsError", "IndexNotFoundError", "IndexStateError",
+    "InvalidIndexConfigError", "JvmSetupError", "UnsupportedSourceError",
+]

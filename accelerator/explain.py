@@ -1,0 +1,134 @@
+"""``explain`` and ``whyNot``: which indexes a query uses, and why the others are not used."""
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from accelerator import session
+from accelerator.rewriter import RewriteResult
+from accelerator.settings import ENABLED, Settings
+from indexes.covering.rule import Applicable
+from indexes.fs import HadoopFs
+from indexes.lifecycle import IndexLifecycle
+from indexes.log import IndexState
+
+_RULE = "=" * 72
+
+
+@dataclass(frozen=True)
+class WhyNot:
+    """Why one index is (not) used for one file source of a query."""
+
+    index: str
+    source: str
+    code: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.index} [{self.code}] {self.source}: {self.reason}"
+
+
+@contextlib.contextmanager
+def _rewrite(spark: Any, enabled: bool) -> Iterator[None]:
+    previous = spark.conf.get(ENABLED, "false")
+    spark.conf.set(ENABLED, "true" if enabled else "false")
+    try:
+        yield
+    finally:
+        spark.conf.set(ENABLED, previous)
+
+
+def _execution(spark: Any, df: Any) -> Any:
+    """A fresh QueryExecution of ``df``'s analyzed plan (the DataFrame's own caches its plans)."""
+    dataset = spark.sparkContext._jvm.org.apache.spark.sql.classic.Dataset
+    return dataset.ofRows(spark._jsparkSession, df._jdf.queryExecution().analyzed()).queryExecution()
+
+
+def analyse(spark: Any, df: Any) -> tuple[Any, Any, RewriteResult | None]:
+    """(QueryExecution without indexes, with indexes, the rewrite's decisions) for ``df``.
+
+    The plan with indexes goes through the real optimizer rule, so it is exactly what running
+    ``df`` with the accelerator enabled does.
+    """
+    rewriter = session.install(spark)
+    with _rewrite(spark, False):
+        without = _execution(spark, df)
+        without.executedPlan()
+    with _rewrite(spark, True), rewriter.capturing() as captured:
+        with_indexes = _execution(spark, df)
+        with_indexes.executedPlan()
+    return without, with_indexes, (captured[0] if captured else None)
+
+
+def explain(spark: Any, df: Any, verbose: bool = False) -> str:
+    """The physical plan with indexes, without, and the indexes used (verbose: all candidates)."""
+    without, with_indexes, result = analyse(spark, df)
+    with_plan = with_indexes.executedPlan().toString()
+    without_plan = without.executedPlan().toString()
+    relations = result.relations if result else []
+    lines = [_RULE, "Plan with indexes:", _RULE, with_plan.rstrip(), "",
+             _RULE, "Plan without indexes:", _RULE, without_plan.rstrip(), "",
+             _RULE, "Indexes used:", _RULE]
+    used = [d.chosen for d in relations if d.chosen is not None]
+    lines += [f"{c.index.name}: {c.index.content.get('path')}" for c in used] or ["(none)"]
+    if verbose:
+        lines += ["", _RULE, "Candidates:", _RULE]
+        for d in relations:
+            roots = ", ".join(d.description.get("rootPaths", []))
+            lines.append(f"source {roots}:")
+            for r in d.results:
+                status = "APPLIED" if r is d.chosen else (
+                    "APPLICABLE (a smaller index was chosen)" if isinstance(r, Applicable)
+                    else f"{r.code}: {r.reason}")
+                lines.append(f"  {r.index.name}: {status}")
+            if not d.results:
+                lines.append("  (no index over this source)")
+        if result is not None and result.skipped_reason:
+            lines.append(f"rewrite skipped: {result.skipped_reason}")
+    return "\n".join(lines)
+
+
+def why_not(spark: Any, df: Any, index_name: str | None = None) -> list[WhyNot]:
+    """For every index (or the named one) and every file source of ``df``: why it is not used."""
+    settings = Settings.of_session(spark)
+    lifecycle = IndexLifecycle(HadoopFs(spark), settings.system_path)
+    entries = lifecycle.list()
+    if index_name is not None:
+        entries = [lifecycle.get(index_name)]   # raises IndexNotFoundError with the existing names
+    _, _, result = analyse(spark, df)
+    relations = result.relations if result else []
+    skipped = result.skipped_reason if result else None
+    out: list[WhyNot] = []
+    for entry in entries:
+        if entry.state is not IndexState.ACTIVE:
+            out.append(WhyNot(entry.name, "*", "NOT_ACTIVE",
+                              f"the index is {entry.state}; only ACTIVE indexes are used"))
+            continue
+        if not relations:
+            out.append(WhyNot(entry.name, "*", "NO_FILE_SOURCE", "the query reads no files"))
+        if skipped:
+            out.append(WhyNot(entry.name, "*", "PLAN_NOT_SUPPORTED", skipped))
+            continue
+        for d in relations:
+            roots = ", ".join(d.description.get("rootPaths", []))
+            mine = [r for r in d.results if r.index.name == entry.name]
+            if not mine:
+                out.append(WhyNot(entry.name, roots, "OTHER_SOURCE",
+                                  "the index is over " + ", ".join(entry.source.get("rootPaths", []))))
+            elif mine[0] is d.chosen:
+                out.append(WhyNot(entry.name, roots, "APPLIED", "the index is used"))
+            elif isinstance(mine[0], Applicable):
+                out.append(WhyNot(entry.name, roots, "ANOTHER_INDEX_APPLIED",
+                                  f"the smaller index '{d.chosen.index.name}' is used instead"))
+            else:
+                out.append(WhyNot(entry.name, roots, mine[0].code, mine[0].reason))
+    return out
+
+
+def format_why_not(reasons: list[WhyNot]) -> str:
+    """One line per reason, or a note when there is no index at all."""
+    return "\n".join(str(r) for r in reasons) if reasons else "no indexes in the system path"
+
+
+

@@ -1,0 +1,213 @@
+"""The Hyperspace-compatible public API: create and manage indexes, turn the rewrite on and off,
+and see which indexes a query uses and why others are not used."""
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+
+from accelerator import explain as explain_mod
+from accelerator import jvm, session
+from accelerator.catalog import CATALOG
+from accelerator.settings import Settings
+from indexes.covering.build import write_covering_index
+from indexes.covering.config import KIND as COVERING, CoveringIndexConfig
+from indexes.covering.rule import relation_schema
+from indexes.errors import InvalidIndexConfigError, UnsupportedSourceError
+from indexes.fs import HadoopFs
+from indexes.lifecycle import IndexLifecycle
+from indexes.log import IndexLogEntry
+from indexes.plan import LOGICAL_RELATION, parse_plan
+
+log = logging.getLogger("accelerator.hyperspace")
+
+REFRESH_MODES = ("full",)
+
+
+class Hyperspace:
+    """Index management for one SparkSession.
+
+    >>> hs = Hyperspace(spark)
+    >>> hs.createIndex(df, IndexConfig("idx", ["nested.nst.field1"], ["id", "nested.nst.field2"]))
+    >>> Hyperspace.enable(spark)   # queries over df's files now read the index where it applies
+    """
+
+    def __init__(self, spark: SparkSession):
+        self.spark = spark
+        self._fs = HadoopFs(spark)
+
+    # --- session ------------------------------------------------------------------------
+    @staticmethod
+    def enable(spark: SparkSession) -> None:
+        """Rewrites DataFrame and SQL queries of ``spark`` to use indexes from now on."""
+        session.enable(spark)
+
+    @staticmethod
+    def disable(spark: SparkSession) -> None:
+        """Stops rewriting queries of ``spark``."""
+        session.disable(spark)
+
+    @staticmethod
+    def isEnabled(spark: SparkSession) -> bool:
+        """Whether queries of ``spark`` are rewritten."""
+        return session.is_enabled(spark)
+
+    # --- helpers ------------------------------------------------------------------------
+    def _settings(self) -> Settings:
+        return Settings.of_session(self.spark)
+
+    def _lifecycle(self) -> IndexLifecycle:
+        return IndexLifecycle(self._fs, self._settings().system_path)
+
+    def _changed(self) -> None:
+        CATALOG.invalidate()
+
+    def _source(self, df: DataFrame) -> tuple[dict, Any]:
+        """Description of the file source ``df`` reads directly, or UnsupportedSourceError."""
+        analyzed = df._jdf.queryExecution().analyzed()
+        root = parse_plan(analyzed.toJSON())
+        plans = jvm.helpers(self.spark).plans
+        relations = plans.fileRelations(analyzed)
+        if root.cls != LOGICAL_RELATION or len(relations) != 1:
+            raise UnsupportedSourceError(
+                "indexes can only be built over a DataFrame that reads files directly, such as "
+                "spark.read.parquet(path) (also json, csv, orc; partitioned directories are fine); "
+                f"this DataFrame's plan starts with {root.cls}. Create the index on the DataFrame "
+                "returned by spark.read and apply filters or projections in queries instead")
+        source = json.loads(plans.describe(relations[0], 2))
+        if source.get("files") is None:
+            raise UnsupportedSourceError(
+                "indexes need a source whose files Spark lists itself (spark.read over paths); "
+                "this relation uses a catalog or custom file index")
+        source["schema"] = relation_schema(root)
+        return source, root
+
+    # --- lifecycle ----------------------------------------------------------------------
+    def createIndex(self, df: DataFrame, config: CoveringIndexConfig) -> None:
+        """Builds an index over the files ``df`` reads and records it in the system path.
+
+        Raises InvalidIndexConfigError for a bad config (unknown, duplicate or overlapping
+        columns, unsupported types, name collisions), UnsupportedSourceError when ``df`` does
+        not read files directly, IndexExistsError when the name is taken.
+        """
+        if not isinstance(config, CoveringIndexConfig):
+            raise InvalidIndexConfigError(
+                f"createIndex expects an IndexConfig/CoveringIndexConfig, got {type(config).__name__}")
+        settings = self._settings()
+        indexed, included = config.resolve(df.schema, settings.case_sensitive)
+        source, _ = self._source(df)
+        num_buckets = config.numBuckets or settings.num_buckets
+        cfg = {"indexedColumns": [c.to_json() for c in indexed],
+               "includedColumns": [c.to_json() for c in included],
+               "numBuckets": num_buckets}
+        self._lifecycle().create(config.indexName, COVERING, cfg,
+                                 lambda path: self._build(df, cfg, source, path))
+        self._changed()
+
+    def _build(self, df: DataFrame, cfg: dict, source: dict, data_path: str) -> tuple[dict, dict]:
+        from indexes.covering.rule import index_columns
+        indexed, included = index_columns(_Cfg(cfg))
+        with session.rewriter(self.spark).suspended():
+            content = write_covering_index(df, indexed, included, cfg["numBuckets"], data_path)
+        files = [f for f in self._fs.list(data_path) if not f.is_dir and f.name.endswith(".parquet")]
+        content.update(numFiles=len(files), sizeInBytes=sum(f.size for f in files))
+        return source, content
+
+    def refreshIndex(self, indexName: str, mode: str = "full") -> None:
+        """Rebuilds the index from its source's current files into a new data version.
+
+        Only ``mode="full"`` exists so far. When the source has not changed, nothing is done
+        and a message is logged.
+        """
+        if mode not in REFRESH_MODES:
+            raise InvalidIndexConfigError(
+                f"refresh mode {mode!r} is not supported; use one of {', '.join(REFRESH_MODES)}")
+        lifecycle = self._lifecycle()
+        entry = lifecycle.get(indexName)
+        paths = entry.source.get("rootPaths", [])
+        reader = self.spark.read.format(entry.source["format"]).options(**_user_options(entry.source))
+        df = reader.load(paths)
+        source, _ = self._source(df)
+        if source.get("fingerprint") == entry.source.get("fingerprint") and entry.state.value == "ACTIVE":
+            log.info("index '%s' is up to date with its source; nothing to refresh", entry.name)
+            return
+        lifecycle.refresh(indexName, lambda path: self._build(df, entry.config, source, path))
+        self._changed()
+
+    def deleteIndex(self, indexName: str) -> None:
+        """Soft-deletes the index: it is no longer used, its data is kept for restoreIndex."""
+        self._lifecycle().delete(indexName)
+        self._changed()
+
+    def restoreIndex(self, indexName: str) -> None:
+        """Brings a deleted index back into use."""
+        self._lifecycle().restore(indexName)
+        self._changed()
+
+    def vacuumIndex(self, indexName: str) -> None:
+        """Removes a deleted index and its data for good."""
+        self._lifecycle().vacuum(indexName)
+        self._changed()
+
+    def cancel(self, indexName: str) -> None:
+        """Rolls back an operation that did not finish, restoring the last stable state."""
+        self._lifecycle().cancel(indexName)
+        self._changed()
+
+    # --- listing ------------------------------------------------------------------------
+    def indexes(self) -> DataFrame:
+        """All indexes of the system path: name, kind, columns, buckets, state, location, size."""
+        rows = [_summary(e) for e in self._lifecycle().list()]
+        return self.spark.createDataFrame(rows, _SUMMARY_SCHEMA)
+
+    def index(self, indexName: str) -> DataFrame:
+        """One index with its details: source files, data version and statistics."""
+        entry = self._lifecycle().get(indexName)
+        row = _summary(entry) + (
+            len(entry.source.get("files", [])), entry.source.get("format"),
+            list(entry.source.get("rootPaths", [])), entry.data_version,
+            entry.content.get("numRows"), entry.id)
+        return self.spark.createDataFrame([row], _DETAIL_SCHEMA)
+
+    # --- plan analysis ------------------------------------------------------------------
+    def explain(self, df: DataFrame, verbose: bool = False) -> str:
+        """Prints and returns the plan with indexes, the plan without, and the indexes used."""
+        text = explain_mod.explain(self.spark, df, verbose)
+        print(text)
+        return text
+
+    def whyNot(self, df: DataFrame, indexName: str | None = None) -> list[explain_mod.WhyNot]:
+        """Why each index (or the named one) is not used by ``df``: one reason per source."""
+        reasons = explain_mod.why_not(self.spark, df, indexName)
+        print(explain_mod.format_why_not(reasons))
+        return reasons
+
+
+IndexConfig = CoveringIndexConfig
+
+
+class _Cfg:
+    def __init__(self, config: dict):
+        self.config = config
+
+
+def _user_options(source: dict) -> dict:
+    return {k: v for k, v in (source.get("options") or {}).items() if k.lower() not in ("path", "paths")}
+
+
+def _summary(e: IndexLogEntry) -> tuple:
+    cfg = e.config
+    return (e.name, e.kind,
+            [".".join(c["path"]) for c in cfg.get("indexedColumns", [])],
+            [".".join(c["path"]) for c in cfg.get("includedColumns", [])],
+            cfg.get("numBuckets"), e.state.value, e.content.get("path"),
+            e.content.get("numFiles"), e.content.get("sizeInBytes"))
+
+
+_SUMMARY_SCHEMA = ("name string, kind string, indexedColumns array<string>, "
+                   "includedColumns array<string>, numBuckets int, state string, location string, "
+                   "numFiles long, sizeInBytes long")
+_DETAIL_SCHEMA = _SUMMARY_SCHEMA + (", sourceFiles long, sourceFormat string, sourcePaths array<string>,"
+                                    " dataVersion int, numRows long, logVersion int")

@@ -1,0 +1,130 @@
+"""The JVM side of the accelerator: compiled from the Java sources shipped in the package.
+
+The jar is never shipped prebuilt. On first use it is compiled with ``javac`` against the jars of
+the running pyspark into a per-user cache, keyed by a hash of the sources and the Spark version,
+then loaded into the driver through a private class loader. This module and
+:mod:`accelerator.rewriter` are the only ones that touch Catalyst objects through py4j.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+import threading
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from indexes.errors import JvmSetupError
+
+log = logging.getLogger("accelerator.jvm")
+
+SOURCE_DIR = Path(__file__).parent / "jvm" / "src"
+PACKAGE = "accelerator.jvm"
+_lock = threading.Lock()
+_loaded: dict[int, "JvmHelpers"] = {}
+
+
+@dataclass
+class JvmHelpers:
+    """Instances of the accelerator's Java classes in one driver JVM."""
+
+    builder: Any        # AcceleratorRuleBuilder
+    plans: Any          # PlanRewrite
+    jar: Path
+
+
+def cache_dir() -> Path:
+    """Where compiled jars are kept (``ACCELERATOR_CACHE_DIR`` or the user's cache directory)."""
+    root = os.environ.get("ACCELERATOR_CACHE_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(Path.home(), ".cache"), "spark-accelerator")
+    return Path(root)
+
+
+def _sources() -> list[Path]:
+    return sorted(SOURCE_DIR.rglob("*.java"))
+
+
+def _spark_jars_dir() -> Path:
+    import pyspark
+    home = os.environ.get("SPARK_HOME")
+    candidates = [Path(home) / "jars"] if home else []
+    candidates.append(Path(pyspark.__file__).parent / "jars")
+    for c in candidates:
+        if c.is_dir() and any(c.glob("spark-catalyst*.jar")):
+            return c
+    raise JvmSetupError("cannot find Spark's jars (looked in $SPARK_HOME/jars and pyspark/jars)")
+
+
+def _javac() -> str:
+    home = os.environ.get("JAVA_HOME")
+    if home and (Path(home) / "bin" / "javac").exists():
+        return str(Path(home) / "bin" / "javac")
+    found = shutil.which("javac")
+    if not found:
+        raise JvmSetupError(
+            "the accelerator compiles its small JVM rule on first use and needs a JDK (javac), "
+            "but none was found: install a JDK 17+ (e.g. 'apt install openjdk-17-jdk-headless') "
+            "or set JAVA_HOME to one")
+    return found
+
+
+def jar_path(spark_version: str) -> Path:
+    """The cached jar for these sources and this Spark version."""
+    digest = hashlib.sha256(spark_version.encode())
+    for src in _sources():
+        digest.update(src.name.encode())
+        digest.update(src.read_bytes())
+    return cache_dir() / f"accelerator-jvm-{digest.hexdigest()[:16]}.jar"
+
+
+def build_jar(spark_version: str) -> Path:
+    """Compiles the Java sources into the cached jar unless it is already there."""
+    target = jar_path(spark_version)
+    if target.exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="accelerator-javac-") as tmp:
+        classes = Path(tmp) / "classes"
+        cmd = [_javac(), "-nowarn", "-encoding", "UTF-8", "--release", "17", "-d", str(classes),
+               "-cp", str(_spark_jars_dir() / "*"), *map(str, _sources())]
+        result = subprocess.run(cmd, capture_output=True, text=True)
+        if result.returncode != 0:
+            raise JvmSetupError(f"compiling the accelerator's JVM rule failed:\n{result.stderr.strip()}")
+        staging = Path(tmp) / target.name
+        with zipfile.ZipFile(staging, "w", zipfile.ZIP_DEFLATED) as jar:
+            jar.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\n")
+            for cls in sorted(classes.rglob("*.class")):
+                jar.write(cls, cls.relative_to(classes).as_posix())
+        os.replace(staging, target)
+    log.info("compiled the accelerator JVM rule into %s", target)
+    return target
+
+
+def helpers(spark: Any) -> JvmHelpers:
+    """The accelerator's Java objects in the driver JVM of ``spark``, built and loaded once."""
+    jvm = spark.sparkContext._jvm
+    key = id(spark.sparkContext._gateway)
+    with _lock:
+        found = _loaded.get(key)
+        if found is not None:
+            return found
+        jar = build_jar(spark.version)
+        gateway = spark.sparkContext._gateway
+        urls = gateway.new_array(jvm.java.net.URL, 1)
+        urls[0] = jvm.java.io.File(str(jar)).toURI().toURL()
+        parent = jvm.org.apache.spark.util.Utils.getContextOrSparkClassLoader()
+        loader = jvm.java.net.URLClassLoader(urls, parent)
+
+        def new(name: str) -> Any:
+            cls = jvm.java.lang.Class.forName(f"{PACKAGE}.{name}", True, loader)
+            return cls.getConstructor(gateway.new_array(jvm.java.lang.Class, 0)).newInstance(
+                gateway.new_array(jvm.java.lang.Object, 0))
+
+        found = JvmHelpers(builder=new("AcceleratorRuleBuilder"), plans=new("PlanRewrite"), jar=jar)
+        _loaded[key] = found
+        return found

@@ -1,0 +1,169 @@
+"""The Python side of the optimizer rule: decides which indexes answer a plan and applies them.
+
+The JVM rule calls :meth:`Rewriter.apply` with each optimized plan that reads files. The plan is
+fetched as JSON in one py4j call and analysed in pure Python (:mod:`indexes.plan`,
+:mod:`indexes.covering.rule`); the JVM is called only to describe the file relations and to
+build the replacement. Any failure returns None, which makes the JVM run the original plan.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from accelerator import jvm
+from accelerator.catalog import CATALOG
+from accelerator.settings import Settings
+from indexes.covering import rule as covering_rule
+from indexes.covering.config import KIND as COVERING
+from indexes.fs import HadoopFs
+from indexes.lifecycle import IndexLifecycle
+from indexes.log import IndexState
+from indexes.plan import PlanNode, file_relations, has_subquery, parse_plan
+
+log = logging.getLogger("accelerator.rewriter")
+
+
+@dataclass
+class RelationDecision:
+    """What the rewriter decided for one file relation of a plan."""
+
+    ordinal: int
+    description: dict
+    results: list[Any] = field(default_factory=list)   # Applicable | NotApplicable per index
+    chosen: Any = None                                  # the Applicable used, if any
+
+
+@dataclass
+class RewriteResult:
+    """The outcome of one rewrite: the (possibly new) JVM plan and the decisions behind it."""
+
+    plan: Any
+    root: PlanNode
+    relations: list[RelationDecision]
+    skipped_reason: str | None = None
+
+    @property
+    def applied(self) -> list[str]:
+        return [d.chosen.index.name for d in self.relations if d.chosen is not None]
+
+
+class Rewriter:
+    """Rewrites plans of one driver; registered with the JVM rule by ``Hyperspace.enable``."""
+
+    def __init__(self, spark: Any):
+        self._spark = spark
+        self._helpers = jvm.helpers(spark)
+        self._fs = HadoopFs(spark)
+        self._index_relations: dict[tuple[str, str], Any] = {}
+        self._suspended = 0
+        self._captures: list[list[RewriteResult]] = []
+        self._lock = threading.Lock()
+        self.history = None   # set by the session module when history is enabled
+
+    # --- JVM callback -------------------------------------------------------------------
+    def apply(self, args: Any) -> Any:
+        """Called by the JVM rule with ``[plan, session]``; returns a new plan or None."""
+        if self._suspended:
+            return None
+        try:
+            plan, jsession = args[0], args[1]
+            capturing = bool(self._captures)
+            result = self.rewrite(plan, Settings.of_jsession(jsession), record=not capturing,
+                                  with_files=capturing)
+            for captured in list(self._captures):
+                captured.append(result)
+            return result.plan if result.applied else None
+        except Exception:  # an accelerator bug must never fail a query
+            log.warning("rewrite failed; running the original plan", exc_info=True)
+            return None
+
+    class Java:
+        implements = ["java.util.function.Function"]
+
+    @contextlib.contextmanager
+    def suspended(self) -> Iterator[None]:
+        """No rewriting while the block runs (index builds read the source itself)."""
+        with self._lock:
+            self._suspended += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._suspended -= 1
+
+    @contextlib.contextmanager
+    def capturing(self) -> Iterator[list[RewriteResult]]:
+        """Collects the results of the rewrites done while the block runs (for explain)."""
+        captured: list[RewriteResult] = []
+        with self._lock:
+            self._captures.append(captured)
+        try:
+            yield captured
+        finally:
+            with self._lock:
+                self._captures.remove(captured)
+
+    # --- analysis -----------------------------------------------------------------------
+    def active_indexes(self, settings: Settings) -> list[Any]:
+        """ACTIVE indexes of the system path, from the per-process catalog cache."""
+        entries = CATALOG.entries(
+            settings.system_path,
+            lambda: IndexLifecycle(self._fs, settings.system_path).list(),
+            settings.cache_expiry_seconds)
+        return [e for e in entries if e.state == IndexState.ACTIVE]
+
+    def rewrite(self, plan: Any, settings: Settings, record: bool = False,
+                with_files: bool = False) -> RewriteResult:
+        """Analyses a JVM optimized plan and replaces relations by covering indexes."""
+        root = parse_plan(plan.toJSON())
+        relations = file_relations(root)
+        plans = self._helpers.plans
+        jrelations = plans.fileRelations(plan)
+        decisions = [RelationDecision(i, json.loads(plans.describe(jrelations[i], 0)))
+                     for i in range(len(relations))]
+        result = RewriteResult(plan, root, decisions)
+        indexes = [e for e in self.active_indexes(settings) if e.kind == COVERING]
+        if has_subquery(root):
+            result.skipped_reason = "the plan holds a subquery, which the rewriter does not analyse yet"
+            indexes = []
+        for decision, relation in zip(decisions, relations):
+            candidates = [e for e in indexes
+                          if e.source.get("rootPaths") == decision.description.get("rootPaths")]
+            if not candidates:
+                continue
+            detail = 2 if with_files else 1
+            decision.description = json.loads(plans.describe(jrelations[decision.ordinal], detail))
+            decision.results = [covering_rule.evaluate(root, relation, decision.description, e,
+                                                       settings.case_sensitive)
+                                for e in candidates]
+            decision.chosen = covering_rule.choose(decision.results)
+        for decision in decisions:
+            chosen = decision.chosen
+            if chosen is None:
+                continue
+            specs = self._spark.sparkContext._gateway.new_array(
+                self._spark.sparkContext._jvm.java.lang.String, len(chosen.specs))
+            for i, spec in enumerate(chosen.specs):
+                specs[i] = spec
+            result.plan = plans.replaceRelation(result.plan, decision.ordinal,
+                                                self.index_relation(chosen.index), specs,
+                                                chosen.restore_order)
+        if record and settings.history_enabled and self.history is not None:
+            self.history.record_plan(settings.system_path, root, relations, decisions, result.applied)
+        return result
+
+    def index_relation(self, entry: Any) -> Any:
+        """The JVM LogicalRelation reading an index's data version (cached; versions are immutable)."""
+        key = (entry.content["path"], entry.content["schema"])
+        found = self._index_relations.get(key)
+        if found is None:
+            jvm_ = self._spark.sparkContext._jvm
+            schema = jvm_.org.apache.spark.sql.types.DataType.fromJson(entry.content["schema"])
+            reader = self._spark._jsparkSession.read().schema(schema).format("parquet")
+            found = reader.load(entry.content["path"]).queryExecution().analyzed()
+            self._index_relations[key] = found
+        return found

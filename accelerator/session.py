@@ -1,0 +1,69 @@
+"""Turning the plan rewrite on and off for a SparkSession."""
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from pyspark.java_gateway import ensure_callback_server_started
+
+from accelerator import jvm
+from accelerator.rewriter import Rewriter
+from accelerator.settings import ENABLED
+
+log = logging.getLogger("accelerator.session")
+_lock = threading.Lock()
+_rewriters: dict[int, Rewriter] = {}
+_installed: set[int] = set()
+
+
+def rewriter(spark: Any) -> Rewriter:
+    """The driver's rewriter, created and registered with the JVM rule on first use."""
+    key = id(spark.sparkContext._gateway)
+    with _lock:
+        found = _rewriters.get(key)
+        if found is None:
+            gateway = spark.sparkContext._gateway
+            ensure_callback_server_started(gateway)
+            found = Rewriter(spark)
+            jvm.helpers(spark).builder.setRewriter(found)
+            _rewriters[key] = found
+        return found
+
+
+def install(spark: Any) -> Rewriter:
+    """Injects the optimizer rule into ``spark``'s extensions once; returns the rewriter.
+
+    Sessions made with ``newSession()`` share the extensions, hence the rule. It stays inert
+    while ``spark.accelerator.enabled`` is false.
+    """
+    found = rewriter(spark)
+    extensions = spark._jsparkSession.extensions()
+    key = int(spark.sparkContext._jvm.java.lang.System.identityHashCode(extensions))
+    with _lock:
+        if key not in _installed:
+            extensions.injectPreCBORule(jvm.helpers(spark).builder)
+            _installed.add(key)
+    return found
+
+
+def enable(spark: Any) -> None:
+    """Installs the optimizer rule in ``spark`` (once) and turns rewriting on.
+
+    DataFrames built before this call are rewritten when they run.
+    """
+    install(spark)
+    spark.conf.set(ENABLED, "true")
+    log.info("accelerator enabled")
+
+
+def disable(spark: Any) -> None:
+    """Turns rewriting off for ``spark`` (the rule stays installed but inert)."""
+    spark.conf.set(ENABLED, "false")
+
+
+def is_enabled(spark: Any) -> bool:
+    """Whether queries of ``spark`` are rewritten."""
+    extensions = spark._jsparkSession.extensions()
+    key = int(spark.sparkContext._jvm.java.lang.System.identityHashCode(extensions))
+    return key in _installed and spark.conf.get(ENABLED, "false").lower() == "true"

@@ -1,0 +1,151 @@
+"""Covering index configuration and its validation against a source schema."""
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+
+from pyspark.sql.types import ArrayType, DataType, MapType, StructType
+
+from indexes.errors import InvalidIndexConfigError
+from indexes.names import flat_name, split_path, validate_index_name
+
+KIND = "covering"
+
+
+@dataclass(frozen=True)
+class IndexColumn:
+    """A resolved index column: its path in the source, its flat name in the index, its type."""
+
+    path: tuple[str, ...]
+    name: str
+    data_type: DataType
+
+    @property
+    def dotted(self) -> str:
+        return ".".join(self.path)
+
+    def to_json(self) -> dict:
+        return {"path": list(self.path), "name": self.name, "type": self.data_type.jsonValue()}
+
+    @staticmethod
+    def from_json(d: dict) -> "IndexColumn":
+        return IndexColumn(tuple(d["path"]), d["name"], _parse_type(d["type"]))
+
+
+def _parse_type(value) -> DataType:
+    from pyspark.sql.types import _parse_datatype_json_value
+    return _parse_datatype_json_value(value)
+
+
+@dataclass(frozen=True)
+class CoveringIndexConfig:
+    """A covering index: rows of ``indexedColumns`` + ``includedColumns``, bucketed and sorted
+    by the indexed columns. Nested fields are written as ``a.b.c`` and stored as ``a__b__c``.
+
+    >>> CoveringIndexConfig("idx", ["nested.nst.field1"], ["id", "name", "nested.nst.field2"])
+    """
+
+    indexName: str
+    indexedColumns: list[str]
+    includedColumns: list[str] = field(default_factory=list)
+    numBuckets: int | None = None
+
+    def __post_init__(self):
+        object.__setattr__(self, "indexedColumns", list(self.indexedColumns or []))
+        object.__setattr__(self, "includedColumns", list(self.includedColumns or []))
+
+    def resolve(self, schema: StructType, case_sensitive: bool) -> tuple[list[IndexColumn], list[IndexColumn]]:
+        """Validates this config against ``schema``; returns (indexed, included) columns.
+
+        Raises InvalidIndexConfigError naming the offending column for: an invalid name, no
+        indexed columns, duplicate or overlapping columns, unknown columns (with the closest
+        existing ones), unsupported indexed types, and flattened names that collide.
+        """
+        validate_index_name(self.indexName)
+        if not self.indexedColumns:
+            raise InvalidIndexConfigError(
+                f"index '{self.indexName}': indexedColumns is empty; name at least one column")
+        if self.numBuckets is not None and (not isinstance(self.numBuckets, int) or self.numBuckets < 1):
+            raise InvalidIndexConfigError(
+                f"index '{self.indexName}': numBuckets must be a positive integer, got {self.numBuckets!r}")
+        for col in self.indexedColumns + self.includedColumns:
+            if not isinstance(col, str):
+                raise InvalidIndexConfigError(
+                    f"index '{self.indexName}': column names must be strings, got {col!r}")
+        indexed = [_resolve(self.indexName, c, schema, case_sensitive) for c in self.indexedColumns]
+        included = [_resolve(self.indexName, c, schema, case_sensitive) for c in self.includedColumns]
+        _check_overlaps(self.indexName, indexed + included, case_sensitive)
+        for col in indexed:
+            if isinstance(col.data_type, (ArrayType, MapType, StructType)):
+                raise InvalidIndexConfigError(
+                    f"index '{self.indexName}': indexed column '{col.dotted}' has type "
+                    f"{col.data_type.simpleString()}; arrays, maps and structs cannot be indexed "
+                    "(index a leaf field such as 'a.b' instead)")
+        _check_collisions(self.indexName, indexed + included, schema, case_sensitive)
+        return indexed, included
+
+
+def _norm(name: str, case_sensitive: bool) -> str:
+    return name if case_sensitive else name.lower()
+
+
+def _leaf_paths(schema: StructType, prefix: tuple[str, ...] = ()) -> list[str]:
+    out = []
+    for f in schema.fields:
+        path = prefix + (f.name,)
+        out.append(".".join(path))
+        if isinstance(f.dataType, StructType):
+            out.extend(_leaf_paths(f.dataType, path))
+    return out
+
+
+def _resolve(index: str, column: str, schema: StructType, case_sensitive: bool) -> IndexColumn:
+    parts = split_path(column)
+    current: DataType = schema
+    resolved: list[str] = []
+    for part in parts:
+        matches = [f for f in current.fields if _norm(f.name, case_sensitive) == _norm(part, case_sensitive)] \
+            if isinstance(current, StructType) else []
+        if len(matches) != 1:
+            candidates = _leaf_paths(schema)
+            close = difflib.get_close_matches(column, candidates, n=3, cutoff=0.5)
+            hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else \
+                f"; existing columns: {', '.join(candidates[:20])}"
+            why = "is ambiguous" if len(matches) > 1 else "does not exist"
+            raise InvalidIndexConfigError(f"index '{index}': column '{column}' {why}{hint}")
+        resolved.append(matches[0].name)
+        current = matches[0].dataType
+    path = tuple(resolved)
+    return IndexColumn(path, flat_name(path), current)
+
+
+def _check_overlaps(index: str, columns: list[IndexColumn], case_sensitive: bool) -> None:
+    keys = [tuple(_norm(p, case_sensitive) for p in c.path) for c in columns]
+    for i, a in enumerate(keys):
+        for j in range(i + 1, len(keys)):
+            b = keys[j]
+            if a == b:
+                raise InvalidIndexConfigError(
+                    f"index '{index}': column '{columns[i].dotted}' is listed more than once")
+            short, long_ = (a, b) if len(a) < len(b) else (b, a)
+            if long_[:len(short)] == short:
+                raise InvalidIndexConfigError(
+                    f"index '{index}': columns '{columns[i].dotted}' and '{columns[j].dotted}' "
+                    "overlap (one is a field of the other); list only one of them")
+
+
+def _check_collisions(index: str, columns: list[IndexColumn], schema: StructType,
+                      case_sensitive: bool) -> None:
+    top = {_norm(f.name, case_sensitive): f.name for f in schema.fields}
+    seen: dict[str, IndexColumn] = {}
+    for col in columns:
+        key = _norm(col.name, case_sensitive)
+        if len(col.path) > 1 and key in top:
+            raise InvalidIndexConfigError(
+                f"index '{index}': nested column '{col.dotted}' would be stored as '{col.name}', "
+                f"which collides with the existing column '{top[key]}'")
+        if key in seen:
+            raise InvalidIndexConfigError(
+                f"index '{index}': columns '{seen[key].dotted}' and '{col.dotted}' would both be "
+                f"stored as '{col.name}'")
+        seen[key] = col
