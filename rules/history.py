@@ -1,0 +1,247 @@
+"""The query history model: one :class:`QueryRecord` per query the accelerator's rewrite hook sees.
+
+Records are stored as Parquet under ``<system path>/_history/date=YYYY-MM-DD/`` and mined later
+(on Spark) by the rule engine. This module is pure Python (pyarrow only, no pyspark), so the rule
+engine's logic stays testable without a JVM.
+
+Column names are dotted paths from the relation's attribute through the struct fields accessed,
+e.g. ``nested.nst.field1``. Sources are identified by their root paths.
+
+Layout of a stored row (see :data:`HISTORY_SCHEMA`): flat top-level lists of strings for the common
+questions ("which columns are filtered on"), plus ``relations`` (one struct per file relation of the
+plan, with its own column lists) and ``predicates`` (one struct per column and predicate shape), both
+lists of structs that pyarrow writes and Spark reads back as ``array<struct<...>>``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+import pyarrow as pa
+
+#: Predicate shapes, in the order of the question "what kind of lookup could serve this?".
+SHAPES: tuple[str, ...] = (
+    "equality", "range", "in", "like", "startswith", "endswith", "contains",
+    "isnull", "isnotnull", "other",
+)
+
+#: Name of the directory partition column of the stored history (``date=YYYY-MM-DD``, UTC).
+PARTITION_COLUMN = "date"
+
+#: Sub-directory of the system path holding the history.
+HISTORY_DIR = "_history"
+
+
+def source_key(root_paths: Iterable[str]) -> str:
+    """One string naming a source: its root path, or its sorted root paths joined by ``,``."""
+    paths = sorted(str(p) for p in root_paths)
+    return paths[0] if len(paths) == 1 else ",".join(paths)
+
+
+@dataclass
+class Predicate:
+    """One use of a source column in a filter condition.
+
+    ``shape`` is one of :data:`SHAPES`; ``op`` the Catalyst class of the predicate (``EqualTo``,
+    ``InSet``, ``RLike``, ``Not`` ...); ``function`` the outermost expression class wrapped around
+    the column when the predicate does not test the column itself (``Lower`` for an ILIKE,
+    ``Length``, ``AggregateExpression`` for a HAVING on an aggregate ...), None when it does (casts
+    are looked through). ``literal_count`` is the size of an ``In`` list (None when unknown, e.g.
+    for ``InSet``, whose values Spark does not serialize).
+    """
+
+    relation: int
+    source: str
+    column: str
+    shape: str
+    op: str
+    function: str | None = None
+    literal_count: int | None = None
+
+    def to_row(self) -> dict[str, Any]:
+        """A plain dict matching :data:`PREDICATE_TYPE`."""
+        return {"relation": self.relation, "source": self.source, "column": self.column,
+                "shape": self.shape, "op": self.op, "function": self.function,
+                "literal_count": self.literal_count}
+
+    @classmethod
+    def from_row(cls, row: Any) -> "Predicate":
+        """From a dict (or a Spark ``Row``) as written by :meth:`to_row`."""
+        d = _as_dict(row)
+        count = d.get("literal_count")
+        return cls(relation=int(d.get("relation") or 0), source=str(d.get("source") or ""),
+                   column=str(d["column"]), shape=str(d["shape"]), op=str(d.get("op") or ""),
+                   function=d.get("function"),
+                   literal_count=None if count is None else int(count))
+
+
+@dataclass
+class RelationUsage:
+    """How one file relation of the plan (pre-order position ``relations[i]``) is used."""
+
+    source: str
+    root_paths: list[str] = field(default_factory=list)
+    format: str = ""
+    fingerprint: str | None = None
+    partition_columns: list[str] = field(default_factory=list)
+    filter_columns: list[str] = field(default_factory=list)
+    join_columns: list[str] = field(default_factory=list)
+    group_columns: list[str] = field(default_factory=list)
+    output_columns: list[str] = field(default_factory=list)
+
+    def to_row(self) -> dict[str, Any]:
+        """A plain dict matching :data:`RELATION_TYPE`."""
+        return {"source": self.source, "root_paths": list(self.root_paths), "format": self.format,
+                "fingerprint": self.fingerprint,
+                "partition_columns": list(self.partition_columns),
+                "filter_columns": list(self.filter_columns),
+                "join_columns": list(self.join_columns),
+                "group_columns": list(self.group_columns),
+                "output_columns": list(self.output_columns)}
+
+    @classmethod
+    def from_row(cls, row: Any) -> "RelationUsage":
+        """From a dict (or a Spark ``Row``) as written by :meth:`to_row`."""
+        d = _as_dict(row)
+        return cls(source=str(d.get("source") or ""), root_paths=_strs(d.get("root_paths")),
+                   format=str(d.get("format") or ""), fingerprint=d.get("fingerprint"),
+                   partition_columns=_strs(d.get("partition_columns")),
+                   filter_columns=_strs(d.get("filter_columns")),
+                   join_columns=_strs(d.get("join_columns")),
+                   group_columns=_strs(d.get("group_columns")),
+                   output_columns=_strs(d.get("output_columns")))
+
+
+@dataclass
+class QueryRecord:
+    """One query seen by the rewrite hook.
+
+    ``sources`` and ``formats`` have one entry per file relation (plan pre-order; a self-join lists
+    its source twice). ``filter_columns``, ``join_columns``, ``group_columns`` and
+    ``output_columns`` are the sorted distinct column paths over all relations (``output_columns``:
+    every column the query reads from its sources, whatever for); ``relations`` holds the same per
+    relation, ``predicates`` one entry per (relation, column, shape, op, function).
+    """
+
+    timestamp: int
+    query_id: str
+    sources: list[str] = field(default_factory=list)
+    formats: list[str] = field(default_factory=list)
+    filter_columns: list[str] = field(default_factory=list)
+    output_columns: list[str] = field(default_factory=list)
+    join_columns: list[str] = field(default_factory=list)
+    group_columns: list[str] = field(default_factory=list)
+    predicates: list[Predicate] = field(default_factory=list)
+    indexes_applied: list[str] = field(default_factory=list)
+    relations: list[RelationUsage] = field(default_factory=list)
+
+    def to_row(self) -> dict[str, Any]:
+        """A plain dict matching :data:`HISTORY_SCHEMA` (for ``pa.Table.from_pylist``)."""
+        return {"timestamp": int(self.timestamp), "query_id": self.query_id,
+                "sources": list(self.sources), "formats": list(self.formats),
+                "filter_columns": list(self.filter_columns),
+                "output_columns": list(self.output_columns),
+                "join_columns": list(self.join_columns),
+                "group_columns": list(self.group_columns),
+                "predicates": [p.to_row() for p in self.predicates],
+                "indexes_applied": list(self.indexes_applied),
+                "relations": [r.to_row() for r in self.relations]}
+
+    @classmethod
+    def from_row(cls, row: Any) -> "QueryRecord":
+        """From a dict or a Spark ``Row`` (nested rows allowed); unknown keys such as the
+        ``date`` partition column are ignored, missing lists read as empty."""
+        d = _as_dict(row)
+        return cls(timestamp=int(d["timestamp"]), query_id=str(d["query_id"]),
+                   sources=_strs(d.get("sources")), formats=_strs(d.get("formats")),
+                   filter_columns=_strs(d.get("filter_columns")),
+                   output_columns=_strs(d.get("output_columns")),
+                   join_columns=_strs(d.get("join_columns")),
+                   group_columns=_strs(d.get("group_columns")),
+                   predicates=[Predicate.from_row(p) for p in d.get("predicates") or []],
+                   indexes_applied=_strs(d.get("indexes_applied")),
+                   relations=[RelationUsage.from_row(r) for r in d.get("relations") or []])
+
+
+def _as_dict(row: Any) -> Mapping[str, Any]:
+    if isinstance(row, Mapping):
+        return row
+    as_dict = getattr(row, "asDict", None)  # pyspark.sql.Row, without importing pyspark
+    if as_dict is not None:
+        return as_dict()
+    raise TypeError(f"expected a mapping or a Row, got {type(row).__name__}")
+
+
+def _strs(value: Any) -> list[str]:
+    return [str(v) for v in value] if value else []
+
+
+_STRINGS = pa.list_(pa.string())
+
+#: Arrow type of one element of ``predicates``.
+PREDICATE_TYPE = pa.struct([
+    pa.field("relation", pa.int32()),
+    pa.field("source", pa.string()),
+    pa.field("column", pa.string()),
+    pa.field("shape", pa.string()),
+    pa.field("op", pa.string()),
+    pa.field("function", pa.string()),
+    pa.field("literal_count", pa.int32()),
+])
+
+#: Arrow type of one element of ``relations``.
+RELATION_TYPE = pa.struct([
+    pa.field("source", pa.string()),
+    pa.field("root_paths", _STRINGS),
+    pa.field("format", pa.string()),
+    pa.field("fingerprint", pa.string()),
+    pa.field("partition_columns", _STRINGS),
+    pa.field("filter_columns", _STRINGS),
+    pa.field("join_columns", _STRINGS),
+    pa.field("group_columns", _STRINGS),
+    pa.field("output_columns", _STRINGS),
+])
+
+#: Schema of the history Parquet files (the ``date`` partition lives in the directory name).
+HISTORY_SCHEMA = pa.schema([
+    pa.field("timestamp", pa.int64(), nullable=False),
+    pa.field("query_id", pa.string(), nullable=False),
+    pa.field("sources", _STRINGS),
+    pa.field("formats", _STRINGS),
+    pa.field("filter_columns", _STRINGS),
+    pa.field("output_columns", _STRINGS),
+    pa.field("join_columns", _STRINGS),
+    pa.field("group_columns", _STRINGS),
+    pa.field("predicates", pa.list_(PREDICATE_TYPE)),
+    pa.field("indexes_applied", _STRINGS),
+    pa.field("relations", pa.list_(RELATION_TYPE)),
+])
+
+
+def _ddl_type(t: pa.DataType) -> str:
+    if pa.types.is_int64(t):
+        return "BIGINT"
+    if pa.types.is_int32(t):
+        return "INT"
+    if pa.types.is_string(t):
+        return "STRING"
+    if pa.types.is_boolean(t):
+        return "BOOLEAN"
+    if pa.types.is_float64(t):
+        return "DOUBLE"
+    if pa.types.is_list(t):
+        return f"ARRAY<{_ddl_type(t.value_type)}>"
+    if pa.types.is_struct(t):
+        inner = ", ".join(f"`{t.field(i).name}`: {_ddl_type(t.field(i).type)}"
+                          for i in range(t.num_fields))
+        return f"STRUCT<{inner}>"
+    raise TypeError(f"no Spark DDL for arrow type {t}")
+
+
+def spark_ddl(schema: pa.Schema = HISTORY_SCHEMA, partition_column: str | None = PARTITION_COLUMN) -> str:
+    """Spark DDL string for ``schema`` (e.g. for ``spark.read.schema(...)``), with the ``date``
+    partition column appended as ``DATE`` unless ``partition_column`` is None."""
+    cols = [f"`{f.name}` {_ddl_type(f.type)}" for f in schema]
+    if partition_column:
+        cols.append(f"`{partition_column}` DATE")
+    return ", ".join(cols)
