@@ -69,14 +69,13 @@ class Hyperspace:
         analyzed = df._jdf.queryExecution().analyzed()
         root = parse_plan(analyzed.toJSON())
         plans = jvm.helpers(self.spark).plans
-        relations = plans.fileRelations(analyzed)
-        if root.cls != LOGICAL_RELATION or len(relations) != 1:
+        if root.cls != LOGICAL_RELATION or len(plans.fileRelations(analyzed)) != 1:
             raise UnsupportedSourceError(
                 "indexes can only be built over a DataFrame that reads files directly, such as "
                 "spark.read.parquet(path) (also json, csv, orc; partitioned directories are fine); "
                 f"this DataFrame's plan starts with {root.cls}. Create the index on the DataFrame "
                 "returned by spark.read and apply filters or projections in queries instead")
-        source = json.loads(plans.describe(relations[0], 2))
+        source = json.loads(plans.describe(analyzed, 0, 2))
         if source.get("files") is None:
             raise UnsupportedSourceError(
                 "indexes need a source whose files Spark lists itself (spark.read over paths); "
@@ -110,9 +109,8 @@ class Hyperspace:
         from indexes.covering.rule import index_columns
         indexed, included = index_columns(_Cfg(cfg))
         with session.rewriter(self.spark).suspended():
-            content = write_covering_index(df, indexed, included, cfg["numBuckets"], data_path)
-        files = [f for f in self._fs.list(data_path) if not f.is_dir and f.name.endswith(".parquet")]
-        content.update(numFiles=len(files), sizeInBytes=sum(f.size for f in files))
+            content = write_covering_index(df, indexed, included, cfg["numBuckets"], data_path,
+                                           self._fs)
         return source, content
 
     def refreshIndex(self, indexName: str, mode: str = "full") -> None:

@@ -65,14 +65,14 @@ class Rewriter:
         self.history = None   # set by the session module when history is enabled
 
     # --- JVM callback -------------------------------------------------------------------
-    def apply(self, args: Any) -> Any:
-        """Called by the JVM rule with ``[plan, session]``; returns a new plan or None."""
+    def apply(self, plan: Any, payload: str) -> Any:
+        """Called by the JVM rule with a plan and its payload (PlanRewrite.payload: settings,
+        file relations, plan JSON); returns a new plan or None for "keep the original"."""
         if self._suspended:
             return None
         try:
-            plan, jsession = args[0], args[1]
             capturing = bool(self._captures)
-            result = self.rewrite(plan, Settings.of_jsession(jsession), record=not capturing,
+            result = self.rewrite(plan, json.loads(payload), record=not capturing,
                                   with_files=capturing)
             for captured in list(self._captures):
                 captured.append(result)
@@ -82,7 +82,7 @@ class Rewriter:
             return None
 
     class Java:
-        implements = ["java.util.function.Function"]
+        implements = ["java.util.function.BiFunction"]
 
     @contextlib.contextmanager
     def suspended(self) -> Iterator[None]:
@@ -116,15 +116,18 @@ class Rewriter:
             settings.cache_expiry_seconds)
         return [e for e in entries if e.state == IndexState.ACTIVE]
 
-    def rewrite(self, plan: Any, settings: Settings, record: bool = False,
+    def rewrite(self, plan: Any, payload: dict, record: bool = False,
                 with_files: bool = False) -> RewriteResult:
-        """Analyses a JVM optimized plan and replaces relations by covering indexes."""
-        root = parse_plan(plan.toJSON())
+        """Analyses a JVM optimized plan and replaces relations by covering indexes.
+
+        ``payload`` is what the JVM rule sends along (settings, relations, plan JSON); the JVM
+        is called back only when some index is over one of the plan's sources.
+        """
+        settings = Settings.of_conf(payload["conf"])
+        root = parse_plan(payload["plan"])
         relations = file_relations(root)
         plans = self._helpers.plans
-        jrelations = plans.fileRelations(plan)
-        decisions = [RelationDecision(i, json.loads(plans.describe(jrelations[i], 0)))
-                     for i in range(len(relations))]
+        decisions = [RelationDecision(i, d) for i, d in enumerate(payload["relations"])]
         result = RewriteResult(plan, root, decisions)
         indexes = [e for e in self.active_indexes(settings) if e.kind == COVERING]
         if has_subquery(root):
@@ -136,7 +139,7 @@ class Rewriter:
             if not candidates:
                 continue
             detail = 2 if with_files else 1
-            decision.description = json.loads(plans.describe(jrelations[decision.ordinal], detail))
+            decision.description = json.loads(plans.describe(plan, decision.ordinal, detail))
             decision.results = [covering_rule.evaluate(root, relation, decision.description, e,
                                                        settings.case_sensitive)
                                 for e in candidates]
@@ -145,25 +148,25 @@ class Rewriter:
             chosen = decision.chosen
             if chosen is None:
                 continue
-            specs = self._spark.sparkContext._gateway.new_array(
-                self._spark.sparkContext._jvm.java.lang.String, len(chosen.specs))
-            for i, spec in enumerate(chosen.specs):
-                specs[i] = spec
             result.plan = plans.replaceRelation(result.plan, decision.ordinal,
-                                                self.index_relation(chosen.index), specs,
-                                                chosen.restore_order)
+                                                self.index_relation(chosen.index),
+                                                "\n".join(chosen.specs), chosen.restore_order)
         if record and settings.history_enabled and self.history is not None:
             self.history.record_plan(settings.system_path, root, relations, decisions, result.applied)
         return result
 
     def index_relation(self, entry: Any) -> Any:
-        """The JVM LogicalRelation reading an index's data version (cached; versions are immutable)."""
+        """The JVM relation reading an index's data version, bucketed by the indexed columns
+        (cached: data versions are immutable)."""
         key = (entry.content["path"], entry.content["schema"])
         found = self._index_relations.get(key)
         if found is None:
             jvm_ = self._spark.sparkContext._jvm
             schema = jvm_.org.apache.spark.sql.types.DataType.fromJson(entry.content["schema"])
             reader = self._spark._jsparkSession.read().schema(schema).format("parquet")
-            found = reader.load(entry.content["path"]).queryExecution().analyzed()
+            relation = reader.load(entry.content["path"]).queryExecution().analyzed()
+            indexed, _ = covering_rule.index_columns(entry)
+            found = self._helpers.plans.withBucketSpec(
+                relation, int(entry.config["numBuckets"]), "\n".join(c.name for c in indexed))
             self._index_relations[key] = found
         return found

@@ -45,7 +45,6 @@ class Settings:
         return Settings.read(lambda k, d: spark.conf.get(k, d))
 
     @staticmethod
-    def of_jsession(jsession: Any) -> "Settings":
-        """Settings of a JVM SparkSession (inside the optimizer callback)."""
-        conf = jsession.conf()
+    def of_conf(conf: dict[str, str]) -> "Settings":
+        """Settings from the conf map the JVM rule sends with each plan."""
         return Settings.read(lambda k, d: conf.get(k, d))

@@ -20,33 +20,19 @@ from indexes.errors import (
     IndexExistsError,
     IndexNotFoundError,
     IndexStateError,
-    InvalidIndexConfigError,
 )
 from indexes.fs import HadoopFs
 from indexes.log import IndexLogEntry, IndexLogManager, IndexState
+from indexes.names import is_index_dir_name, validate_index_name
 
 logger = logging.getLogger("accelerator.indexes.lifecycle")
 
 #: ``build(data_path) -> (source, content)``: writes the index data into ``data_path``.
 BuildFn = Callable[[str], tuple[dict, dict]]
 
-_NAME = re.compile(r"^[A-Za-z0-9-][A-Za-z0-9_-]*$")
 _DATA_DIR = re.compile(r"^v__=(0|[1-9][0-9]*)$")
 DATA_DIR_PREFIX = "v__="
 TRASH_DIR = "_trash"
-
-
-def validate_index_name(name: str) -> str:
-    """Returns ``name`` if it is a valid index name, else raises InvalidIndexConfigError.
-
-    Names use letters, digits, ``_`` and ``-`` and do not start with ``_``, which is reserved
-    for the accelerator's own directories such as ``_history``.
-    """
-    if not isinstance(name, str) or not _NAME.match(name):
-        raise InvalidIndexConfigError(
-            f"invalid index name {name!r}: use only letters, digits, '_' and '-', not starting "
-            f"with '_' (reserved for the accelerator's own directories), e.g. 'idx_orders-1'")
-    return name
 
 
 class IndexLifecycle:
@@ -73,7 +59,7 @@ class IndexLifecycle:
     def _index_names(self) -> list[str]:
         names = []
         for info in self._fs.list(self.system_path):
-            if info.is_dir and _NAME.match(info.name):
+            if info.is_dir and is_index_dir_name(info.name):
                 names.append(info.name)
         return sorted(names)
 

@@ -5,23 +5,26 @@ import re
 
 from indexes.errors import InvalidIndexConfigError
 
-_INDEX_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+_INDEX_NAME = re.compile(r"^[A-Za-z0-9-][A-Za-z0-9_-]*$")
 FLAT_SEPARATOR = "__"
 
 
 def validate_index_name(name: object) -> str:
-    """Returns ``name`` if it is a valid index name, else raises InvalidIndexConfigError."""
-    if not isinstance(name, str) or not name.strip():
-        raise InvalidIndexConfigError("index name must be a non-empty string")
-    if not _INDEX_NAME.match(name):
+    """Returns ``name`` if it is a valid index name, else raises InvalidIndexConfigError.
+
+    Names use letters, digits, ``_`` and ``-`` and do not start with ``_``, which is reserved
+    for the accelerator's own directories such as ``_history``.
+    """
+    if not isinstance(name, str) or not _INDEX_NAME.match(name):
         raise InvalidIndexConfigError(
-            f"invalid index name {name!r}: use only letters, digits, '_' and '-'")
+            f"invalid index name {name!r}: use only letters, digits, '_' and '-', not starting "
+            f"with '_' (reserved for the accelerator's own directories), e.g. 'idx_orders-1'")
     return name
 
 
-def index_dir_name(name: str) -> str:
-    """The directory of an index under the system path (names are case-insensitive)."""
-    return validate_index_name(name).lower()
+def is_index_dir_name(name: str) -> bool:
+    """Whether a directory under the system path can hold an index (not ``_history`` etc.)."""
+    return bool(_INDEX_NAME.match(name))
 
 
 def split_path(column: str) -> tuple[str, ...]:

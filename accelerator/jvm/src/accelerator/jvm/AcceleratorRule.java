@@ -1,6 +1,6 @@
 package accelerator.jvm;
 
-import java.util.function.Function;
+import java.util.function.BiFunction;
 
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
@@ -9,7 +9,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Optimizer rule that hands each optimized plan, with its session, to the Python rewriter.
+ * Optimizer rule that hands each optimized plan to the Python rewriter, with everything the
+ * rewriter needs to decide in one string (see {@link PlanRewrite#payload}), so plans no index
+ * applies to cost no py4j call back into the JVM.
  *
  * <p>It never fails or changes a query because of the accelerator: any Throwable, an unresolved
  * result or a result whose schema differs from the original makes it return the original plan.
@@ -19,7 +21,7 @@ public final class AcceleratorRule extends Rule<LogicalPlan> {
   static final String ENABLED_KEY = "spark.accelerator.enabled";
   private static final Logger LOG = LoggerFactory.getLogger(AcceleratorRule.class);
   private static final ThreadLocal<Boolean> ACTIVE = ThreadLocal.withInitial(() -> Boolean.FALSE);
-  private static volatile Function<Object, Object> rewriter;
+  private static volatile BiFunction<Object, String, Object> rewriter;
 
   private final SparkSession session;
 
@@ -28,13 +30,13 @@ public final class AcceleratorRule extends Rule<LogicalPlan> {
   }
 
   /** Installs (or, with null, removes) the Python rewriter shared by all sessions of this JVM. */
-  static void setRewriter(Function<Object, Object> fn) {
+  static void setRewriter(BiFunction<Object, String, Object> fn) {
     rewriter = fn;
   }
 
   @Override
   public LogicalPlan apply(LogicalPlan plan) {
-    Function<Object, Object> fn = rewriter;
+    BiFunction<Object, String, Object> fn = rewriter;
     if (fn == null || ACTIVE.get()) {
       return plan;
     }
@@ -48,7 +50,7 @@ public final class AcceleratorRule extends Rule<LogicalPlan> {
     }
     ACTIVE.set(Boolean.TRUE);
     try {
-      Object result = fn.apply(new Object[] {plan, session});
+      Object result = fn.apply(plan, PlanRewrite.payload(plan, session));
       if (!(result instanceof LogicalPlan) || result == plan) {
         return plan;
       }

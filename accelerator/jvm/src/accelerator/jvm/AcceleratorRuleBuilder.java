@@ -1,6 +1,6 @@
 package accelerator.jvm;
 
-import java.util.function.Function;
+import java.util.function.BiFunction;
 
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
@@ -16,7 +16,7 @@ public final class AcceleratorRuleBuilder
   }
 
   /** Sets the Python rewriter every rule of this JVM calls (null removes it). */
-  public void setRewriter(Function<Object, Object> fn) {
+  public void setRewriter(BiFunction<Object, String, Object> fn) {
     AcceleratorRule.setRewriter(fn);
   }
 }

@@ -5,6 +5,7 @@ import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
@@ -12,6 +13,8 @@ import java.util.Map;
 
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.Path;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.catalog.BucketSpec;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.AttributeReference;
 import org.apache.spark.sql.catalyst.expressions.Expression;
@@ -48,6 +51,32 @@ public final class PlanRewrite {
     return false;
   }
 
+  /**
+   * What the Python rewriter needs about a plan, as one JSON object: the session's
+   * {@code spark.accelerator.*} settings and the few SQL settings it reads ({@code conf}), a
+   * description of each file relation without its files ({@code relations}, in pre-order) and
+   * the plan itself ({@code plan}, as {@code toJSON}).
+   */
+  public static String payload(LogicalPlan plan, SparkSession session) {
+    StringBuilder sb = new StringBuilder(4096).append("{\"conf\":{");
+    Map<String, String> all = CollectionConverters.asJava(session.sessionState().conf().getAllConfs());
+    for (Map.Entry<String, String> e : all.entrySet()) {
+      String k = e.getKey();
+      if (k.startsWith("spark.accelerator.") || k.equals("spark.sql.caseSensitive")) {
+        sb.append(quote(k)).append(':').append(quote(e.getValue())).append(',');
+      }
+    }
+    sb.append("\"spark.sql.warehouse.dir\":")
+        .append(quote(session.conf().get("spark.sql.warehouse.dir")));
+    sb.append("},\"relations\":[");
+    List<LogicalPlan> relations = new ArrayList<>();
+    collect(plan, relations);
+    for (int i = 0; i < relations.size(); i++) {
+      sb.append(i == 0 ? "" : ",").append(describeRelation(relations.get(i), 0));
+    }
+    return sb.append("],\"plan\":").append(plan.toJSON()).append('}').toString();
+  }
+
   /** The file relations of the plan, in pre-order (the order of {@code plan.toJSON()}). */
   public LogicalPlan[] fileRelations(LogicalPlan plan) {
     List<LogicalPlan> out = new ArrayList<>();
@@ -56,12 +85,16 @@ public final class PlanRewrite {
   }
 
   /**
-   * Describes a file relation as JSON: format, root paths, partition columns, options, a
+   * Describes the {@code ordinal}-th file relation of the plan as JSON: format, root paths, partition columns, options, a
    * fingerprint of its files (SHA-256 over the sorted [path,size,mtime] lines) and the files
    * themselves, as {@code detail} asks: 0 neither, 1 the fingerprint, 2 both (one py4j answer
    * instead of thousands of calls).
    */
-  public String describe(LogicalPlan relation, int detail) {
+  public String describe(LogicalPlan plan, int ordinal, int detail) {
+    return describeRelation(fileRelations(plan)[ordinal], detail);
+  }
+
+  private static String describeRelation(LogicalPlan relation, int detail) {
     HadoopFsRelation fs = (HadoopFsRelation) ((LogicalRelation) relation).relation();
     StringBuilder sb = new StringBuilder(256);
     Object format = fs.fileFormat();
@@ -132,9 +165,11 @@ public final class PlanRewrite {
    * {@code "~<exprId>\u0001<field>\u0001<field>..."} replaces that struct-field chain of the
    * original attribute, wherever it occurs in the plan, by the index column. With
    * {@code restoreOrder}, a Project on top gives the original relation's output, in its order.
+   * The specs come newline-separated in one string (one py4j argument).
    */
   public LogicalPlan replaceRelation(LogicalPlan plan, int ordinal, LogicalPlan indexRelation,
-      String[] specs, boolean restoreOrder) {
+      String specLines, boolean restoreOrder) {
+    String[] specs = specLines.split("\n", -1);
     LogicalPlan original = fileRelations(plan)[ordinal];
     Map<Long, Attribute> originalById = new HashMap<>();
     scala.collection.Seq<Attribute> origOut = original.output();
@@ -209,23 +244,51 @@ public final class PlanRewrite {
     return ((AttributeReference) e).exprId().id() + "\u0001" + String.join("\u0001", fields);
   }
 
+  /**
+   * The same file relation, declared bucketed by {@code columns} (and sorted by them) into
+   * {@code numBuckets} buckets, so Spark prunes buckets on equality filters and joins two such
+   * relations without a shuffle. Its files must carry their bucket id in their names.
+   */
+  public LogicalPlan withBucketSpec(LogicalPlan relation, int numBuckets, String columnLines) {
+    String[] columns = columnLines.split("\n", -1);
+    LogicalRelation rel = (LogicalRelation) relation;
+    HadoopFsRelation fs = (HadoopFsRelation) rel.relation();
+    scala.collection.immutable.Seq<String> cols =
+        CollectionConverters.asScala(Arrays.asList(columns)).toSeq();
+    BucketSpec spec = new BucketSpec(numBuckets, cols, cols);
+    Object bucketed = copyCaseClass(fs, 3, scala.Option.apply(spec), fs.sparkSession());
+    return (LogicalPlan) copyCaseClass(rel, 0, bucketed);
+  }
+
   /** Copies a LogicalRelation with another output, by field name (its arity varies by version). */
   private static LogicalPlan withOutput(LogicalRelation rel, List<AttributeReference> output) {
+    return (LogicalPlan) copyCaseClass(rel, 1, CollectionConverters.asScala(output).toSeq());
+  }
+
+  /**
+   * Copies a Scala case class with field {@code index} replaced, through its {@code copy} method
+   * and {@code copy$default$N} (their arity differs between Spark versions). Parameters of a
+   * second parameter list, which have no defaults, come from {@code curried}.
+   */
+  private static Object copyCaseClass(Object obj, int index, Object value, Object... curried) {
     try {
       Method copy = null;
-      for (Method m : rel.getClass().getMethods()) {
+      for (Method m : obj.getClass().getMethods()) {
         if (m.getName().equals("copy")) {
           copy = m;
         }
       }
-      Object[] args = new Object[copy.getParameterCount()];
-      for (int i = 0; i < args.length; i++) {
-        args[i] = rel.getClass().getMethod("copy$default$" + (i + 1)).invoke(rel);
+      int n = copy.getParameterCount();
+      int defaults = n - curried.length;
+      Object[] args = new Object[n];
+      for (int i = 0; i < defaults; i++) {
+        args[i] = obj.getClass().getMethod("copy$default$" + (i + 1)).invoke(obj);
       }
-      args[1] = CollectionConverters.asScala(output).toSeq();
-      return (LogicalPlan) copy.invoke(rel, args);
+      System.arraycopy(curried, 0, args, defaults, curried.length);
+      args[index] = value;
+      return copy.invoke(obj, args);
     } catch (ReflectiveOperationException e) {
-      throw new IllegalStateException("cannot copy LogicalRelation", e);
+      throw new IllegalStateException("cannot copy " + obj.getClass().getName(), e);
     }
   }
 
