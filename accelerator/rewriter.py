@@ -16,6 +16,7 @@ from typing import Any, Iterator
 
 from accelerator import jvm
 from accelerator.catalog import CATALOG
+from accelerator.history import HistoryRecorder
 from accelerator.settings import Settings
 from indexes.covering import rule as covering_rule
 from indexes.covering.config import KIND as COVERING
@@ -62,7 +63,7 @@ class Rewriter:
         self._suspended = 0
         self._captures: list[list[RewriteResult]] = []
         self._lock = threading.Lock()
-        self.history = None   # set by the session module when history is enabled
+        self._recorders: dict[str, HistoryRecorder] = {}
 
     # --- JVM callback -------------------------------------------------------------------
     def apply(self, plan: Any, payload: str) -> Any:
@@ -151,9 +152,18 @@ class Rewriter:
             result.plan = plans.replaceRelation(result.plan, decision.ordinal,
                                                 self.index_relation(chosen.index),
                                                 "\n".join(chosen.specs), chosen.restore_order)
-        if record and settings.history_enabled and self.history is not None:
-            self.history.record_plan(settings.system_path, root, relations, decisions, result.applied)
+        if record and settings.history_enabled:
+            self.recorder(settings.system_path).record_plan(
+                root, [(r, d.description) for r, d in zip(relations, decisions)], result.applied)
         return result
+
+    def recorder(self, system_path: str) -> HistoryRecorder:
+        """The query history recorder of a system path (one per path, created on first use)."""
+        with self._lock:
+            found = self._recorders.get(system_path)
+            if found is None:
+                found = self._recorders[system_path] = HistoryRecorder(self._fs, system_path)
+            return found
 
     def index_relation(self, entry: Any) -> Any:
         """The JVM relation reading an index's data version, bucketed by the indexed columns
