@@ -17,7 +17,8 @@ def _session(master: str, system_path: str | None, app: str):
     builder = (SparkSession.builder.master(master).appName(app)
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "8"))
+               .config("spark.sql.shuffle.partitions", "8")
+               .config("spark.sql.maxMetadataStringLength", "1000"))
     if system_path:
         builder = builder.config(SYSTEM_PATH, system_path)
     spark = builder.getOrCreate()
