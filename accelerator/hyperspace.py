@@ -7,6 +7,7 @@ import logging
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructField, StructType, _parse_datatype_json_value
 
 from accelerator import explain as explain_mod
 from accelerator import jvm, session
@@ -14,7 +15,7 @@ from accelerator.catalog import CATALOG
 from accelerator.settings import Settings
 from indexes.covering.build import write_covering_index
 from indexes.covering.config import KIND as COVERING, CoveringIndexConfig
-from indexes.covering.rule import relation_schema
+from indexes.covering.rule import index_columns, relation_schema
 from indexes.errors import InvalidIndexConfigError, UnsupportedSourceError
 from indexes.fs import HadoopFs
 from indexes.lifecycle import IndexLifecycle
@@ -64,7 +65,7 @@ class Hyperspace:
     def _changed(self) -> None:
         CATALOG.invalidate()
 
-    def _source(self, df: DataFrame) -> tuple[dict, Any]:
+    def _source(self, df: DataFrame) -> dict:
         """Description of the file source ``df`` reads directly, or UnsupportedSourceError."""
         analyzed = df._jdf.queryExecution().analyzed()
         root = parse_plan(analyzed.toJSON())
@@ -81,7 +82,7 @@ class Hyperspace:
                 "indexes need a source whose files Spark lists itself (spark.read over paths); "
                 "this relation uses a catalog or custom file index")
         source["schema"] = relation_schema(root)
-        return source, root
+        return source
 
     # --- lifecycle ----------------------------------------------------------------------
     def createIndex(self, df: DataFrame, config: CoveringIndexConfig) -> None:
@@ -96,7 +97,7 @@ class Hyperspace:
                 f"createIndex expects an IndexConfig/CoveringIndexConfig, got {type(config).__name__}")
         settings = self._settings()
         indexed, included = config.resolve(df.schema, settings.case_sensitive)
-        source, _ = self._source(df)
+        source = self._source(df)
         num_buckets = config.numBuckets or settings.num_buckets
         cfg = {"indexedColumns": [c.to_json() for c in indexed],
                "includedColumns": [c.to_json() for c in included],
@@ -106,8 +107,7 @@ class Hyperspace:
         self._changed()
 
     def _build(self, df: DataFrame, cfg: dict, source: dict, data_path: str) -> tuple[dict, dict]:
-        from indexes.covering.rule import index_columns
-        indexed, included = index_columns(_Cfg(cfg))
+        indexed, included = index_columns(cfg)
         with session.rewriter(self.spark).suspended():
             content = write_covering_index(df, indexed, included, cfg["numBuckets"], data_path,
                                            self._fs)
@@ -124,15 +124,21 @@ class Hyperspace:
                 f"refresh mode {mode!r} is not supported; use one of {', '.join(REFRESH_MODES)}")
         lifecycle = self._lifecycle()
         entry = lifecycle.get(indexName)
-        paths = entry.source.get("rootPaths", [])
-        reader = self.spark.read.format(entry.source["format"]).options(**_user_options(entry.source))
-        df = reader.load(paths)
-        source, _ = self._source(df)
+        df = self._read_source(entry.source)
+        source = self._source(df)
         if source.get("fingerprint") == entry.source.get("fingerprint") and entry.state.value == "ACTIVE":
             log.info("index '%s' is up to date with its source; nothing to refresh", entry.name)
             return
         lifecycle.refresh(indexName, lambda path: self._build(df, entry.config, source, path))
         self._changed()
+
+    def _read_source(self, source: dict) -> DataFrame:
+        """The source of an index read again as it was when the index was built: same format,
+        options and schema (so an explicit schema or CSV options are kept), current files."""
+        schema = StructType([StructField(name, _parse_datatype_json_value(t))
+                             for name, t in source["schema"]])
+        return (self.spark.read.format(source["format"]).options(**_user_options(source))
+                .schema(schema).load(source["rootPaths"]))
 
     def deleteIndex(self, indexName: str) -> None:
         """Soft-deletes the index: it is no longer used, its data is kept for restoreIndex."""
@@ -184,11 +190,6 @@ class Hyperspace:
 
 
 IndexConfig = CoveringIndexConfig
-
-
-class _Cfg:
-    def __init__(self, config: dict):
-        self.config = config
 
 
 def _user_options(source: dict) -> dict:

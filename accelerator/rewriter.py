@@ -175,7 +175,7 @@ class Rewriter:
             schema = jvm_.org.apache.spark.sql.types.DataType.fromJson(entry.content["schema"])
             reader = self._spark._jsparkSession.read().schema(schema).format("parquet")
             relation = reader.load(entry.content["path"]).queryExecution().analyzed()
-            indexed, _ = covering_rule.index_columns(entry)
+            indexed, _ = covering_rule.index_columns(entry.config)
             found = self._helpers.plans.withBucketSpec(
                 relation, int(entry.config["numBuckets"]), "\n".join(c.name for c in indexed))
             self._index_relations[key] = found

@@ -34,9 +34,8 @@ class NotApplicable:
     reason: str
 
 
-def index_columns(entry: Any) -> tuple[list[IndexColumn], list[IndexColumn]]:
-    """(indexed, included) columns of a covering index log entry."""
-    cfg = entry.config
+def index_columns(cfg: dict) -> tuple[list[IndexColumn], list[IndexColumn]]:
+    """(indexed, included) columns of a covering index's config (as in its log entry)."""
     return ([IndexColumn.from_json(c) for c in cfg["indexedColumns"]],
             [IndexColumn.from_json(c) for c in cfg["includedColumns"]])
 
@@ -92,7 +91,7 @@ def evaluate(root: PlanNode, relation: PlanNode, source: dict, entry: Any,
     attrs = output_attributes(relation)
     by_id = {a.expr_id: a for a in attrs}
     by_name = {_norm((a.fields["name"],), case_sensitive)[0]: a for a in attrs}
-    indexed, included = index_columns(entry)
+    indexed, included = index_columns(entry.config)
     columns = indexed + included
     col_keys = [_norm(c.path, case_sensitive) for c in columns]
 
