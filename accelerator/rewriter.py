@@ -64,6 +64,7 @@ class Rewriter:
         self._captures: list[list[RewriteResult]] = []
         self._lock = threading.Lock()
         self._recorders: dict[str, HistoryRecorder] = {}
+        self._roots: dict[str, set[str]] = {}   # indexed root paths per system path
 
     # --- JVM callback -------------------------------------------------------------------
     def apply(self, plan: Any, payload: str) -> Any:
@@ -111,11 +112,18 @@ class Rewriter:
     # --- analysis -----------------------------------------------------------------------
     def active_indexes(self, settings: Settings) -> list[Any]:
         """ACTIVE indexes of the system path, from the per-process catalog cache."""
-        entries = CATALOG.entries(
-            settings.system_path,
-            lambda: IndexLifecycle(self._fs, settings.system_path).list(),
-            settings.cache_expiry_seconds)
+        entries = CATALOG.entries(settings.system_path, lambda: self._load(settings.system_path),
+                                  settings.cache_expiry_seconds)
         return [e for e in entries if e.state == IndexState.ACTIVE]
+
+    def _load(self, system_path: str) -> list[Any]:
+        """Reads the index logs and tells the JVM which root paths are indexed."""
+        entries = IndexLifecycle(self._fs, system_path).list()
+        with self._lock:
+            self._roots[system_path] = {p for e in entries for p in e.source.get("rootPaths", [])}
+            roots = set().union(*self._roots.values())
+        self._helpers.plans.setIndexedRoots("\n".join(sorted(roots)))
+        return entries
 
     def rewrite(self, plan: Any, payload: dict, record: bool = False,
                 with_files: bool = False) -> RewriteResult:
@@ -139,8 +147,9 @@ class Rewriter:
                           if e.source.get("rootPaths") == decision.description.get("rootPaths")]
             if not candidates:
                 continue
-            detail = 2 if with_files else 1
-            decision.description = json.loads(plans.describe(plan, decision.ordinal, detail))
+            if with_files or "fingerprint" not in decision.description:
+                detail = 2 if with_files else 1
+                decision.description = json.loads(plans.describe(plan, decision.ordinal, detail))
             decision.results = [covering_rule.evaluate(root, relation, decision.description, e,
                                                        settings.case_sensitive)
                                 for e in candidates]

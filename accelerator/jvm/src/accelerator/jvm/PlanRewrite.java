@@ -36,6 +36,21 @@ import scala.jdk.javaapi.CollectionConverters;
  * while replacing struct-field chains by flattened index columns everywhere in the plan.
  */
 public final class PlanRewrite {
+  private static volatile java.util.Set<String> indexedRoots = Collections.emptySet();
+
+  /**
+   * Root paths (newline-separated) that some index is built over: relations reading them get
+   * their file fingerprint in the payload, so deciding on an index needs no extra call.
+   */
+  public void setIndexedRoots(String lines) {
+    java.util.Set<String> roots = new java.util.HashSet<>();
+    for (String line : lines.split("\n")) {
+      if (!line.isEmpty()) {
+        roots.add(line);
+      }
+    }
+    indexedRoots = roots;
+  }
 
   /** True when some leaf of the plan reads files through a HadoopFsRelation. */
   public static boolean hasFileRelation(LogicalPlan plan) {
@@ -54,8 +69,9 @@ public final class PlanRewrite {
   /**
    * What the Python rewriter needs about a plan, as one JSON object: the session's
    * {@code spark.accelerator.*} settings and the few SQL settings it reads ({@code conf}), a
-   * description of each file relation without its files ({@code relations}, in pre-order) and
-   * the plan itself ({@code plan}, as {@code toJSON}).
+   * description of each file relation without its files ({@code relations}, in pre-order; with
+   * the fingerprint when an index is over its root paths) and the plan itself ({@code plan}, as
+   * {@code toJSON}).
    */
   public static String payload(LogicalPlan plan, SparkSession session) {
     StringBuilder sb = new StringBuilder(4096).append("{\"conf\":{");
@@ -72,7 +88,8 @@ public final class PlanRewrite {
     List<LogicalPlan> relations = new ArrayList<>();
     collect(plan, relations);
     for (int i = 0; i < relations.size(); i++) {
-      sb.append(i == 0 ? "" : ",").append(describeRelation(relations.get(i), 0));
+      LogicalPlan rel = relations.get(i);
+      sb.append(i == 0 ? "" : ",").append(describeRelation(rel, isIndexed(rel) ? 1 : 0));
     }
     return sb.append("],\"plan\":").append(plan.toJSON()).append('}').toString();
   }
@@ -213,6 +230,21 @@ public final class PlanRewrite {
       return swapped;
     }
     return (LogicalPlan) swapped.transformAllExpressions(new ChainReplacement(chains));
+  }
+
+  private static boolean isIndexed(LogicalPlan relation) {
+    java.util.Set<String> roots = indexedRoots;
+    if (roots.isEmpty()) {
+      return false;
+    }
+    HadoopFsRelation fs = (HadoopFsRelation) ((LogicalRelation) relation).relation();
+    scala.collection.Seq<Path> paths = fs.location().rootPaths();
+    for (int i = 0; i < paths.size(); i++) {
+      if (roots.contains(paths.apply(i).toString())) {
+        return true;
+      }
+    }
+    return false;
   }
 
   private static boolean isFileRelation(LogicalPlan plan) {
