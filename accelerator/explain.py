@@ -45,11 +45,12 @@ def _execution(spark: Any, df: Any) -> Any:
     return dataset.ofRows(spark._jsparkSession, df._jdf.queryExecution().analyzed()).queryExecution()
 
 
-def analyse(spark: Any, df: Any) -> tuple[Any, Any, RewriteResult | None]:
-    """(QueryExecution without indexes, with indexes, the rewrite's decisions) for ``df``.
+def analyse(spark: Any, df: Any) -> tuple[Any, Any, list[RewriteResult]]:
+    """(QueryExecution without indexes, with indexes, the rewrites behind it) for ``df``.
 
     The plan with indexes goes through the real optimizer rule, so it is exactly what running
-    ``df`` with the accelerator enabled does.
+    ``df`` with the accelerator enabled does. There is one rewrite per optimized plan: the
+    query's own and one for each subquery (optimized first).
     """
     rewriter = session.install(spark)
     with _rewrite(spark, False):
@@ -58,71 +59,78 @@ def analyse(spark: Any, df: Any) -> tuple[Any, Any, RewriteResult | None]:
     with _rewrite(spark, True), rewriter.capturing() as captured:
         with_indexes = _execution(spark, df)
         with_indexes.executedPlan()
-    return without, with_indexes, (captured[0] if captured else None)
+    return without, with_indexes, list(captured)
+
+
+def _roots(decision: Any) -> str:
+    return ", ".join(decision.description.get("rootPaths", []))
 
 
 def explain(spark: Any, df: Any, verbose: bool = False) -> str:
     """The physical plan with indexes, without, and the indexes used (verbose: all candidates)."""
-    without, with_indexes, result = analyse(spark, df)
-    with_plan = with_indexes.executedPlan().toString()
-    without_plan = without.executedPlan().toString()
-    relations = result.relations if result else []
-    lines = [_RULE, "Plan with indexes:", _RULE, with_plan.rstrip(), "",
-             _RULE, "Plan without indexes:", _RULE, without_plan.rstrip(), "",
+    without, with_indexes, results = analyse(spark, df)
+    lines = [_RULE, "Plan with indexes:", _RULE, with_indexes.executedPlan().toString().rstrip(), "",
+             _RULE, "Plan without indexes:", _RULE, without.executedPlan().toString().rstrip(), "",
              _RULE, "Indexes used:", _RULE]
-    used = [d.chosen for d in relations if d.chosen is not None]
+    used = [d.chosen for r in results for d in r.relations if d.chosen is not None]
     lines += [f"{c.index.name}: {c.index.content.get('path')}" for c in used] or ["(none)"]
     if verbose:
         lines += ["", _RULE, "Candidates:", _RULE]
-        for d in relations:
-            roots = ", ".join(d.description.get("rootPaths", []))
-            lines.append(f"source {roots}:")
-            for r in d.results:
-                status = "APPLIED" if r is d.chosen else (
-                    "APPLICABLE (a smaller index was chosen)" if isinstance(r, Applicable)
-                    else f"{r.code}: {r.reason}")
-                lines.append(f"  {r.index.name}: {status}")
-            if not d.results:
-                lines.append("  (no index over this source)")
-        if result is not None and result.skipped_reason:
-            lines.append(f"rewrite skipped: {result.skipped_reason}")
+        for result in results:
+            for d in result.relations:
+                lines.append(f"source {_roots(d)}:")
+                for r in d.results:
+                    status = "APPLIED" if r is d.chosen else (
+                        "APPLICABLE (a smaller index was chosen)" if isinstance(r, Applicable)
+                        else f"{r.code}: {r.reason}")
+                    lines.append(f"  {r.index.name}: {status}")
+                if not d.results:
+                    lines.append("  (no index over this source)")
+            if result.skipped_reason:
+                lines.append(f"rewrite skipped: {result.skipped_reason}")
     return "\n".join(lines)
 
 
+def _reasons(entry: Any, result: RewriteResult) -> list[WhyNot]:
+    """Why ``entry`` is or is not used for each source of one rewritten plan."""
+    out = []
+    for d in result.relations:
+        roots = _roots(d)
+        mine = [r for r in d.results if r.index.name == entry.name]
+        if result.skipped_reason:
+            out.append(WhyNot(entry.name, roots, "PLAN_NOT_SUPPORTED", result.skipped_reason))
+        elif not mine:
+            out.append(WhyNot(entry.name, roots, "OTHER_SOURCE",
+                              "the index is over " + ", ".join(entry.source.get("rootPaths", []))))
+        elif mine[0] is d.chosen:
+            out.append(WhyNot(entry.name, roots, "APPLIED", "the index is used"))
+        elif isinstance(mine[0], Applicable):
+            out.append(WhyNot(entry.name, roots, "ANOTHER_INDEX_APPLIED",
+                              f"the smaller index '{d.chosen.index.name}' is used instead"))
+        else:
+            out.append(WhyNot(entry.name, roots, mine[0].code, mine[0].reason))
+    return out
+
+
 def why_not(spark: Any, df: Any, index_name: str | None = None) -> list[WhyNot]:
-    """For every index (or the named one) and every file source of ``df``: why it is not used."""
+    """For every index (or the named one) and every file source of ``df`` (its subqueries
+    included): why it is not used."""
     settings = Settings.of_session(spark)
     lifecycle = IndexLifecycle(HadoopFs(spark), settings.system_path)
     entries = lifecycle.list()
     if index_name is not None:
         entries = [lifecycle.get(index_name)]   # raises IndexNotFoundError with the existing names
-    _, _, result = analyse(spark, df)
-    relations = result.relations if result else []
-    skipped = result.skipped_reason if result else None
+    _, _, results = analyse(spark, df)
     out: list[WhyNot] = []
     for entry in entries:
         if entry.state is not IndexState.ACTIVE:
             out.append(WhyNot(entry.name, "*", "NOT_ACTIVE",
                               f"the index is {entry.state}; only ACTIVE indexes are used"))
-            continue
-        if not relations:
+        elif not results:
             out.append(WhyNot(entry.name, "*", "NO_FILE_SOURCE", "the query reads no files"))
-        if skipped:
-            out.append(WhyNot(entry.name, "*", "PLAN_NOT_SUPPORTED", skipped))
-            continue
-        for d in relations:
-            roots = ", ".join(d.description.get("rootPaths", []))
-            mine = [r for r in d.results if r.index.name == entry.name]
-            if not mine:
-                out.append(WhyNot(entry.name, roots, "OTHER_SOURCE",
-                                  "the index is over " + ", ".join(entry.source.get("rootPaths", []))))
-            elif mine[0] is d.chosen:
-                out.append(WhyNot(entry.name, roots, "APPLIED", "the index is used"))
-            elif isinstance(mine[0], Applicable):
-                out.append(WhyNot(entry.name, roots, "ANOTHER_INDEX_APPLIED",
-                                  f"the smaller index '{d.chosen.index.name}' is used instead"))
-            else:
-                out.append(WhyNot(entry.name, roots, mine[0].code, mine[0].reason))
+        else:
+            for result in results:
+                out.extend(_reasons(entry, result))
     return out
 
 

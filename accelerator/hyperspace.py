@@ -82,6 +82,7 @@ class Hyperspace:
                 "indexes need a source whose files Spark lists itself (spark.read over paths); "
                 "this relation uses a catalog or custom file index")
         source["schema"] = relation_schema(root)
+        source["readSettings"] = json.loads(plans.currentReadSettings(self.spark._jsparkSession))
         return source
 
     # --- lifecycle ----------------------------------------------------------------------

@@ -23,7 +23,7 @@ from indexes.covering.config import KIND as COVERING
 from indexes.fs import HadoopFs
 from indexes.lifecycle import IndexLifecycle
 from indexes.log import IndexState
-from indexes.plan import PlanNode, file_relations, has_subquery, parse_plan
+from indexes.plan import PlanNode, file_relations, parse_plan, unsupported_reason
 
 log = logging.getLogger("accelerator.rewriter")
 
@@ -59,7 +59,8 @@ class Rewriter:
         self._spark = spark
         self._helpers = jvm.helpers(spark)
         self._fs = HadoopFs(spark)
-        self._index_relations: dict[tuple[str, str], Any] = {}
+        # data version path → (log entry stamp, JVM relation); a recreated index reuses paths
+        self._index_relations: dict[str, tuple[tuple, Any]] = {}
         self._suspended = 0
         self._captures: list[list[RewriteResult]] = []
         self._lock = threading.Lock()
@@ -139,8 +140,8 @@ class Rewriter:
         decisions = [RelationDecision(i, d) for i, d in enumerate(payload["relations"])]
         result = RewriteResult(plan, root, decisions)
         indexes = [e for e in self.active_indexes(settings) if e.kind == COVERING]
-        if has_subquery(root):
-            result.skipped_reason = "the plan holds a subquery, which the rewriter does not analyse yet"
+        result.skipped_reason = unsupported_reason(root) if indexes else None
+        if result.skipped_reason:
             indexes = []
         for decision, relation in zip(decisions, relations):
             candidates = [e for e in indexes
@@ -150,6 +151,7 @@ class Rewriter:
             if with_files or "fingerprint" not in decision.description:
                 detail = 2 if with_files else 1
                 decision.description = json.loads(plans.describe(plan, decision.ordinal, detail))
+            decision.description["readSettings"] = payload["readSettings"]
             decision.results = [covering_rule.evaluate(root, relation, decision.description, e,
                                                        settings.case_sensitive)
                                 for e in candidates]
@@ -175,10 +177,14 @@ class Rewriter:
             return found
 
     def index_relation(self, entry: Any) -> Any:
-        """The JVM relation reading an index's data version, bucketed by the indexed columns
-        (cached: data versions are immutable)."""
-        key = (entry.content["path"], entry.content["schema"])
-        found = self._index_relations.get(key)
+        """The JVM relation reading an index's data version, bucketed by the indexed columns.
+
+        Cached per data version path while the log entry stays the same: a vacuumed and
+        recreated index reuses the path with other files, and a cached relation lists files."""
+        path = entry.content["path"]
+        stamp = (entry.id, entry.timestamp, entry.content["schema"])
+        cached = self._index_relations.get(path)
+        found = cached[1] if cached is not None and cached[0] == stamp else None
         if found is None:
             jvm_ = self._spark.sparkContext._jvm
             schema = jvm_.org.apache.spark.sql.types.DataType.fromJson(entry.content["schema"])
@@ -187,5 +193,5 @@ class Rewriter:
             indexed, _ = covering_rule.index_columns(entry.config)
             found = self._helpers.plans.withBucketSpec(
                 relation, int(entry.config["numBuckets"]), "\n".join(c.name for c in indexed))
-            self._index_relations[key] = found
+            self._index_relations[path] = (stamp, found)
         return found

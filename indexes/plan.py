@@ -201,11 +201,21 @@ def plan_references(root: PlanNode, ids: set[int], skip: PlanNode | None = None)
     return refs
 
 
-def has_subquery(root: PlanNode) -> bool:
-    """True when some expression holds a subquery (its plan is not part of this JSON)."""
+_INPUT_FILE_FUNCTIONS = {"InputFileName", "InputFileBlockStart", "InputFileBlockLength"}
+
+
+def unsupported_reason(root: PlanNode) -> str | None:
+    """Why no relation of this plan may be replaced, or None.
+
+    A subquery's plan is not part of this JSON, so its references cannot be checked; the input
+    file functions would name the index's files instead of the source's.
+    """
     for node in root.walk():
         for tree in node.all_exprs():
             for e in tree.walk():
                 if "Subquery" in e.cls or e.cls in ("Exists", "ListQuery", "InSubquery"):
-                    return True
-    return False
+                    return "the plan holds a subquery, which the rewriter does not analyse yet"
+                if e.cls in _INPUT_FILE_FUNCTIONS:
+                    return (f"the query uses {e.cls} (e.g. input_file_name()), which must name "
+                            "the source's files")
+    return None

@@ -56,6 +56,11 @@ def source_mismatch(recorded: dict, current: dict, current_schema: list) -> str 
         return f"the source format is {current.get('format')}, the index was built over {recorded.get('format')}"
     if _options(recorded) != _options(current):
         return "the source is read with other options than when the index was built"
+    if recorded.get("readSettings") != current.get("readSettings"):
+        changed = sorted(k for k in set(recorded.get("readSettings") or {}) | set(current.get("readSettings") or {})
+                         if (recorded.get("readSettings") or {}).get(k) != (current.get("readSettings") or {}).get(k))
+        return ("settings that change what is read from files differ from when the index was "
+                f"built: {', '.join(changed)}")
     if recorded.get("schema") != current_schema:
         return "the source schema differs from the one the index was built over"
     if recorded.get("fingerprint") != current.get("fingerprint"):

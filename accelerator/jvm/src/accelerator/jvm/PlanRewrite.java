@@ -36,6 +36,15 @@ import scala.jdk.javaapi.CollectionConverters;
  * while replacing struct-field chains by flattened index columns everywhere in the plan.
  */
 public final class PlanRewrite {
+  /** Settings that change the values Spark reads from files: an index is only valid under the
+   * values it was built with. */
+  private static final String[] READ_SETTINGS = {
+    "spark.sql.session.timeZone", "spark.sql.legacy.timeParserPolicy", "spark.sql.caseSensitive",
+    "spark.sql.files.ignoreCorruptFiles", "spark.sql.files.ignoreMissingFiles",
+    "spark.sql.parquet.binaryAsString", "spark.sql.parquet.int96AsTimestamp",
+    "spark.sql.parquet.int96TimestampConversion", "spark.sql.parquet.datetimeRebaseModeInRead",
+    "spark.sql.parquet.int96RebaseModeInRead",
+  };
   private static volatile java.util.Set<String> indexedRoots = Collections.emptySet();
 
   /**
@@ -71,7 +80,8 @@ public final class PlanRewrite {
    * {@code spark.accelerator.*} settings and the few SQL settings it reads ({@code conf}), a
    * description of each file relation without its files ({@code relations}, in pre-order; with
    * the fingerprint when an index is over its root paths) and the plan itself ({@code plan}, as
-   * {@code toJSON}).
+   * {@code toJSON}), with the settings that change what is read from files ({@code
+   * readSettings}).
    */
   public static String payload(LogicalPlan plan, SparkSession session) {
     StringBuilder sb = new StringBuilder(4096).append("{\"conf\":{");
@@ -84,7 +94,8 @@ public final class PlanRewrite {
     }
     sb.append("\"spark.sql.warehouse.dir\":")
         .append(quote(session.conf().get("spark.sql.warehouse.dir")));
-    sb.append("},\"relations\":[");
+    sb.append("},\"readSettings\":").append(readSettings(session));
+    sb.append(",\"relations\":[");
     List<LogicalPlan> relations = new ArrayList<>();
     collect(plan, relations);
     for (int i = 0; i < relations.size(); i++) {
@@ -92,6 +103,26 @@ public final class PlanRewrite {
       sb.append(i == 0 ? "" : ",").append(describeRelation(rel, isIndexed(rel) ? 1 : 0));
     }
     return sb.append("],\"plan\":").append(plan.toJSON()).append('}').toString();
+  }
+
+  /** The current values of the settings that change what Spark reads from files, as JSON. */
+  public static String readSettings(SparkSession session) {
+    StringBuilder sb = new StringBuilder("{");
+    for (int i = 0; i < READ_SETTINGS.length; i++) {
+      String value;
+      try {
+        value = session.conf().get(READ_SETTINGS[i]);
+      } catch (java.util.NoSuchElementException e) {
+        value = "";
+      }
+      sb.append(i == 0 ? "" : ",").append(quote(READ_SETTINGS[i])).append(':').append(quote(value));
+    }
+    return sb.append('}').toString();
+  }
+
+  /** Instance access to {@link #readSettings(SparkSession)} for py4j. */
+  public String currentReadSettings(SparkSession session) {
+    return readSettings(session);
   }
 
   /** The file relations of the plan, in pre-order (the order of {@code plan.toJSON()}). */
