@@ -11,6 +11,9 @@ from indexes.fs import HadoopFs
 from indexes.names import quote_path
 
 _TASK_FILE = re.compile(r"^part-(\d+)-(.+)-(c\d+)(\..+)$")
+# Small Parquet pages: with the rows sorted, Spark's page index then reads only the few pages
+# that can hold a looked-up key instead of the whole column chunk of a bucket.
+PAGE_OPTIONS = {"parquet.page.row.count.limit": "1000", "parquet.page.size": "65536"}
 
 
 def bucket_file_name(name: str) -> str | None:
@@ -31,15 +34,15 @@ def write_covering_index(df: DataFrame, indexed: list[IndexColumn], included: li
 
     Rows are hash-partitioned into ``num_buckets`` tasks by the indexed columns with Spark's own
     bucketing hash (Murmur3, pmod), so task i writes exactly the rows of bucket i, sorted by the
-    indexed columns; each file is then renamed to carry its bucket id, as Spark's bucketed
-    writes do, so readers can prune buckets and join without a shuffle.
+    indexed columns, in small pages; each file is then renamed to carry its bucket id, as
+    Spark's bucketed writes do, so readers can prune buckets and join without a shuffle.
     """
     columns = indexed + included
     flat = df.select(*[F.col(quote_path(c.path)).alias(c.name) for c in columns])
     keys = [F.col(f"`{c.name}`") for c in indexed]
     (flat.repartition(num_buckets, *keys)
          .sortWithinPartitions(*keys)
-         .write.mode("errorifexists").parquet(data_path))
+         .write.mode("errorifexists").options(**PAGE_OPTIONS).parquet(data_path))
     files = []
     for info in fs.list(data_path):
         target = bucket_file_name(info.name) if not info.is_dir else None
