@@ -15,11 +15,11 @@ from accelerator.catalog import CATALOG
 from accelerator.settings import Settings
 from indexes.covering.build import write_covering_index
 from indexes.covering.config import KIND as COVERING, CoveringIndexConfig
-from indexes.covering.rule import index_columns, relation_schema
+from indexes.covering.rule import index_columns, relation_schema, source_mismatch
 from indexes.errors import InvalidIndexConfigError, UnsupportedSourceError
 from indexes.fs import HadoopFs
 from indexes.lifecycle import IndexLifecycle
-from indexes.log import IndexLogEntry
+from indexes.log import IndexLogEntry, IndexState
 from indexes.plan import LOGICAL_RELATION, parse_plan
 
 log = logging.getLogger("accelerator.hyperspace")
@@ -117,8 +117,9 @@ class Hyperspace:
     def refreshIndex(self, indexName: str, mode: str = "full") -> None:
         """Rebuilds the index from its source's current files into a new data version.
 
-        Only ``mode="full"`` exists so far. When the source has not changed, nothing is done
-        and a message is logged.
+        Only ``mode="full"`` exists so far. When neither the source's files nor the settings
+        that change what is read from them have changed, nothing is done and a message is
+        logged.
         """
         if mode not in REFRESH_MODES:
             raise InvalidIndexConfigError(
@@ -127,7 +128,7 @@ class Hyperspace:
         entry = lifecycle.get(indexName)
         df = self._read_source(entry.source)
         source = self._source(df)
-        if source.get("fingerprint") == entry.source.get("fingerprint") and entry.state.value == "ACTIVE":
+        if entry.state is IndexState.ACTIVE and source_mismatch(entry.source, source, source["schema"]) is None:
             log.info("index '%s' is up to date with its source; nothing to refresh", entry.name)
             return
         lifecycle.refresh(indexName, lambda path: self._build(df, entry.config, source, path))

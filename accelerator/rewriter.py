@@ -1,9 +1,10 @@
 """The Python side of the optimizer rule: decides which indexes answer a plan and applies them.
 
-The JVM rule calls :meth:`Rewriter.apply` with each optimized plan that reads files. The plan is
-fetched as JSON in one py4j call and analysed in pure Python (:mod:`indexes.plan`,
-:mod:`indexes.covering.rule`); the JVM is called only to describe the file relations and to
-build the replacement. Any failure returns None, which makes the JVM run the original plan.
+The JVM rule calls :meth:`Rewriter.apply` with each optimized plan that reads files, and a
+payload holding the plan's JSON, the session's settings and its file relations. The analysis is
+pure Python (:mod:`indexes.plan`, :mod:`indexes.covering.rule`); the JVM is called back only to
+build the replacement (and to describe a relation whose fingerprint the payload lacks). Any
+failure returns None, which makes the JVM run the original plan.
 """
 from __future__ import annotations
 
