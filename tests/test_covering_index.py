@@ -249,6 +249,18 @@ def test_rewriter_failure_keeps_query_correct(spark, hs, nested_path, monkeypatc
     assert not uses_index(q, "idx_nested")
 
 
+def test_jvm_rule_rejects_a_result_with_another_schema(spark, hs, nested_path, monkeypatch):
+    from accelerator import session
+
+    create_nested_index(hs, spark, nested_path)
+    expected = vanilla(spark, lambda: seed_query(spark, nested_path))
+    wrong = spark.range(3)._jdf.queryExecution().optimizedPlan()
+    monkeypatch.setattr(session.rewriter(spark), "apply", lambda plan, payload: wrong)
+    q = seed_query(spark, nested_path)
+    assert rows(q) == expected
+    assert not uses_index(q, "idx_nested")
+
+
 def test_concurrent_creates_of_one_name(spark, hs, nested_path):
     barrier = threading.Barrier(2)
     outcomes: list[object] = []

@@ -1,0 +1,142 @@
+"""The covering filter rule decided from plan JSON alone (no JVM): which plans an index can
+answer, how its columns map to the plan's attributes, and why not otherwise.
+
+The plans in data/nested_plans.json are Spark 4 optimized plans over the seed's nested schema
+(id, name, nested{field1, nst{field1, field2}}), captured with ``LogicalPlan.toJSON()``.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from pyspark.sql.types import StringType, IntegerType
+
+from indexes.covering.config import IndexColumn
+from indexes.covering.rule import Applicable, NotApplicable, choose, evaluate, relation_schema
+from indexes.plan import chain, file_relations, parse_plan, plan_references, unsupported_reason
+
+PLANS = json.loads((Path(__file__).parent / "data" / "nested_plans.json").read_text())
+SETTINGS = {"spark.sql.session.timeZone": "UTC"}
+
+
+@dataclass
+class Entry:
+    name: str
+    config: dict
+    source: dict
+    content: dict = field(default_factory=lambda: {"sizeInBytes": 100})
+
+
+def column(path: str, data_type=StringType()) -> dict:
+    parts = tuple(path.split("."))
+    return IndexColumn(parts, "__".join(parts), data_type).to_json()
+
+
+def plan(name: str):
+    root = parse_plan(PLANS[name])
+    [relation] = file_relations(root)
+    return root, relation
+
+
+def description(fingerprint: str = "f1") -> dict:
+    return {"format": "parquet", "rootPaths": ["file:/data/nested"], "options": {},
+            "fingerprint": fingerprint, "readSettings": SETTINGS}
+
+
+def entry(relation, indexed, included, name="idx", size=100, **source_changes) -> Entry:
+    source = {**description(), "schema": relation_schema(relation), **source_changes}
+    return Entry(name, {"indexedColumns": [column(c) for c in indexed],
+                        "includedColumns": [column(c, IntegerType() if c == "id" else StringType())
+                                            for c in included],
+                        "numBuckets": 4},
+                 source, {"sizeInBytes": size})
+
+
+def ids(relation) -> dict[str, int]:
+    return {a.fields["name"]: a.expr_id for a in relation.exprs["output"]}
+
+
+SEED_INDEX = (["nested.nst.field1"], ["id", "name", "nested.nst.field2"])
+
+
+def test_parse_finds_relation_and_struct_chains():
+    root, relation = plan("seed")
+    assert [n.cls for n in root.walk()] == ["Project", "Filter", "LogicalRelation"]
+    nested = ids(relation)["nested"]
+    refs = plan_references(root, {nested}, skip=relation)
+    assert {r.path for r in refs} == {("nst", "field1"), ("nst", "field2")}
+    [alias] = [e for e in root.exprs["projectList"] if e.cls == "Alias"]
+    attr, path = chain(alias.children[0])
+    assert (attr.fields["name"], path) == ("nested", ("nst", "field2"))
+    assert unsupported_reason(root) is None
+
+
+def test_seed_query_is_answered_with_flattened_columns():
+    root, relation = plan("seed")
+    result = evaluate(root, relation, description(), entry(relation, *SEED_INDEX), False)
+    assert isinstance(result, Applicable)
+    i = ids(relation)
+    assert result.specs == [f"~{i['nested']}\u0001nst\u0001field1", f"={i['id']}", f"={i['name']}",
+                            f"~{i['nested']}\u0001nst\u0001field2"]
+    assert not result.restore_order
+
+
+def test_filter_without_project_needs_every_column_in_source_order():
+    root, relation = plan("filter_only")
+    result = evaluate(root, relation, description(), entry(relation, *SEED_INDEX), False)
+    assert isinstance(result, NotApplicable) and result.code == "MISSING_COLUMNS"
+    assert "nested" in result.reason
+
+
+@pytest.mark.parametrize("name, index, code", [
+    ("id_filter", SEED_INDEX, "NO_FIRST_INDEXED_COLUMN_IN_FILTER"),
+    ("no_filter", SEED_INDEX, "NO_FILTER"),
+    ("whole_struct", SEED_INDEX, "MISSING_COLUMNS"),
+    ("seed", (["nested.nst.field1"], ["id", "name"]), "MISSING_COLUMNS"),
+])
+def test_not_applicable(name, index, code):
+    root, relation = plan(name)
+    result = evaluate(root, relation, description(), entry(relation, *index), False)
+    assert isinstance(result, NotApplicable) and result.code == code
+
+
+def test_case_insensitive_matching_only_when_not_case_sensitive():
+    root, relation = plan("seed")
+    upper = entry(relation, ["NESTED.NST.FIELD1"], ["ID", "NAME", "NESTED.NST.FIELD2"])
+    assert isinstance(evaluate(root, relation, description(), upper, False), Applicable)
+    result = evaluate(root, relation, description(), upper, True)
+    assert isinstance(result, NotApplicable)
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"fingerprint": "other"}, "source files changed"),
+    ({"format": "json"}, "format"),
+    ({"options": {"mergeSchema": "true"}}, "other options"),
+    ({"readSettings": {"spark.sql.session.timeZone": "Asia/Kathmandu"}}, "spark.sql.session.timeZone"),
+    ({"schema": [["id", "integer"]]}, "schema differs"),
+])
+def test_changed_source_is_not_used(change, words):
+    root, relation = plan("seed")
+    result = evaluate(root, relation, description(),
+                      entry(relation, *SEED_INDEX, **change), False)
+    assert isinstance(result, NotApplicable) and result.code == "SOURCE_CHANGED"
+    assert words in result.reason
+
+
+def test_changed_files_are_counted_when_listed():
+    root, relation = plan("seed")
+    index = entry(relation, *SEED_INDEX, files=[["a", 1, 1], ["b", 1, 1]])
+    current = {**description("f2"), "files": [["a", 1, 1], ["c", 1, 1], ["d", 1, 1]]}
+    result = evaluate(root, relation, current, index, False)
+    assert "2 appended or modified, 1 deleted" in result.reason
+
+
+def test_smallest_applicable_index_wins():
+    root, relation = plan("seed")
+    big = evaluate(root, relation, description(), entry(relation, *SEED_INDEX, name="big", size=500), False)
+    small = evaluate(root, relation, description(), entry(relation, *SEED_INDEX, name="small", size=50), False)
+    other = evaluate(root, relation, description(), entry(relation, ["id"], [], name="x"), False)
+    assert choose([big, small, other]).index.name == "small"
+    assert choose([other]) is None
