@@ -2,7 +2,7 @@
 
 Usage (from the repo root):
 
-    PYTHONPATH=/work/main /tmp/venv/bin/python -m bench.lineitem_lookup \
+    python -m bench.lineitem_lookup \
         [--data /tmp/tpch/sf1/lineitem] [--work-dir /tmp/bench_work] \
         [--buckets 200] [--pairs 5] [--skip-accelerated] [--conf KEY=VALUE ...]
 
