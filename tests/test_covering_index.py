@@ -198,6 +198,27 @@ def test_lifecycle_delete_restore_vacuum(spark, hs, nested_path, system_path):
     assert uses_index(seed_query(spark, nested_path), "idx_nested")
 
 
+def test_crash_mid_create_blocks_until_cancel(spark, hs, nested_path, monkeypatch):
+    import accelerator.hyperspace as hyperspace_module
+    from accelerator import IndexStateError
+
+    def crash(*args, **kwargs):
+        raise RuntimeError("executor lost")
+
+    monkeypatch.setattr(hyperspace_module, "write_covering_index", crash)
+    with pytest.raises(RuntimeError, match="executor lost"):
+        create_nested_index(hs, spark, nested_path)
+    monkeypatch.undo()
+    assert hs.indexes().collect()[0]["state"] == "CREATING"
+    assert not uses_index(seed_query(spark, nested_path), "idx_nested")
+    with pytest.raises(IndexStateError, match=r"CREATING.*cancel\('idx_nested'\)"):
+        create_nested_index(hs, spark, nested_path)
+    hs.cancel("idx_nested")
+    assert hs.indexes().count() == 0
+    create_nested_index(hs, spark, nested_path)
+    assert uses_index(seed_query(spark, nested_path), "idx_nested")
+
+
 def test_index_details_and_listing(spark, hs, nested_path, system_path):
     create_nested_index(hs, spark, nested_path)
     [row] = hs.indexes().collect()
