@@ -1,5 +1,5 @@
 """The ``accelerator`` command: ``demo`` runs the product end to end on a local sample,
-``indexes`` lists the indexes of a system path."""
+``indexes`` lists the indexes of a system path, ``jar`` prints the compiled JVM rule's jar."""
 from __future__ import annotations
 
 import argparse
@@ -98,6 +98,15 @@ def list_indexes(args: argparse.Namespace) -> int:
     return 0
 
 
+def print_jar(args: argparse.Namespace) -> int:
+    """Compiles the JVM rule if needed and prints its jar (for spark.jars with spark.sql.extensions)."""
+    import pyspark
+
+    from accelerator.jvm import build_jar
+    print(build_jar(pyspark.__version__))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="accelerator", description=__doc__)
     sub = parser.add_subparsers(dest="command")
@@ -113,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     i.add_argument("--system-path", help="index system path (default from Spark settings)")
     i.add_argument("--master", default="local[2]")
     i.set_defaults(func=list_indexes)
+    j = sub.add_parser("jar", help="print the path of the compiled JVM rule (compiling it if needed)")
+    j.set_defaults(func=print_jar)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         args = parser.parse_args(["demo", *(argv or [])])

@@ -25,6 +25,7 @@ log = logging.getLogger("accelerator.jvm")
 
 SOURCE_DIR = Path(__file__).parent / "jvm" / "src"
 PACKAGE = "accelerator.jvm"
+EXTENSIONS_CLASS = f"{PACKAGE}.AcceleratorExtensions"
 _lock = threading.Lock()
 _loaded: dict[int, "JvmHelpers"] = {}
 
@@ -35,7 +36,12 @@ class JvmHelpers:
 
     builder: Any        # AcceleratorRuleBuilder
     plans: Any          # PlanRewrite
-    jar: Path
+    preinstalled: bool  # the rule came with spark.sql.extensions when the session was built
+
+
+def configured_by_extensions(spark: Any) -> bool:
+    """Whether the session was built with the accelerator in ``spark.sql.extensions``."""
+    return EXTENSIONS_CLASS in spark.conf.get("spark.sql.extensions", "")
 
 
 def cache_dir() -> Path:
@@ -106,25 +112,41 @@ def build_jar(spark_version: str) -> Path:
 
 
 def helpers(spark: Any) -> JvmHelpers:
-    """The accelerator's Java objects in the driver JVM of ``spark``, built and loaded once."""
+    """The accelerator's Java objects in the driver JVM of ``spark``, built and loaded once.
+
+    Normally the jar is compiled (once) and loaded through a private class loader. A session
+    built with ``spark.sql.extensions=accelerator.jvm.AcceleratorExtensions`` and the jar on
+    ``spark.jars`` already holds the rule; then Spark's own class loader provides the classes,
+    so the rewriter is registered with the rule Spark injected.
+    """
     jvm = spark.sparkContext._jvm
     key = id(spark.sparkContext._gateway)
     with _lock:
         found = _loaded.get(key)
         if found is not None:
             return found
-        jar = build_jar(spark.version)
         gateway = spark.sparkContext._gateway
-        urls = gateway.new_array(jvm.java.net.URL, 1)
-        urls[0] = jvm.java.io.File(str(jar)).toURI().toURL()
-        parent = jvm.org.apache.spark.util.Utils.getContextOrSparkClassLoader()
-        loader = jvm.java.net.URLClassLoader(urls, parent)
+        spark_loader = jvm.org.apache.spark.util.Utils.getContextOrSparkClassLoader()
+        preinstalled = configured_by_extensions(spark)
+        if preinstalled:
+            loader = spark_loader
+        else:
+            urls = gateway.new_array(jvm.java.net.URL, 1)
+            urls[0] = jvm.java.io.File(str(build_jar(spark.version))).toURI().toURL()
+            loader = jvm.java.net.URLClassLoader(urls, spark_loader)
 
         def new(name: str) -> Any:
-            cls = jvm.java.lang.Class.forName(f"{PACKAGE}.{name}", True, loader)
+            try:
+                cls = jvm.java.lang.Class.forName(f"{PACKAGE}.{name}", True, loader)
+            except Exception as exc:
+                raise JvmSetupError(
+                    f"spark.sql.extensions names {EXTENSIONS_CLASS} but its jar is not on the "
+                    "driver's class path: add the path printed by 'accelerator jar' to spark.jars, "
+                    "or drop the setting and let Hyperspace.enable load it") from exc
             return cls.getConstructor(gateway.new_array(jvm.java.lang.Class, 0)).newInstance(
                 gateway.new_array(jvm.java.lang.Object, 0))
 
-        found = JvmHelpers(builder=new("AcceleratorRuleBuilder"), plans=new("PlanRewrite"), jar=jar)
+        found = JvmHelpers(builder=new("AcceleratorRuleBuilder"), plans=new("PlanRewrite"),
+                           preinstalled=preinstalled)
         _loaded[key] = found
         return found

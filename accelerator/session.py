@@ -42,7 +42,9 @@ def install(spark: Any) -> Rewriter:
     key = int(spark.sparkContext._jvm.java.lang.System.identityHashCode(extensions))
     with _lock:
         if key not in _installed:
-            extensions.injectPreCBORule(jvm.helpers(spark).builder)
+            helpers = jvm.helpers(spark)
+            if not helpers.preinstalled:   # else spark.sql.extensions injected it already
+                extensions.injectPreCBORule(helpers.builder)
             _installed.add(key)
     return found
 
