@@ -14,7 +14,7 @@ One local[2] SparkSession measures, on the same data:
 * limit       - the same query answered from one Parquet file holding only the
                 matching rows (what no index can beat).
 
-After one warm-up of each side it runs ``--pairs`` alternating vanilla/accelerated
+After ``--warmups`` warm-up runs of each side (the JVM compiles the hot paths) it runs ``--pairs`` alternating vanilla/accelerated
 pairs plus ``--pairs`` limit runs, checks every result against the first vanilla
 result (sorted rows), and times planning with the accelerator on and off of a query
 without files (spark.range), one over the indexed source that no index applies to, and
@@ -48,6 +48,7 @@ def parse_args(argv=None):
     p.add_argument("--work-dir", default="/tmp/bench_work", help="scratch dir (index system path, limit file); wiped")
     p.add_argument("--buckets", type=int, default=200, help="spark.accelerator.index.numBuckets")
     p.add_argument("--pairs", type=int, default=5, help="vanilla/accelerated pairs (and limit runs)")
+    p.add_argument("--warmups", type=int, default=3, help="warm-up runs of each side")
     p.add_argument("--seed", type=int, default=42, help="seed for choosing the looked-up l_partkey")
     p.add_argument("--skip-accelerated", action="store_true", help="only vanilla and limit (no accelerator needed)")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="extra Spark conf")
@@ -162,13 +163,14 @@ def main(argv=None) -> int:
             identical = False
             print(f"MISMATCH in {what}: {len(rows)} rows vs {len(expected)} expected", file=sys.stderr)
 
-    # warm-up, one of each
-    check(run(args.data)[1], "vanilla warm-up")
-    check(run(limit_path)[1], "limit warm-up")
-    if hs_cls:
-        hs_cls.enable(spark)
-        check(run(args.data)[1], "accelerated warm-up")
-        hs_cls.disable(spark)
+    # warm-ups: the first runs of a side pay for JIT compilation of its code paths
+    for i in range(args.warmups):
+        check(run(args.data)[1], f"vanilla warm-up {i}")
+        check(run(limit_path)[1], f"limit warm-up {i}")
+        if hs_cls:
+            hs_cls.enable(spark)
+            check(run(args.data)[1], f"accelerated warm-up {i}")
+            hs_cls.disable(spark)
 
     for i in range(args.pairs):
         t, rows = run(args.data)

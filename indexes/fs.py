@@ -135,11 +135,3 @@ class HadoopFs:
     def rename(self, src: str, dst: str) -> bool:
         jsrc = self._path(src)
         return bool(self._fs(jsrc).rename(jsrc, self._path(dst)))
-
-    def size(self, path: str) -> int:
-        """Total bytes of the files under ``path`` (0 when it does not exist)."""
-        jpath = self._path(path)
-        fs = self._fs(jpath)
-        if not fs.exists(jpath):
-            return 0
-        return int(fs.getContentSummary(jpath).getLength())
