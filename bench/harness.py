@@ -96,13 +96,12 @@ def _scan_files(df: DataFrame) -> int:
 def _ensure_index(hs: Hyperspace, spark: SparkSession, path: str, config: Any) -> dict:
     """Builds the index unless this run built it already; its build seconds and size."""
     try:
-        entry = hs._lifecycle().get(config.indexName)
-        return {"name": config.indexName, "build_s": None, "bytes": entry.content.get("sizeInBytes"),
-                "reused": True}
+        size = hs.index(config.indexName).first()["sizeInBytes"]
+        return {"name": config.indexName, "build_s": None, "bytes": size, "reused": True}
     except IndexNotFoundError:
         seconds, _ = _timed(lambda: hs.createIndex(spark.read.parquet(path), config))
-        entry = hs._lifecycle().get(config.indexName)
-        return {"name": config.indexName, "build_s": seconds, "bytes": entry.content.get("sizeInBytes")}
+        size = hs.index(config.indexName).first()["sizeInBytes"]
+        return {"name": config.indexName, "build_s": seconds, "bytes": size}
 
 
 def run_workload(spark: SparkSession, workload: Workload, ctx: Context, work_dir: str,
