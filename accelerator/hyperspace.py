@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructField, StructType, _parse_datatype_json_value
@@ -15,7 +14,7 @@ from accelerator.catalog import CATALOG
 from accelerator.settings import Settings
 from indexes.covering.build import write_covering_index
 from indexes.covering.config import KIND as COVERING, CoveringIndexConfig
-from indexes.covering.rule import index_columns, relation_schema, source_mismatch
+from indexes.covering.rule import index_columns, read_options, relation_schema, source_mismatch
 from indexes.errors import InvalidIndexConfigError, UnsupportedSourceError
 from indexes.fs import HadoopFs
 from indexes.lifecycle import IndexLifecycle
@@ -139,7 +138,7 @@ class Hyperspace:
         options and schema (so an explicit schema or CSV options are kept), current files."""
         schema = StructType([StructField(name, _parse_datatype_json_value(t))
                              for name, t in source["schema"]])
-        return (self.spark.read.format(source["format"]).options(**_user_options(source))
+        return (self.spark.read.format(source["format"]).options(**read_options(source))
                 .schema(schema).load(source["rootPaths"]))
 
     def deleteIndex(self, indexName: str) -> None:
@@ -192,10 +191,6 @@ class Hyperspace:
 
 
 IndexConfig = CoveringIndexConfig
-
-
-def _user_options(source: dict) -> dict:
-    return {k: v for k, v in (source.get("options") or {}).items() if k.lower() not in ("path", "paths")}
 
 
 def _summary(e: IndexLogEntry) -> tuple:

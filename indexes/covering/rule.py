@@ -45,9 +45,14 @@ def relation_schema(relation: PlanNode) -> list[list[Any]]:
     return [[a.fields["name"], a.fields["dataType"]] for a in output_attributes(relation)]
 
 
-def _options(source: dict) -> dict:
-    return {k.lower(): v for k, v in (source.get("options") or {}).items()
+def read_options(source: dict) -> dict:
+    """The options a source is read with, without its paths (those are its files)."""
+    return {k: v for k, v in (source.get("options") or {}).items()
             if k.lower() not in ("path", "paths")}
+
+
+def _options(source: dict) -> dict:
+    return {k.lower(): v for k, v in read_options(source).items()}
 
 
 def source_mismatch(recorded: dict, current: dict, current_schema: list) -> str | None:
