@@ -7,6 +7,12 @@
 """
 from accelerator.hyperspace import Hyperspace, IndexConfig
 from indexes.covering.config import CoveringIndexConfig
+from indexes.skipping.config import (
+    BloomFilterSketch,
+    DataSkippingIndexConfig,
+    MinMaxSketch,
+    ValueListSketch,
+)
 from indexes.errors import (
     AcceleratorError,
     ConcurrentModificationError,
@@ -19,7 +25,8 @@ from indexes.errors import (
 )
 
 __all__ = [
-    "Hyperspace", "IndexConfig", "CoveringIndexConfig", "AcceleratorError",
+    "Hyperspace", "IndexConfig", "CoveringIndexConfig", "DataSkippingIndexConfig",
+    "MinMaxSketch", "BloomFilterSketch", "ValueListSketch", "AcceleratorError",
     "ConcurrentModificationError", "IndexExistsError", "IndexNotFoundError", "IndexStateError",
     "InvalidIndexConfigError", "JvmSetupError", "UnsupportedSourceError",
 ]

@@ -9,6 +9,7 @@ from accelerator import session
 from accelerator.rewriter import RewriteResult
 from accelerator.settings import ENABLED, Settings
 from indexes.covering.rule import Applicable
+from indexes.skipping.rule import Pruning
 from indexes.fs import HadoopFs
 from indexes.lifecycle import IndexLifecycle
 from indexes.log import IndexState
@@ -73,7 +74,7 @@ def explain(spark: Any, df: Any, verbose: bool = False) -> str:
              _RULE, "Plan without indexes:", _RULE, without.executedPlan().toString().rstrip(), "",
              _RULE, "Indexes used:", _RULE]
     used = [d.chosen for r in results for d in r.relations if d.chosen is not None]
-    lines += [f"{c.index.name}: {c.index.content.get('path')}" for c in used] or ["(none)"]
+    lines += [_used(c) for c in used] or ["(none)"]
     if verbose:
         lines += ["", _RULE, "Candidates:", _RULE]
         for result in results:
@@ -81,7 +82,7 @@ def explain(spark: Any, df: Any, verbose: bool = False) -> str:
                 lines.append(f"source {_roots(d)}:")
                 for r in d.results:
                     status = "APPLIED" if r is d.chosen else (
-                        "APPLICABLE (a smaller index was chosen)" if isinstance(r, Applicable)
+                        "APPLICABLE (another index was chosen)" if isinstance(r, (Applicable, Pruning))
                         else f"{r.code}: {r.reason}")
                     lines.append(f"  {r.index.name}: {status}")
                 if not d.results:
@@ -89,6 +90,17 @@ def explain(spark: Any, df: Any, verbose: bool = False) -> str:
             if result.skipped_reason:
                 lines.append(f"rewrite skipped: {result.skipped_reason}")
     return "\n".join(lines)
+
+
+def _used(chosen: Any) -> str:
+    """One line per index used; for data skipping, what it skipped and with which sketches."""
+    if not isinstance(chosen, Pruning):
+        return f"{chosen.index.name}: {chosen.index.content.get('path')}"
+    sketches = ", ".join(f"{k}: {n}" for k, n in chosen.by_sketch().items())
+    return (f"{chosen.index.name}: data skipping, {len(chosen.kept)} of {chosen.total_files} files "
+            f"kept ({chosen.skipped} skipped), {chosen.kept_bytes} of {chosen.total_bytes} bytes; "
+            f"{chosen.unindexed} files not in the index (always read); files each sketch alone "
+            f"skips: {sketches}")
 
 
 def _reasons(entry: Any, result: RewriteResult) -> list[WhyNot]:
@@ -104,9 +116,9 @@ def _reasons(entry: Any, result: RewriteResult) -> list[WhyNot]:
                               "the index is over " + ", ".join(entry.source.get("rootPaths", []))))
         elif mine[0] is d.chosen:
             out.append(WhyNot(entry.name, roots, "APPLIED", "the index is used"))
-        elif isinstance(mine[0], Applicable):
+        elif isinstance(mine[0], (Applicable, Pruning)):
             out.append(WhyNot(entry.name, roots, "ANOTHER_INDEX_APPLIED",
-                              f"the smaller index '{d.chosen.index.name}' is used instead"))
+                              f"the index '{d.chosen.index.name}' is used instead"))
         else:
             out.append(WhyNot(entry.name, roots, mine[0].code, mine[0].reason))
     return out

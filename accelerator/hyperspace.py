@@ -5,17 +5,22 @@ from __future__ import annotations
 import json
 import logging
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession, functions as F
 from pyspark.sql.types import StructField, StructType, _parse_datatype_json_value
 
 from accelerator import explain as explain_mod
-from accelerator import jvm, session
+from accelerator import jvm, session, workers
 from accelerator.catalog import CATALOG
 from accelerator.settings import Settings
 from indexes.covering.build import write_covering_index
 from indexes.covering.config import KIND as COVERING, CoveringIndexConfig
-from indexes.covering.rule import index_columns, read_options, relation_schema, source_mismatch
+from indexes.covering.rule import index_columns
+from indexes.source import read_options, relation_schema, source_mismatch
 from indexes.errors import InvalidIndexConfigError, UnsupportedSourceError
+from indexes.skipping import rule as skipping_rule
+from indexes.skipping.build import compute_stats, resolve_sketches, sketch_specs
+from indexes.skipping.config import KIND as SKIPPING, DataSkippingIndexConfig
+from indexes.skipping.store import STATS_FILE, FileEntry, encode
 from indexes.fs import HadoopFs
 from indexes.lifecycle import IndexLifecycle
 from indexes.log import IndexLogEntry, IndexState
@@ -23,7 +28,7 @@ from indexes.plan import LOGICAL_RELATION, parse_plan
 
 log = logging.getLogger("accelerator.hyperspace")
 
-REFRESH_MODES = ("full",)
+REFRESH_MODES = {COVERING: ("full",), SKIPPING: ("full", "incremental")}
 
 
 class Hyperspace:
@@ -85,16 +90,21 @@ class Hyperspace:
         return source
 
     # --- lifecycle ----------------------------------------------------------------------
-    def createIndex(self, df: DataFrame, config: CoveringIndexConfig) -> None:
+    def createIndex(self, df: DataFrame, config: CoveringIndexConfig | DataSkippingIndexConfig) -> None:
         """Builds an index over the files ``df`` reads and records it in the system path.
 
         Raises InvalidIndexConfigError for a bad config (unknown, duplicate or overlapping
-        columns, unsupported types, name collisions), UnsupportedSourceError when ``df`` does
-        not read files directly, IndexExistsError when the name is taken.
+        columns, unsupported types, name collisions, invalid sketch expressions),
+        UnsupportedSourceError when ``df`` does not read files directly, IndexExistsError when
+        the name is taken.
         """
+        if isinstance(config, DataSkippingIndexConfig):
+            self._create_skipping(df, config)
+            return
         if not isinstance(config, CoveringIndexConfig):
             raise InvalidIndexConfigError(
-                f"createIndex expects an IndexConfig/CoveringIndexConfig, got {type(config).__name__}")
+                "createIndex expects an IndexConfig/CoveringIndexConfig or a "
+                f"DataSkippingIndexConfig, got {type(config).__name__}")
         settings = self._settings()
         indexed, included = config.resolve(df.schema, settings.case_sensitive)
         source = self._source(df)
@@ -113,24 +123,76 @@ class Hyperspace:
                                            self._fs)
         return source, content
 
-    def refreshIndex(self, indexName: str, mode: str = "full") -> None:
-        """Rebuilds the index from its source's current files into a new data version.
+    def _create_skipping(self, df: DataFrame, config: DataSkippingIndexConfig) -> None:
+        source = self._source(df)
+        with session.rewriter(self.spark).suspended():
+            sketches = resolve_sketches(df, config, source["partitionColumns"])
+        ansi = str(self.spark.conf.get("spark.sql.ansi.enabled")).lower() == "true"
+        cfg = {"sketches": [s.to_json() for s in sketches], "ansi": ansi}
+        self._lifecycle().create(config.indexName, SKIPPING, cfg,
+                                 lambda path: self._build_skipping(df, cfg, source, path, {}))
+        self._changed()
 
-        Only ``mode="full"`` exists so far. When neither the source's files nor the settings
-        that change what is read from them have changed, nothing is done and a message is
-        logged.
+    def _build_skipping(self, df: DataFrame, cfg: dict, source: dict, data_path: str,
+                        previous: dict[str, FileEntry]) -> tuple[dict, dict]:
+        """Writes the statistics of ``source``'s files, reusing ``previous`` entries of files
+        that did not change (an incremental refresh sketches only the others)."""
+        files = source["files"]
+        reused = {p: previous[p] for p, size, mtime in files
+                  if p in previous and (previous[p].size, previous[p].mtime) == (size, mtime)}
+        todo = [f for f in files if f[0] not in reused]
+        sketches = skipping_rule.sketches_of(cfg)
+        entries, facts = dict(reused), {}
+        if todo:
+            workers.ship(self.spark)
+            scope = df if not reused else df.where(
+                F.col("_metadata.file_path").isin([self._uri(p) for p, _, _ in todo]))
+            with session.rewriter(self.spark).suspended():
+                computed, facts = compute_stats(scope, source, sketches, todo)
+            entries.update(computed)
+        data = encode(sketch_specs(sketches), entries)
+        self._fs.mkdirs(data_path)
+        self._fs.write_bytes(data_path.rstrip("/") + "/" + STATS_FILE, data)
+        content = {"numFiles": 1, "sizeInBytes": len(data), "indexedFiles": len(entries),
+                   "sketchedFiles": len(todo), "reusedFiles": len(reused), **facts}
+        return source, content
+
+    def _uri(self, path: str) -> str:
+        return self.spark.sparkContext._jvm.org.apache.hadoop.fs.Path(path).toUri().toString()
+
+    def refreshIndex(self, indexName: str, mode: str = "full") -> None:
+        """Brings the index up to date with its source's current files, in a new data version.
+
+        ``mode="full"`` rebuilds it; ``mode="incremental"`` (data-skipping indexes) sketches
+        only files appended or modified since and drops deleted ones. When neither the
+        source's files nor the settings that change what is read from them have changed,
+        nothing is done and a message is logged.
         """
-        if mode not in REFRESH_MODES:
+        known = sorted({m for modes in REFRESH_MODES.values() for m in modes})
+        if mode not in known:
             raise InvalidIndexConfigError(
-                f"refresh mode {mode!r} is not supported; use one of {', '.join(REFRESH_MODES)}")
+                f"refresh mode {mode!r} is not supported; use one of {', '.join(known)}")
         lifecycle = self._lifecycle()
         entry = lifecycle.get(indexName)
+        modes = REFRESH_MODES.get(entry.kind, ("full",))
+        if mode not in modes:
+            raise InvalidIndexConfigError(
+                f"refresh mode {mode!r} is not supported for {entry.kind} index '{entry.name}'; "
+                f"use one of {', '.join(modes)}")
         df = self._read_source(entry.source)
         source = self._source(df)
         if entry.state is IndexState.ACTIVE and source_mismatch(entry.source, source, source["schema"]) is None:
             log.info("index '%s' is up to date with its source; nothing to refresh", entry.name)
             return
-        lifecycle.refresh(indexName, lambda path: self._build(df, entry.config, source, path))
+        if entry.kind == SKIPPING:
+            previous = {}
+            if mode == "incremental" and source_mismatch(entry.source, source, source["schema"],
+                                                         check_files=False) is None:
+                previous = session.rewriter(self.spark).skipping_table(entry)
+            build = lambda path: self._build_skipping(df, entry.config, source, path, previous)  # noqa: E731
+        else:
+            build = lambda path: self._build(df, entry.config, source, path)  # noqa: E731
+        lifecycle.refresh(indexName, build)
         self._changed()
 
     def _read_source(self, source: dict) -> DataFrame:
@@ -195,8 +257,9 @@ IndexConfig = CoveringIndexConfig
 
 def _summary(e: IndexLogEntry) -> tuple:
     cfg = e.config
-    return (e.name, e.kind,
-            [".".join(c["path"]) for c in cfg.get("indexedColumns", [])],
+    indexed = ([".".join(c["path"]) for c in cfg.get("indexedColumns", [])]
+               or [f"{s['kind']}({s['expression']})" for s in cfg.get("sketches", [])])
+    return (e.name, e.kind, indexed,
             [".".join(c["path"]) for c in cfg.get("includedColumns", [])],
             cfg.get("numBuckets"), e.state.value, e.content.get("path"),
             e.content.get("numFiles"), e.content.get("sizeInBytes"))

@@ -21,6 +21,10 @@ from accelerator.history import HistoryRecorder
 from accelerator.settings import Settings
 from indexes.covering import rule as covering_rule
 from indexes.covering.config import KIND as COVERING
+from indexes.skipping import rule as skipping_rule
+from indexes.skipping.build import sketch_specs
+from indexes.skipping.config import KIND as SKIPPING
+from indexes.skipping.store import STATS_FILE, FileEntry, decode
 from indexes.fs import HadoopFs
 from indexes.lifecycle import IndexLifecycle
 from indexes.log import IndexState
@@ -35,8 +39,8 @@ class RelationDecision:
 
     ordinal: int
     description: dict
-    results: list[Any] = field(default_factory=list)   # Applicable | NotApplicable per index
-    chosen: Any = None                                  # the Applicable used, if any
+    results: list[Any] = field(default_factory=list)   # Applicable | Pruning | NotApplicable
+    chosen: Any = None                                  # the Applicable or Pruning used, if any
 
 
 @dataclass
@@ -62,6 +66,8 @@ class Rewriter:
         self._fs = HadoopFs(spark)
         # data version path → (log entry stamp, JVM relation); a recreated index reuses paths
         self._index_relations: dict[str, tuple[tuple, Any]] = {}
+        # data version path → (log entry stamp, statistics of a data-skipping index)
+        self._skipping_tables: dict[str, tuple[tuple, dict[str, FileEntry]]] = {}
         self._suspended = 0
         self._captures: list[list[RewriteResult]] = []
         self._lock = threading.Lock()
@@ -122,9 +128,11 @@ class Rewriter:
         """Reads the index logs and tells the JVM which root paths are indexed."""
         entries = IndexLifecycle(self._fs, system_path).list()
         with self._lock:
-            self._roots[system_path] = {p for e in entries for p in e.source.get("rootPaths", [])}
+            self._roots[system_path] = {(p, e.kind == SKIPPING) for e in entries
+                                        for p in e.source.get("rootPaths", [])}
             roots = set().union(*self._roots.values())
-        self._helpers.plans.setIndexedRoots("\n".join(sorted(roots)))
+        self._helpers.plans.setIndexedRoots("\n".join(sorted(p for p, _ in roots)),
+                                            "\n".join(sorted(p for p, s in roots if s)))
         return entries
 
     def rewrite(self, plan: Any, payload: dict, record: bool = False,
@@ -140,7 +148,7 @@ class Rewriter:
         plans = self._helpers.plans
         decisions = [RelationDecision(i, d) for i, d in enumerate(payload["relations"])]
         result = RewriteResult(plan, root, decisions)
-        indexes = [e for e in self.active_indexes(settings) if e.kind == COVERING]
+        indexes = [e for e in self.active_indexes(settings) if e.kind in (COVERING, SKIPPING)]
         result.skipped_reason = unsupported_reason(root) if indexes else None
         if result.skipped_reason:
             indexes = []
@@ -149,25 +157,49 @@ class Rewriter:
                           if e.source.get("rootPaths") == decision.description.get("rootPaths")]
             if not candidates:
                 continue
-            if with_files or "fingerprint" not in decision.description:
-                detail = 2 if with_files else 1
+            skipping = any(e.kind == SKIPPING for e in candidates)
+            detail = 2 if with_files or skipping else 1
+            if "fingerprint" not in decision.description or (detail == 2 and "files" not in decision.description):
                 decision.description = json.loads(plans.describe(plan, decision.ordinal, detail))
             decision.description["readSettings"] = payload["readSettings"]
-            decision.results = [covering_rule.evaluate(root, relation, decision.description, e,
-                                                       settings.case_sensitive)
+            decision.results = [self._evaluate(root, relation, decision.description, e, settings,
+                                               payload)
                                 for e in candidates]
-            decision.chosen = covering_rule.choose(decision.results)
+            decision.chosen = covering_rule.choose(decision.results) or skipping_rule.choose(
+                decision.results)
         for decision in decisions:
             chosen = decision.chosen
-            if chosen is None:
-                continue
-            result.plan = plans.replaceRelation(result.plan, decision.ordinal,
-                                                self.index_relation(chosen.index),
-                                                "\n".join(chosen.specs), chosen.restore_order)
+            if isinstance(chosen, skipping_rule.Pruning):
+                result.plan = plans.pruneFiles(result.plan, decision.ordinal, "\n".join(chosen.kept))
+            elif chosen is not None:
+                result.plan = plans.replaceRelation(result.plan, decision.ordinal,
+                                                    self.index_relation(chosen.index),
+                                                    "\n".join(chosen.specs), chosen.restore_order)
         if record and settings.history_enabled:
             self.recorder(settings.system_path).record_plan(
                 root, [(r, d.description) for r, d in zip(relations, decisions)], result.applied)
         return result
+
+    def _evaluate(self, root: PlanNode, relation: PlanNode, description: dict, entry: Any,
+                  settings: Settings, payload: dict) -> Any:
+        if entry.kind == COVERING:
+            return covering_rule.evaluate(root, relation, description, entry, settings.case_sensitive)
+        read = payload["readSettings"]
+        ansi = payload["conf"].get("spark.sql.ansi.enabled", "false").lower() == "true"
+        return skipping_rule.evaluate(relation, description, entry, self.skipping_table(entry),
+                                      read.get("spark.sql.session.timeZone", "UTC"), ansi)
+
+    def skipping_table(self, entry: Any) -> dict[str, FileEntry]:
+        """The per-file statistics of a data-skipping index, cached per data version."""
+        path = entry.content["path"]
+        stamp = (entry.id, entry.timestamp)
+        cached = self._skipping_tables.get(path)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        specs = sketch_specs(skipping_rule.sketches_of(entry.config))
+        table = decode(specs, self._fs.read_bytes(path.rstrip("/") + "/" + STATS_FILE))
+        self._skipping_tables[path] = (stamp, table)
+        return table
 
     def recorder(self, system_path: str) -> HistoryRecorder:
         """The query history recorder of a system path (one per path, created on first use)."""

@@ -1,12 +1,16 @@
 """One local[2] SparkSession for the whole test run, and a fresh system path per test."""
 from __future__ import annotations
 
+import os
+import sys
+
 import pytest
 from pyspark.sql import SparkSession
 
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)   # workers run index builds
     warehouse = tmp_path_factory.mktemp("warehouse")
     session = (
         SparkSession.builder.master("local[2]")
@@ -37,3 +41,14 @@ def system_path(spark, tmp_path):
         spark.conf.unset("spark.accelerator.system.path")
     else:
         spark.conf.set("spark.accelerator.system.path", previous)
+
+
+@pytest.fixture
+def hs(spark, system_path):
+    """A Hyperspace over a fresh system path, with the rewrite enabled while the test runs."""
+    from accelerator import Hyperspace
+
+    hs = Hyperspace(spark)
+    Hyperspace.enable(spark)
+    yield hs
+    Hyperspace.disable(spark)

@@ -14,7 +14,8 @@ import pytest
 from pyspark.sql.types import StringType, IntegerType
 
 from indexes.covering.config import IndexColumn
-from indexes.covering.rule import Applicable, NotApplicable, choose, evaluate, relation_schema
+from indexes.covering.rule import Applicable, choose, evaluate
+from indexes.source import NotApplicable, relation_schema
 from indexes.plan import chain, file_relations, parse_plan, plan_references, unsupported_reason
 
 PLANS = json.loads((Path(__file__).parent / "data" / "nested_plans.json").read_text())

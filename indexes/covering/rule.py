@@ -10,6 +10,7 @@ from typing import Any
 
 from indexes.covering.config import IndexColumn
 from indexes.plan import PlanNode, Reference, output_attributes, plan_references, references
+from indexes.source import NotApplicable, relation_schema, source_mismatch
 
 
 @dataclass(frozen=True)
@@ -25,58 +26,10 @@ class Applicable:
         return int(self.index.content.get("sizeInBytes", 0))
 
 
-@dataclass(frozen=True)
-class NotApplicable:
-    """Why the index cannot answer the relation: a stable code and a sentence for the user."""
-
-    index: Any
-    code: str
-    reason: str
-
-
 def index_columns(cfg: dict) -> tuple[list[IndexColumn], list[IndexColumn]]:
     """(indexed, included) columns of a covering index's config (as in its log entry)."""
     return ([IndexColumn.from_json(c) for c in cfg["indexedColumns"]],
             [IndexColumn.from_json(c) for c in cfg["includedColumns"]])
-
-
-def relation_schema(relation: PlanNode) -> list[list[Any]]:
-    """The relation's output as [name, type] pairs (what an index records of its source)."""
-    return [[a.fields["name"], a.fields["dataType"]] for a in output_attributes(relation)]
-
-
-def read_options(source: dict) -> dict:
-    """The options a source is read with, without its paths (those are its files)."""
-    return {k: v for k, v in (source.get("options") or {}).items()
-            if k.lower() not in ("path", "paths")}
-
-
-def _options(source: dict) -> dict:
-    return {k.lower(): v for k, v in read_options(source).items()}
-
-
-def source_mismatch(recorded: dict, current: dict, current_schema: list) -> str | None:
-    """Why ``current`` (a relation's description) is not the source the index was built from."""
-    if recorded.get("format") != current.get("format"):
-        return f"the source format is {current.get('format')}, the index was built over {recorded.get('format')}"
-    if _options(recorded) != _options(current):
-        return "the source is read with other options than when the index was built"
-    if recorded.get("readSettings") != current.get("readSettings"):
-        changed = sorted(k for k in set(recorded.get("readSettings") or {}) | set(current.get("readSettings") or {})
-                         if (recorded.get("readSettings") or {}).get(k) != (current.get("readSettings") or {}).get(k))
-        return ("settings that change what is read from files differ from when the index was "
-                f"built: {', '.join(changed)}")
-    if recorded.get("schema") != current_schema:
-        return "the source schema differs from the one the index was built over"
-    if recorded.get("fingerprint") != current.get("fingerprint"):
-        files = current.get("files")
-        if files is not None:
-            old = {tuple(f) for f in recorded.get("files", [])}
-            new = {tuple(f) for f in files}
-            return (f"the source files changed since the index was built "
-                    f"({len(new - old)} appended or modified, {len(old - new)} deleted); refresh the index")
-        return "the source files changed since the index was built; refresh the index"
-    return None
 
 
 def _norm(path: tuple[str, ...], case_sensitive: bool) -> tuple[str, ...]:

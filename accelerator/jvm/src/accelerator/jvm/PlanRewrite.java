@@ -46,19 +46,27 @@ public final class PlanRewrite {
     "spark.sql.parquet.int96RebaseModeInRead",
   };
   private static volatile java.util.Set<String> indexedRoots = Collections.emptySet();
+  private static volatile java.util.Set<String> skippingRoots = Collections.emptySet();
 
   /**
-   * Root paths (newline-separated) that some index is built over: relations reading them get
-   * their file fingerprint in the payload, so deciding on an index needs no extra call.
+   * Root paths (newline-separated) that some index is built over, and those of them some
+   * data-skipping index is built over: relations reading the first get their file fingerprint
+   * in the payload, relations reading the second also their files, so deciding on an index
+   * needs no extra call.
    */
-  public void setIndexedRoots(String lines) {
-    java.util.Set<String> roots = new java.util.HashSet<>();
+  public void setIndexedRoots(String lines, String skippingLines) {
+    indexedRoots = lineSet(lines);
+    skippingRoots = lineSet(skippingLines);
+  }
+
+  private static java.util.Set<String> lineSet(String lines) {
+    java.util.Set<String> out = new java.util.HashSet<>();
     for (String line : lines.split("\n")) {
       if (!line.isEmpty()) {
-        roots.add(line);
+        out.add(line);
       }
     }
-    indexedRoots = roots;
+    return out;
   }
 
   /** True when some leaf of the plan reads files through a HadoopFsRelation. */
@@ -92,6 +100,8 @@ public final class PlanRewrite {
         sb.append(quote(k)).append(':').append(quote(e.getValue())).append(',');
       }
     }
+    sb.append("\"spark.sql.ansi.enabled\":")
+        .append(quote(session.conf().get("spark.sql.ansi.enabled"))).append(',');
     sb.append("\"spark.sql.warehouse.dir\":")
         .append(quote(session.conf().get("spark.sql.warehouse.dir")));
     sb.append("},\"readSettings\":").append(readSettings(session));
@@ -100,7 +110,8 @@ public final class PlanRewrite {
     collect(plan, relations);
     for (int i = 0; i < relations.size(); i++) {
       LogicalPlan rel = relations.get(i);
-      sb.append(i == 0 ? "" : ",").append(describeRelation(rel, isIndexed(rel) ? 1 : 0));
+      sb.append(i == 0 ? "" : ",").append(describeRelation(rel, isIndexed(rel, skippingRoots) ? 2
+          : isIndexed(rel, indexedRoots) ? 1 : 0));
     }
     return sb.append("],\"plan\":").append(plan.toJSON()).append('}').toString();
   }
@@ -263,8 +274,7 @@ public final class PlanRewrite {
     return (LogicalPlan) swapped.transformAllExpressions(new ChainReplacement(chains));
   }
 
-  private static boolean isIndexed(LogicalPlan relation) {
-    java.util.Set<String> roots = indexedRoots;
+  private static boolean isIndexed(LogicalPlan relation, java.util.Set<String> roots) {
     if (roots.isEmpty()) {
       return false;
     }
@@ -276,6 +286,21 @@ public final class PlanRewrite {
       }
     }
     return false;
+  }
+
+  /**
+   * Keeps only the files {@code keptLines} lists (newline-separated paths as the relation lists
+   * them) in the {@code ordinal}-th file relation of {@code plan}: the relation and its output
+   * stay the same, its file index lists fewer files.
+   */
+  public LogicalPlan pruneFiles(LogicalPlan plan, int ordinal, String keptLines) {
+    LogicalRelation rel = (LogicalRelation) fileRelations(plan)[ordinal];
+    HadoopFsRelation fs = (HadoopFsRelation) rel.relation();
+    PrunedFileIndex pruned = new PrunedFileIndex(
+        (PartitioningAwareFileIndex) fs.location(), lineSet(keptLines));
+    Object relation = copyCaseClass(fs, 0, pruned, fs.sparkSession());
+    LogicalPlan replacement = (LogicalPlan) copyCaseClass(rel, 0, relation);
+    return (LogicalPlan) plan.transformUp(new SameNode(rel, replacement));
   }
 
   private static boolean isFileRelation(LogicalPlan plan) {

@@ -1,0 +1,117 @@
+"""The data-skipping rule: which files of a filtered relation a data-skipping index proves
+hold no matching row. Pure Python over :mod:`indexes.plan` trees; the JVM only swaps the
+relation's file list for the kept files."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from indexes.plan import PlanNode, output_attributes
+from indexes.skipping import evaluator, ir
+from indexes.skipping.build import ResolvedSketch, sketch_specs
+from indexes.skipping.stats import ColumnStats, FileStats
+from indexes.skipping.store import FileEntry
+from indexes.source import NotApplicable, relation_schema, source_mismatch
+
+
+@dataclass(frozen=True)
+class Pruning:
+    """The files of a relation a data-skipping index keeps (the others provably hold no row
+    the filter accepts), with what explain shows."""
+
+    index: Any
+    kept: list[str]
+    total_files: int
+    total_bytes: int
+    kept_bytes: int
+    unindexed: int                      # files the index has no (current) statistics for
+    condition: Any = field(repr=False, default=None)   # the IR the files were judged by
+    judged: dict[str, FileEntry] = field(repr=False, default_factory=dict)
+
+    @property
+    def skipped(self) -> int:
+        return self.total_files - len(self.kept)
+
+    def by_sketch(self) -> dict[str, int]:
+        """For each sketch of the index, how many files it alone would skip."""
+        out = {}
+        for s in sketches_of(self.index.config):
+            def only(stats: FileStats, s=s) -> FileStats:
+                return FileStats(stats.rows, {k: _restrict(c, s.kind) for k, c in stats.columns.items()
+                                              if k == s.key})
+            out[f"{s.kind}({s.expression})"] = sum(
+                1 for e in self.judged.values()
+                if not evaluator.may_match(self.condition, only(e.stats)))
+        return out
+
+
+def _restrict(stats: ColumnStats, kind: str) -> ColumnStats:
+    if kind == "MinMax":
+        return replace(stats, values=None, bloom=None)
+    if kind == "ValueList":
+        return replace(stats, min=None, max=None, bloom=None)
+    return replace(stats, min=None, max=None, values=None, null_count=None)
+
+
+def sketches_of(config: dict) -> list[ResolvedSketch]:
+    """The resolved sketches recorded in a data-skipping index's config (its log entry)."""
+    return [ResolvedSketch.from_json(d) for d in config["sketches"]]
+
+
+def filter_condition(relation: PlanNode) -> Any:
+    """The conditions of the Filters directly above ``relation`` as one list, or None."""
+    conditions = []
+    node = relation.parent
+    while node is not None and node.cls == "Filter":
+        conditions.extend(node.exprs.get("condition", []))
+        node = node.parent
+    return conditions or None
+
+
+def evaluate(relation: PlanNode, source: dict, entry: Any, table: dict[str, FileEntry],
+             session_tz: str, ansi: bool) -> Pruning | NotApplicable:
+    """Decides which files of ``relation`` (described with its files in ``source``) the
+    data-skipping index ``entry`` (statistics ``table``) keeps."""
+    def no(code: str, reason: str) -> NotApplicable:
+        return NotApplicable(entry, code, reason)
+
+    if relation.fields.get("isStreaming"):
+        return no("STREAMING_SOURCE", "the source is a stream")
+    mismatch = source_mismatch(entry.source, source, relation_schema(relation), check_files=False)
+    if mismatch:
+        return no("SOURCE_CHANGED", mismatch)
+    if bool(entry.config.get("ansi")) != ansi:
+        return no("SOURCE_CHANGED", "spark.sql.ansi.enabled differs from when the index was built")
+    conditions = filter_condition(relation)
+    if conditions is None:
+        return no("NO_FILTER", "the source is not filtered directly")
+    names = {a.expr_id: a.fields["name"] for a in output_attributes(relation)}
+    keys = {s.key for s in sketch_specs(sketches_of(entry.config))}
+    condition = ir.translate_all(conditions, names.get, keys, session_tz, ansi)
+    files = source.get("files") or []
+    kept, judged = [], {}
+    kept_bytes = total_bytes = unindexed = 0
+    for path, size, mtime in files:
+        total_bytes += size
+        found = table.get(path)
+        if found is None or found.size != size or found.mtime != mtime:
+            unindexed += 1
+        elif not evaluator.may_match(condition, found.stats):
+            judged[path] = found
+            continue
+        else:
+            judged[path] = found
+        kept.append(path)
+        kept_bytes += size
+    result = Pruning(entry, kept, len(files), total_bytes, kept_bytes, unindexed, condition, judged)
+    if result.skipped == 0:
+        return no("NO_FILE_SKIPPED",
+                  f"the filter may match rows in every file ({len(files)} files, "
+                  f"{unindexed} not in the index)")
+    return result
+
+
+def choose(results: list[Any]) -> Pruning | None:
+    """The data-skipping index that keeps the fewest bytes, if any prunes."""
+    prunings = [r for r in results if isinstance(r, Pruning)]
+    return min(prunings, key=lambda r: r.kept_bytes) if prunings else None
