@@ -208,3 +208,15 @@ def test_refresh_modes_per_kind(spark, hs, range_path):
     with pytest.raises(InvalidIndexConfigError,
                        match="refresh mode 'incremental' is not supported for covering index"):
         hs.refreshIndex("ci_range", mode="incremental")
+
+
+def test_json_field_through_from_json(spark, hs, tmp_path):
+    path = str(tmp_path / "json_payload")
+    (spark.range(40).selectExpr("id", "to_json(named_struct('amount', id * 1.5D, 'k', id)) as payload")
+     .repartitionByRange(4, "id").write.parquet(path))
+    hs.createIndex(spark.read.parquet(path), DataSkippingIndexConfig(
+        "ds_json", MinMaxSketch("from_json(payload, 'amount double, k long').amount")))
+    # Spark prunes the parsed schema to the field used, so both spellings meet the sketch
+    for schema in ("amount double, k long", "amount double"):
+        q = spark.read.parquet(path).where(f"from_json(payload, '{schema}').amount > 50")
+        check(spark, q, expected_files=1)

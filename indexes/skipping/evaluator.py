@@ -203,7 +203,19 @@ def _sketched(node: Sketched, stats: FileStats) -> ResultSpec:
         if nulls == 0 or (nulls is not None and child is not None and child.null_count == nulls):
             return spec
         return replace(spec, fallible=True)
+    if cs is not None and cs.null_count == 0 and _null_on_error(guard, stats):
+        # Where the query's variant would raise, the build's gave null: none did in this file.
+        return spec
     return ResultSpec(node.type, True, node.ansi)
+
+
+def _null_on_error(node: Node, stats: FileStats) -> bool:
+    """Whether ``node`` (struct field accesses over a ``null_on_error`` node whose inputs never
+    raise) gives null on every row where a same-printing variant of it raises."""
+    while isinstance(node, Unknown) and node.field and len(node.args) == 1 and not node.raises:
+        node = node.args[0]
+    return (isinstance(node, Unknown) and node.null_on_error
+            and not any(evaluate(a, stats).fallible for a in node.args))
 
 
 def _lit(node: Lit, stats: FileStats) -> ResultSpec:

@@ -44,11 +44,16 @@ class Lit:
 @dataclass(frozen=True)
 class Unknown:
     """Anything else: any value or null. ``raises``: the node itself may raise an error;
-    errors of ``args`` (its translated children) propagate."""
+    errors of ``args`` (its translated children) propagate. ``null_on_error``: the variants of
+    the expression that print the same JSON but do not raise give null where it raises
+    (``from_json`` in PERMISSIVE vs FAILFAST mode); ``field``: a struct field access, null
+    when its struct is."""
 
     type: str
     raises: bool = True
     args: tuple[Node, ...] = ()
+    null_on_error: bool = False
+    field: bool = False
 
 
 @dataclass(frozen=True)
@@ -344,7 +349,9 @@ class _Translator:
     def unknown(self, expr: Expr) -> Unknown:
         raises = self.ansi if expr.cls in _ANSI_ERRORS else expr.cls not in _SAFE
         return Unknown(expr_type(expr) or "unknown", raises,
-                       tuple(self.node(c) for c in expr.children))
+                       tuple(self.node(c) for c in expr.children),
+                       null_on_error=expr.cls == "JsonToStructs",
+                       field=expr.cls == "GetStructField")
 
     def kids(self, expr: Expr) -> list[Node]:
         return [self.node(c) for c in expr.children]
