@@ -67,7 +67,10 @@ class Hyperspace:
         return IndexLifecycle(self._fs, self._settings().system_path)
 
     def _changed(self) -> None:
+        """Forgets the cached index list and reloads it, so the JVM rule knows at once which
+        sources are indexed (it describes their files in the payload of the next query)."""
         CATALOG.invalidate()
+        session.rewriter(self.spark).active_indexes(self._settings())
 
     def _source(self, df: DataFrame) -> dict:
         """Description of the file source ``df`` reads directly, or UnsupportedSourceError."""

@@ -220,3 +220,10 @@ def test_json_field_through_from_json(spark, hs, tmp_path):
     for schema in ("amount double, k long", "amount double"):
         q = spark.read.parquet(path).where(f"from_json(payload, '{schema}').amount > 50")
         check(spark, q, expected_files=1)
+
+
+def test_long_in_list(spark, hs, range_path):
+    """Spark turns IN lists of more than 10 values into InSet; they prune all the same."""
+    hs.createIndex(spark.read.parquet(range_path), DataSkippingIndexConfig("ds_range", MinMaxSketch("id")))
+    values = ", ".join(str(v) for v in [3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 1000])
+    check(spark, spark.read.parquet(range_path).where(f"id in ({values})"), expected_files=11)

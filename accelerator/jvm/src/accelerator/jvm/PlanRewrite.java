@@ -19,6 +19,9 @@ import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.AttributeReference;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.GetStructField;
+import org.apache.spark.sql.catalyst.expressions.In;
+import org.apache.spark.sql.catalyst.expressions.InSet;
+import org.apache.spark.sql.catalyst.expressions.Literal;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
@@ -108,12 +111,17 @@ public final class PlanRewrite {
     sb.append(",\"relations\":[");
     List<LogicalPlan> relations = new ArrayList<>();
     collect(plan, relations);
+    boolean skipping = false;
     for (int i = 0; i < relations.size(); i++) {
       LogicalPlan rel = relations.get(i);
-      sb.append(i == 0 ? "" : ",").append(describeRelation(rel, isIndexed(rel, skippingRoots) ? 2
+      boolean skips = isIndexed(rel, skippingRoots);
+      skipping |= skips;
+      sb.append(i == 0 ? "" : ",").append(describeRelation(rel, skips ? 2
           : isIndexed(rel, indexedRoots) ? 1 : 0));
     }
-    return sb.append("],\"plan\":").append(plan.toJSON()).append('}').toString();
+    // toJSON drops the values of InSet (IN lists over 10 items): spell them out for data skipping
+    LogicalPlan shown = skipping ? (LogicalPlan) plan.transformAllExpressions(new InSetAsIn()) : plan;
+    return sb.append("],\"plan\":").append(shown.toJSON()).append('}').toString();
   }
 
   /** The current values of the settings that change what Spark reads from files, as JSON. */
@@ -415,6 +423,30 @@ public final class PlanRewrite {
     public <A1 extends LogicalPlan, B1> B1 applyOrElse(A1 p, scala.Function1<A1, B1> dflt) {
       @SuppressWarnings("unchecked")
       B1 out = p == target ? (B1) replacement : dflt.apply(p);
+      return out;
+    }
+  }
+
+  /** Writes an InSet as the equivalent In over literals (for the plan's JSON only). */
+  private static final class InSetAsIn
+      extends scala.runtime.AbstractPartialFunction<Expression, Expression> {
+    @Override
+    public boolean isDefinedAt(Expression e) {
+      return e instanceof InSet;
+    }
+
+    @Override
+    public <A1 extends Expression, B1> B1 applyOrElse(A1 e, scala.Function1<A1, B1> dflt) {
+      if (!(e instanceof InSet)) {
+        return dflt.apply(e);
+      }
+      InSet in = (InSet) e;
+      List<Expression> values = new ArrayList<>();
+      for (Object v : CollectionConverters.asJava(in.hset())) {
+        values.add(new Literal(v, in.child().dataType()));
+      }
+      @SuppressWarnings("unchecked")
+      B1 out = (B1) new In(in.child(), CollectionConverters.asScala(values).toSeq());
       return out;
     }
   }
