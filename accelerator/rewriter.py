@@ -32,6 +32,8 @@ from indexes.plan import PlanNode, file_relations, parse_plan, unsupported_reaso
 
 log = logging.getLogger("accelerator.rewriter")
 
+FILE_LISTS_CACHED = 16
+
 
 @dataclass
 class RelationDecision:
@@ -66,6 +68,8 @@ class Rewriter:
         self._fs = HadoopFs(spark)
         # data version path → (log entry stamp, JVM relation); a recreated index reuses paths
         self._index_relations: dict[str, tuple[tuple, Any]] = {}
+        # fingerprint → files of a source whose files no index recorded (oldest dropped first)
+        self._file_lists: dict[str, list] = {}
         # data version path → (log entry stamp, statistics of a data-skipping index)
         self._skipping_tables: dict[str, tuple[tuple, dict[str, FileEntry]]] = {}
         self._suspended = 0
@@ -157,10 +161,12 @@ class Rewriter:
                           if e.source.get("rootPaths") == decision.description.get("rootPaths")]
             if not candidates:
                 continue
-            skipping = any(e.kind == SKIPPING for e in candidates)
-            detail = 2 if with_files or skipping else 1
-            if "fingerprint" not in decision.description or (detail == 2 and "files" not in decision.description):
-                decision.description = json.loads(plans.describe(plan, decision.ordinal, detail))
+            if with_files or "fingerprint" not in decision.description:
+                decision.description = json.loads(
+                    plans.describe(plan, decision.ordinal, 2 if with_files else 1))
+            skipping = [e for e in candidates if e.kind == SKIPPING]
+            if skipping and "files" not in decision.description:
+                decision.description["files"] = self._files(plan, decision, skipping)
             decision.description["readSettings"] = payload["readSettings"]
             decision.results = [self._evaluate(root, relation, decision.description, e, settings,
                                                payload)
@@ -179,6 +185,23 @@ class Rewriter:
             self.recorder(settings.system_path).record_plan(
                 root, [(r, d.description) for r, d in zip(relations, decisions)], result.applied)
         return result
+
+    def _files(self, plan: Any, decision: RelationDecision, entries: list[Any]) -> list | None:
+        """The files of a relation: those an index recorded when the fingerprints match (no
+        JVM call), else described by the JVM, cached per fingerprint."""
+        fingerprint = decision.description.get("fingerprint")
+        for e in entries:
+            if fingerprint is not None and e.source.get("fingerprint") == fingerprint:
+                return e.source.get("files")
+        files = self._file_lists.get(fingerprint) if fingerprint is not None else None
+        if files is None:
+            files = json.loads(self._helpers.plans.describe(plan, decision.ordinal, 2)).get("files")
+            if fingerprint is not None:
+                with self._lock:
+                    if len(self._file_lists) >= FILE_LISTS_CACHED:
+                        self._file_lists.pop(next(iter(self._file_lists)))
+                    self._file_lists[fingerprint] = files
+        return files
 
     def _evaluate(self, root: PlanNode, relation: PlanNode, description: dict, entry: Any,
                   settings: Settings, payload: dict) -> Any:

@@ -126,8 +126,9 @@ def _scan_partition(specs: list[SketchSpec]):
         counts: dict[str, int] = {}
         for batch in batches:
             files = batch.column(0)
-            for name in pc.unique(files).to_pylist():
-                rows = batch.filter(pc.equal(files, name)) if len(pc.unique(files)) > 1 else batch
+            names = pc.unique(files).to_pylist()
+            for name in names:
+                rows = batch.filter(pc.equal(files, name)) if len(names) > 1 else batch
                 counts[name] = counts.get(name, 0) + rows.num_rows
                 for i, spec in enumerate(specs):
                     acc = accs.get((name, i))

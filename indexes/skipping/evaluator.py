@@ -8,6 +8,7 @@ true on no row and raise on no row.
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -99,6 +100,7 @@ def _among(type_: str, values) -> Values:
     return Among(vs) if vs else EMPTY
 
 
+@functools.lru_cache(maxsize=None)
 def _boolean(can_true: bool, can_false: bool, nullable: bool, fallible: bool) -> ResultSpec:
     return ResultSpec("boolean", nullable, fallible,
                       _among("boolean", [b for b, ok in ((True, can_true), (False, can_false)) if ok]))
@@ -219,6 +221,11 @@ def _null_on_error(node: Node, stats: FileStats) -> bool:
 
 
 def _lit(node: Lit, stats: FileStats) -> ResultSpec:
+    return _literal(node)
+
+
+@functools.lru_cache(maxsize=1024)
+def _literal(node: Lit) -> ResultSpec:
     if node.value is None:
         return ResultSpec(node.type, True, False, EMPTY)
     return ResultSpec(node.type, False, False, _among(node.type, [node.value]))
@@ -325,7 +332,8 @@ def _not_null_when_not_false(node: Node) -> list[str]:
 def _and(node: And, stats: FileStats) -> ResultSpec:
     # Spark evaluates the right side only when the left is not false: on those rows the left's
     # IS NOT NULL conjuncts hold.
-    known = [k for k in _not_null_when_not_false(node.left) if k in stats.columns]
+    known = [k for k in _not_null_when_not_false(node.left)
+             if k in stats.columns and stats.columns[k].null_count != 0]
     right_stats = stats if not known else FileStats(stats.rows, {
         **stats.columns, **{k: replace(stats.columns[k], null_count=0) for k in known}})
     a, b = evaluate(node.left, stats), evaluate(node.right, right_stats)

@@ -53,9 +53,9 @@ public final class PlanRewrite {
 
   /**
    * Root paths (newline-separated) that some index is built over, and those of them some
-   * data-skipping index is built over: relations reading the first get their file fingerprint
-   * in the payload, relations reading the second also their files, so deciding on an index
-   * needs no extra call.
+   * data-skipping index is built over: relations reading them get their file fingerprint in
+   * the payload, so deciding on an index needs no extra call while the files are those the
+   * index knows; plans reading the second get their IN lists spelled out.
    */
   public void setIndexedRoots(String lines, String skippingLines) {
     indexedRoots = lineSet(lines);
@@ -116,8 +116,8 @@ public final class PlanRewrite {
       LogicalPlan rel = relations.get(i);
       boolean skips = isIndexed(rel, skippingRoots);
       skipping |= skips;
-      sb.append(i == 0 ? "" : ",").append(describeRelation(rel, skips ? 2
-          : isIndexed(rel, indexedRoots) ? 1 : 0));
+      sb.append(i == 0 ? "" : ",").append(describeRelation(rel,
+          skips || isIndexed(rel, indexedRoots) ? 1 : 0));
     }
     // toJSON drops the values of InSet (IN lists over 10 items): spell them out for data skipping
     LogicalPlan shown = skipping ? (LogicalPlan) plan.transformAllExpressions(new InSetAsIn()) : plan;
