@@ -1,5 +1,6 @@
 """``python -m bench run [--scale 1] [--only NAME] [--out FILE]``: every workload of
-bench/workloads.py with vanilla Spark and with the accelerator, plus the planning overhead.
+bench/workloads.py with vanilla Spark and with the accelerator, the index build costs
+(``BUILDS``), the per-query pruning cost over many files (``PRUNING``) and the planning overhead.
 
 Prints a table and writes one JSON document (to --out, else to stdout after the table). Exits 1
 when any workload's results differ from vanilla Spark's. Timings are reported, never asserted.
@@ -42,6 +43,21 @@ def _table(report: dict) -> str:
         lines.append(f"{w['name'][:34]:34} {w['vanilla_s']['median']:9.3f} {w['accelerated_s']['median']:8.3f} "
                      f"{(f'{lim:.3f}' if lim else '-'):>8} {w['ratio_vanilla_over_accelerated']['median']:6.2f} "
                      f"{(f'{a_l:.2f}' if a_l else '-'):>7} {str(w['identical']):>9}")
+    if report.get("builds"):
+        lines.append("")
+        lines.append(f"{'build (median s)':34} {'index':>9} {'scan':>8} {'i/scan':>8} {'target':>8} {'met':>5}")
+        for b in report["builds"]:
+            lines.append(f"{b['name'][:34]:34} {b['index_s']['median']:9.3f} {b['scan_s']['median']:8.3f} "
+                         f"{b['ratio_index_over_scan']:8.3f} {'<= ' + format(b['expected']['max_fraction'], 'g'):>8} "
+                         f"{str(b['expected']['met']):>5}")
+    if report.get("pruning"):
+        lines.append("")
+        lines.append(f"{'pruning (median ms of planning)':34} {'off':>9} {'on':>8} {'added':>8} {'target':>8} "
+                     f"{'met':>5} {'files kept':>12}")
+        for p in report["pruning"]:
+            lines.append(f"{p['name'][:34]:34} {p['off_ms']:9.2f} {p['on_ms']:8.2f} {p['added_ms']:8.2f} "
+                         f"{'<= ' + format(p['expected']['max_added_ms'], 'g'):>8} {str(p['expected']['met']):>5} "
+                         f"{str(p['kept_files']) + '/' + str(p['files']):>12}")
     lines.append("")
     lines.append(f"{'planning (median ms)':34} {'off':>9} {'on':>8} {'added':>8}")
     for name, p in report["planning"].items():
@@ -55,7 +71,8 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run the workloads")
     run.add_argument("--scale", type=float, default=1.0, help="TPC-H scale factor; event log: 5M rows per unit")
-    run.add_argument("--only", action="append", help="run only this workload (repeatable)")
+    run.add_argument("--only", action="append",
+                     help="run only this workload, build or pruning benchmark (repeatable)")
     run.add_argument("--out", help="write the JSON report here")
     run.add_argument("--data-dir", default=os.path.expanduser("~/.cache/spark-accelerator/bench-data"),
                      help="where generated data is cached")
@@ -63,7 +80,13 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--pairs", type=int, default=5)
     run.add_argument("--warmups", type=int, default=3)
     run.add_argument("--buckets", type=int, default=200)
-    run.add_argument("--planning-runs", type=int, default=20)
+    run.add_argument("--planning-runs", type=int, default=20,
+                     help="runs of each side of the planning and pruning benchmarks")
+    run.add_argument("--build-runs", type=int, default=3,
+                     help="timed runs of each side of the build benchmarks (after one warm-up, "
+                          "none with --warmups 0)")
+    run.add_argument("--many-files", type=int, default=1000,
+                     help="files of the many-small-files source of the pruning benchmarks")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
     logging.getLogger("bench").setLevel(logging.INFO)
@@ -71,24 +94,34 @@ def main(argv: list[str] | None = None) -> int:
     import shutil
 
     from bench import datasets
-    from bench.harness import make_spark, planning_overhead, run_workload
-    from bench.workloads import WORKLOADS, Context, lineitem_facts
+    from bench.harness import build_cost, make_spark, planning_overhead, pruning_cost, run_workload
+    from bench.workloads import BUILDS, PRUNING, WORKLOADS, Context, lineitem_facts
 
-    selected = [w for w in WORKLOADS if not args.only or w.name in args.only]
-    unknown = set(args.only or []) - {w.name for w in WORKLOADS}
+    known = [b.name for b in (*WORKLOADS, *BUILDS, *PRUNING)]
+    unknown = set(args.only or []) - set(known)
     if unknown:
-        parser.error(f"unknown workload(s): {', '.join(sorted(unknown))}; "
-                     f"known: {', '.join(w.name for w in WORKLOADS)}")
+        parser.error(f"unknown workload(s): {', '.join(sorted(unknown))}; known: {', '.join(known)}")
+    chosen = lambda benches: [b for b in benches if not args.only or b.name in args.only]  # noqa: E731
     shutil.rmtree(args.work_dir, ignore_errors=True)
     os.makedirs(args.work_dir)
     spark = make_spark(args.work_dir, args.buckets)
-    ctx = Context(spark, args.data_dir, args.scale)
+    ctx = Context(spark, args.data_dir, args.scale, args.many_files)
     report = {"scale": args.scale, "machine": {"cores": os.cpu_count(), "master": "local[2]"},
-              "spark": spark.version, "workloads": []}
-    for workload in selected:
+              "spark": spark.version, "workloads": [], "builds": [], "pruning": []}
+    built: dict[str, str] = {}   # indexes built by this run: workloads declaring one share it
+    for workload in chosen(WORKLOADS):
         logging.getLogger("bench").info("workload %s", workload.name)
         report["workloads"].append(run_workload(spark, workload, ctx, args.work_dir,
-                                                args.pairs, args.warmups))
+                                                args.pairs, args.warmups, built))
+    for bench in chosen(BUILDS):
+        logging.getLogger("bench").info("build cost %s", bench.name)
+        report["builds"].append(build_cost(spark, bench, ctx, args.build_runs,
+                                           warmups=min(1, args.warmups)))
+    for bench in chosen(PRUNING):
+        logging.getLogger("bench").info("pruning cost %s", bench.name)
+        # the per-file work runs in Python and the JVM: as many warm-up rounds as timed ones
+        report["pruning"].append(pruning_cost(spark, bench, ctx, args.planning_runs,
+                                              warmups=args.planning_runs if args.warmups else 0))
     tables = datasets.tpch(args.data_dir, args.scale)
     key = lineitem_facts(ctx)["key"]
     report["planning"] = planning_overhead(
@@ -101,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
             f.write(text)
     else:
         print(text)
-    failed = [w["name"] for w in report["workloads"] if not w["identical"]]
+    failed = [w["name"] for w in report["workloads"] + report["pruning"] if not w["identical"]]
     if failed:
         print(f"\nFAILED: results differ from vanilla Spark in {', '.join(failed)}", file=sys.stderr)
         return 1

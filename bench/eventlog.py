@@ -47,6 +47,9 @@ RARE_EVERY = 5
 FREQUENT_TOKEN = "INFO"
 #: Size of the id slice the sample values are picked from.
 SAMPLE_SLICE = 5_000
+#: Version of the generated data: bump it whenever a column changes, so that cached logs
+#: (``bench.datasets.eventlog``) are regenerated. 2: ``payload`` holds ``at``.
+VERSION = 2
 
 _MICROS_PER_DAY = 86_400_000_000
 _START_MICROS = int(START.timestamp()) * 1_000_000
@@ -100,10 +103,23 @@ SCHEMA_DOC = f"""\
 | `device.os` | string | per user; {", ".join(f"`{o}` {p}%" for o, p, _, _ in DEVICES)} |
 | `device.version` | string | per user; 2-5 versions of the os, uniform |
 | `device.model` | string | per user; 2-6 models of the os, uniform |
-| `payload` | string | JSON `{{"amount":<decimal(10,2), 0.99 .. 2000.98, skewed low>,"currency":<the user's country's>,"items":<1..8>,"status":<ok 96% / pending 2% / refunded 2%; failed for ERROR events>}}` |
+| `payload` | string | JSON `{{"amount":<decimal(10,2), 0.99 .. 2000.98, skewed low>,"currency":<the user's country's>,"items":<1..8>,"status":<ok 96% / pending 2% / refunded 2%; failed for ERROR events>,"at":<ts as ISO-8601 UTC text with milliseconds, yyyy-MM-ddTHH:mm:ss.SSSZ>}}`; `at` sorts as text in time order (it is the timestamp of `message`) |
 | `level` | string | `INFO` ~90%, `WARN` ~8%, `ERROR` ~2% |
 | `message` | string | `<level> <ts as yyyy-MM-ddTHH:mm:ss.SSSZ> user=<user.id> action=<{len(ACTIONS)} values> path=/<section>/<page> ({len(SECTIONS) * len(PAGES)} paths) latency_ms=<n>` (3-4002, skewed low; 1000-9999 for WARN), then ` slow_request` for WARN and ` status=500 error=<code>` for ERROR; ERROR codes: {len(COMMON_ERROR_CODES)} common ones everywhere, plus `{RARE_ERROR_CODE}` on every {RARE_EVERY}th event of two narrow id windows (`max(20, min(rows//files//4, rows//5000))` ids wide, so 400 events at 5M rows), each in the middle of one file (files `files//3` and `2*files//3`) |
 """
+
+
+def at_text(micros: int) -> str:
+    """The ISO-8601 UTC text (``yyyy-MM-ddTHH:mm:ss.SSSZ``) of an instant in microseconds since
+    the epoch, as ``payload``'s ``at`` and ``message`` write it (truncated to milliseconds)."""
+    t = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc) + _dt.timedelta(microseconds=micros)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
+
+
+def event_micros(facts: dict[str, Any], event_id: int) -> int:
+    """The first instant of event ``event_id``'s time step (its ``ts`` is at or after it)."""
+    start = int(_dt.datetime.fromisoformat(facts["start_ts"]).timestamp()) * 1_000_000
+    return start + event_id * facts["step_micros"]
 
 
 def _sql_str(value: str) -> str:
@@ -242,7 +258,8 @@ def _projections(rows: int, files: int, seed: int) -> list[list[str]]:
             f" 'currency', {_pick(CURRENCIES, '_country_idx')},"
             f" 'items', cast(1 + floor(pow({_uniform(h(11, 'id'))}, 3.0) * 8) AS int),"
             f" 'status', CASE WHEN level = 'ERROR' THEN 'failed'"
-            f" ELSE {_weighted(STATUSES, h(12, 'id'))} END"
+            f" ELSE {_weighted(STATUSES, h(12, 'id'))} END,"
+            " 'at', _ts_text"
             ")) AS payload",
             "concat(format_string('%s %s user=%d action=%s path=%s latency_ms=%d', level, _ts_text, _uid,"
             f" {_skewed(ACTIONS, h(13, 'id'))},"
@@ -292,9 +309,14 @@ def generate(spark: SparkSession, out_dir: str, rows: int, files: int = 64,
 
     Returns a dict with:
 
+    * ``version``: :data:`VERSION`, the version of the generated data;
     * ``path``, ``rows``, ``files``, ``seed``;
     * ``start_ts`` / ``end_ts``: ISO-8601 UTC bounds of the log (``ts`` is in ``[start, end)``);
+    * ``step_micros``: the time step per event: event ``i``'s ``ts`` is in
+      ``[start + i * step, start + (i + 1) * step)`` (see :func:`at_text` for ``payload``'s ``at``);
     * ``file_bounds``: ``[first_id, end_id)`` of each file, in file order;
+    * ``max_file_rows``: the most events a file holds; ``max_file_sessions``: an upper bound of
+      the distinct ``session_id`` values a file holds (what a per-file sketch must be sized for);
     * ``frequent_token``: ``"INFO"``, which starts most messages;
     * ``rare_error_code``: ``"ERR-4711"``; ``rare_error_rows``: how many messages hold it;
       ``rare_error_files``: indexes of the (1 or 2) files that hold them;
@@ -319,14 +341,20 @@ def generate(spark: SparkSession, out_dir: str, rows: int, files: int = 64,
               .first())
     rare_rows = sum(len(range(a, b, RARE_EVERY)) for a, b in lay["rare_ranges"])
     step = lay["step"]
+    max_file_rows = max(b - a for a, b in zip(lay["bounds"], lay["bounds"][1:]))
     return {
+        "version": VERSION,
         "path": out_dir,
         "rows": rows,
         "files": files,
         "seed": seed,
         "start_ts": START.isoformat(),
         "end_ts": (START + _dt.timedelta(microseconds=rows * step)).isoformat(),
+        "step_micros": step,
         "file_bounds": [[a, b] for a, b in zip(lay["bounds"], lay["bounds"][1:])],
+        "max_file_rows": max_file_rows,
+        # a file's ids meet at most ceil(rows / window) + 1 windows of SESSIONS_PER_WINDOW sessions
+        "max_file_sessions": (-(-max_file_rows // lay["window"]) + 1) * SESSIONS_PER_WINDOW,
         "frequent_token": FREQUENT_TOKEN,
         "rare_error_code": RARE_ERROR_CODE,
         "rare_error_rows": rare_rows,

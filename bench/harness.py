@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import statistics
+import sys
 import time
 import uuid
 from typing import Any, Callable
@@ -13,13 +14,19 @@ from pyspark.sql import DataFrame, SparkSession
 
 from accelerator import Hyperspace, IndexNotFoundError
 from accelerator.explain import why_not
-from bench.workloads import Context, Workload
+from bench.workloads import BuildCost, Context, PruningCost, Workload
 
 log = logging.getLogger("bench.harness")
 
+#: Parquet's vectored reads (see ``scan_stats``), a Hadoop setting Spark takes from the session.
+VECTORED_IO = "parquet.hadoop.vectored.io.enabled"
+
 
 def make_spark(work_dir: str, buckets: int, extra: dict[str, str] | None = None) -> SparkSession:
-    """The benchmark session: local[2], indexes under ``<work_dir>/indexes``."""
+    """The benchmark session: local[2], indexes under ``<work_dir>/indexes``; Python workers
+    (index builds run Python on executors) use this interpreter, not whatever ``python3`` is
+    on the PATH."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)   # read when the context starts
     builder = (SparkSession.builder.master("local[2]").appName("accelerator-bench")
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
@@ -55,14 +62,24 @@ def _dir_bytes(path: str) -> int:
 
 def scan_stats(spark: SparkSession, df: DataFrame) -> dict:
     """Runs ``df`` once and reports what it read: files its scans selected (Spark's driver
-    metric, before bucket pruning) and bytes its tasks actually read (stage input metrics)."""
+    metric, before bucket pruning) and bytes its tasks actually read (stage input metrics).
+
+    Parquet's vectored reads (on by default) run on other threads, whose bytes the task input
+    metrics miss (a full scan of the event log showed 0.5 MB instead of 480 MB), so this one run
+    reads without them; the timed runs keep Spark's defaults."""
     sc = spark.sparkContext
     group = f"bench-{uuid.uuid4().hex}"
     sc.setJobGroup(group, "bench scan stats")
+    previous = spark.conf.get(VECTORED_IO, None)
+    spark.conf.set(VECTORED_IO, "false")
     try:
         df.collect()
     finally:
         sc.setLocalProperty("spark.jobGroup.id", None)
+        if previous is None:
+            spark.conf.unset(VECTORED_IO)
+        else:
+            spark.conf.set(VECTORED_IO, previous)
     jsc = sc._jsc.sc()
     jsc.listenerBus().waitUntilEmpty()   # the status store is filled by the listener bus
     store = jsc.statusStore()
@@ -93,29 +110,55 @@ def _scan_files(df: DataFrame) -> int:
     return walk(df._jdf.queryExecution().executedPlan())
 
 
-def _ensure_index(hs: Hyperspace, spark: SparkSession, path: str, config: Any) -> dict:
-    """Builds the index unless this run built it already; its build seconds and size."""
-    try:
-        size = hs.index(config.indexName).first()["sizeInBytes"]
-        return {"name": config.indexName, "build_s": None, "bytes": size, "reused": True}
-    except IndexNotFoundError:
-        seconds, _ = _timed(lambda: hs.createIndex(spark.read.parquet(path), config))
-        size = hs.index(config.indexName).first()["sizeInBytes"]
-        return {"name": config.indexName, "build_s": seconds, "bytes": size}
+def _build_facts(hs: Hyperspace, name: str) -> dict:
+    """Size of an index and, for a data-skipping index, how its sketches were computed."""
+    out = {"bytes": hs.index(name).first()["sizeInBytes"]}
+    content = hs._lifecycle().get(name).content
+    for key in ("footerSketches", "scannedSketches"):
+        if key in content:
+            out[key] = content[key]
+    return out
+
+
+def _ensure_index(hs: Hyperspace, spark: SparkSession, path: str, config: Any,
+                  built: dict[str, str]) -> dict:
+    """Builds the index unless this run built it already; its build seconds and size.
+
+    Workloads share an index by declaring the same config (same name, sketches or columns, same
+    source): it is built once per run. ``built`` maps the names built so far to what was built;
+    the same name declared with another config or source is an error, never a silent reuse."""
+    signature = f"{config!r} over {path}"
+    previous = built.get(config.indexName)
+    if previous is not None and previous != signature:
+        raise ValueError(f"index '{config.indexName}' is declared twice with different configs: "
+                         f"{previous} and {signature}; give one of them another name")
+    built[config.indexName] = signature
+    if previous is None:
+        try:
+            hs.index(config.indexName)   # in the system path already (not built by this run)
+        except IndexNotFoundError:
+            seconds, _ = _timed(lambda: hs.createIndex(spark.read.parquet(path), config))
+            return {"name": config.indexName, "build_s": seconds, **_build_facts(hs, config.indexName)}
+    return {"name": config.indexName, "build_s": None, **_build_facts(hs, config.indexName),
+            "reused": True}
 
 
 def run_workload(spark: SparkSession, workload: Workload, ctx: Context, work_dir: str,
-                 pairs: int, warmups: int) -> dict:
-    """Vanilla and accelerated runs alternating (A B A B, the limit after each pair); a report."""
+                 pairs: int, warmups: int, built: dict[str, str] | None = None) -> dict:
+    """Vanilla and accelerated runs alternating (A B A B, the limit after each pair); a report.
+
+    ``built``: the indexes this run built so far (see ``_ensure_index``), shared by the calls of
+    one run so that workloads declaring the same index build it once."""
     facts = workload.prepare(ctx)
     hs = Hyperspace(spark)
+    built = {} if built is None else built
 
     def build(path: str) -> DataFrame:
         return workload.query(spark.read.parquet(path), facts)
 
     Hyperspace.disable(spark)
     expected = canonical(build(facts["path"]).collect())
-    indexes = [_ensure_index(hs, spark, facts["path"], c) for c in workload.indexes(facts)]
+    indexes = [_ensure_index(hs, spark, facts["path"], c, built) for c in workload.indexes(facts)]
     limit_path = None
     if workload.limit is not None:
         limit_path = os.path.join(work_dir, "limit", workload.name)
@@ -174,19 +217,112 @@ def run_workload(spark: SparkSession, workload: Workload, ctx: Context, work_dir
 
 
 def planning_overhead(spark: SparkSession, plans: dict[str, Callable[[int], DataFrame]],
-                      runs: int = 20) -> dict:
+                      runs: int = 20, warmups: int = 0) -> dict:
     """Median milliseconds of building the executed plan of fresh DataFrames, accelerator off
-    and on (alternating), for each named plan."""
+    and on (alternating), for each named plan, after ``warmups`` untimed rounds."""
     out = {}
     for name, make in plans.items():
         off, on = [], []
-        for i in range(runs):
+        for i in range(-warmups, runs):
             for enabled, times in ((False, off), (True, on)):
                 (Hyperspace.enable if enabled else Hyperspace.disable)(spark)
-                df = make(i)
+                df = make(i + warmups)
                 seconds, _ = _timed(lambda: df._jdf.queryExecution().executedPlan())
-                times.append(seconds * 1000)
+                if i >= 0:
+                    times.append(seconds * 1000)
         out[name] = {"off_ms": statistics.median(off), "on_ms": statistics.median(on),
-                     "added_ms": statistics.median(on) - statistics.median(off)}
+                     "added_ms": statistics.median(on) - statistics.median(off),
+                     "runs": runs, "warmups": warmups}
     Hyperspace.disable(spark)
     return out
+
+
+def _drop_index(hs: Hyperspace, name: str) -> None:
+    hs.deleteIndex(name)
+    hs.vacuumIndex(name)
+
+
+def build_cost(spark: SparkSession, bench: BuildCost, ctx: Context, runs: int,
+               warmups: int = 1) -> dict:
+    """Median seconds of building ``bench``'s index (then deleted and vacuumed) and of the
+    equivalent scanning Spark job, alternating, after ``warmups`` runs of each; their ratio.
+    Both times include reading the source DataFrame (listing its files)."""
+    facts = bench.prepare(ctx)
+    hs = Hyperspace(spark)
+    Hyperspace.disable(spark)
+    config = bench.index(facts)
+    path = facts["path"]
+    built: list[float] = []
+    scanned: list[float] = []
+    content: dict = {}
+
+    def index_run() -> float:
+        seconds, _ = _timed(lambda: hs.createIndex(spark.read.parquet(path), config))
+        content.clear()
+        content.update(_build_facts(hs, config.indexName))
+        _drop_index(hs, config.indexName)
+        return seconds
+
+    def scan_run() -> tuple[float, int]:
+        seconds, rows = _timed(lambda: bench.scan(spark.read.parquet(path), facts).collect())
+        return seconds, len(rows)
+
+    for _ in range(warmups):
+        index_run()
+        scan_run()
+    files = 0
+    for _ in range(runs):
+        built.append(index_run())
+        seconds, files = scan_run()
+        scanned.append(seconds)
+    fraction = statistics.median(built) / statistics.median(scanned)
+    return {
+        "name": bench.name,
+        "description": bench.description,
+        "files": files,
+        "index_s": _stats(built),
+        "scan_s": _stats(scanned),
+        "ratio_index_over_scan": fraction,
+        "expected": {"max_fraction": bench.max_fraction, "met": fraction <= bench.max_fraction},
+        **content,
+    }
+
+
+def pruning_cost(spark: SparkSession, bench: PruningCost, ctx: Context, runs: int,
+                 warmups: int) -> dict:
+    """Median milliseconds of building the executed plan of ``bench``'s query with the
+    accelerator off and on (alternating, after ``warmups`` untimed rounds, see
+    ``planning_overhead``) with its data-skipping index in place; the files kept, and whether
+    results equal vanilla's. The index is deleted and vacuumed afterwards."""
+    facts = bench.prepare(ctx)
+    hs = Hyperspace(spark)
+    Hyperspace.disable(spark)
+    config = bench.index(facts)
+    read = lambda: spark.read.parquet(facts["path"])  # noqa: E731
+    seconds, _ = _timed(lambda: hs.createIndex(read(), config))
+    try:
+        build = {"build_s": seconds, **_build_facts(hs, config.indexName)}
+        files = len(read().inputFiles())
+        expected = canonical(bench.query(read(), facts, 1).collect())
+        Hyperspace.enable(spark)
+        probe = bench.query(read(), facts, 1)
+        kept = len(probe.inputFiles())
+        identical = canonical(probe.collect()) == expected
+        Hyperspace.disable(spark)
+        timing = planning_overhead(spark, {bench.name: lambda i: bench.query(read(), facts, i)},
+                                   runs, warmups)[bench.name]
+    finally:
+        Hyperspace.disable(spark)
+        _drop_index(hs, config.indexName)
+    return {
+        "name": bench.name,
+        "description": bench.description,
+        "files": files,
+        "kept_files": kept,
+        "identical": identical,
+        **timing,
+        # met only when the index did prune: otherwise this measured something else
+        "expected": {"max_added_ms": bench.max_added_ms,
+                     "met": kept < files and timing["added_ms"] <= bench.max_added_ms},
+        "index": build,
+    }

@@ -12,17 +12,19 @@ from typing import Any, Callable
 
 from pyspark.sql import DataFrame, functions as F
 
-from accelerator import IndexConfig
-from bench import datasets
+from accelerator import BloomFilterSketch, DataSkippingIndexConfig, IndexConfig, MinMaxSketch
+from bench import datasets, eventlog
 
 
 @dataclass(frozen=True)
 class Context:
-    """What a workload's ``prepare`` gets: the session, where data is cached, the scale."""
+    """What a workload's ``prepare`` gets: the session, where data is cached, the scale, and the
+    number of files of the many-small-files source (smaller in the smoke test)."""
 
     spark: Any
     data_dir: str
     scale: float
+    many_files: int = 1000
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,43 @@ class Workload:
     max_ratio: float | None = None
 
 
+@dataclass(frozen=True)
+class BuildCost:
+    """The cost of building an index against the one Spark job that computes the same facts by
+    scanning the source.
+
+    ``prepare(ctx)`` returns facts with ``path`` (the Parquet source); ``index(facts)`` is the
+    index config (built, timed, deleted and vacuumed, ``runs`` times); ``scan(df, facts)`` is the
+    equivalent query over the source DataFrame (collected, timed). The expectation is
+    ``median build / median scan <= max_fraction``.
+    """
+
+    name: str
+    description: str
+    prepare: Callable[[Context], dict]
+    index: Callable[[dict], Any]
+    scan: Callable[[DataFrame, dict], DataFrame]
+    max_fraction: float
+
+
+@dataclass(frozen=True)
+class PruningCost:
+    """What a data-skipping index adds to planning one query over a source of many files.
+
+    ``prepare(ctx)`` returns facts with ``path``; ``index(facts)`` is built once (then deleted);
+    ``query(df, facts, i)`` is the ``i``-th query (a fresh literal each time) whose executed plan
+    is built with the accelerator off and on, alternating. The expectation is
+    ``median on - median off <= max_added_ms``.
+    """
+
+    name: str
+    description: str
+    prepare: Callable[[Context], dict]
+    index: Callable[[dict], Any]
+    query: Callable[[DataFrame, dict, int], DataFrame]
+    max_added_ms: float
+
+
 def lineitem_facts(ctx: Context) -> dict:
     """TPC-H lineitem's path and a ``key`` (l_partkey) present in it, picked with a fixed seed."""
     path = datasets.tpch(ctx.data_dir, ctx.scale)["lineitem"]
@@ -59,6 +98,65 @@ def lineitem_facts(ctx: Context) -> dict:
 def _events(ctx: Context) -> dict:
     facts = datasets.eventlog(ctx.spark, ctx.data_dir, ctx.scale)
     return {**facts, "key": facts["sample_user_id"]}
+
+
+#: The JSON path of the event time inside the event log's ``payload`` (ISO-8601 UTC text).
+PAYLOAD_AT = "get_json_object(payload, '$.at')"
+#: Events the time-window workload selects (fewer when a file is small).
+WINDOW_EVENTS = 300
+
+
+def generously(n: int) -> int:
+    """A capacity comfortably above ``n``: ``1.25 * n`` rounded up to 1, 2 or 5 times a power of
+    ten (78,125 rows per file -> 100,000; 640 sessions -> 1,000)."""
+    target = -(-n * 5 // 4)
+    power = 1
+    while True:
+        for step in (1, 2, 5):
+            if step * power >= target:
+                return step * power
+        power *= 10
+
+
+def _events_window(ctx: Context) -> dict:
+    """The event log and a narrow window of ``payload``'s ``at`` times (ISO text, inclusive):
+    WINDOW_EVENTS consecutive events in the middle of a file in the middle of the log."""
+    facts = datasets.eventlog(ctx.spark, ctx.data_dir, ctx.scale)
+    lo, hi = facts["file_bounds"][facts["files"] // 2]
+    width = min(WINDOW_EVENTS, (hi - lo) // 4)
+    first = (lo + hi - width) // 2
+    t0 = eventlog.at_text(eventlog.event_micros(facts, first))
+    t1 = eventlog.at_text(eventlog.event_micros(facts, first + width))
+    return {**facts, "key": [t0, t1]}
+
+
+def _events_trace(ctx: Context) -> dict:
+    facts = datasets.eventlog(ctx.spark, ctx.data_dir, ctx.scale)
+    return {**facts, "key": facts["sample_trace_id"]}
+
+
+def _events_session(ctx: Context) -> dict:
+    facts = datasets.eventlog(ctx.spark, ctx.data_dir, ctx.scale)
+    return {**facts, "key": facts["sample_session_id"]}
+
+
+def events_skipping_index(facts: dict) -> DataSkippingIndexConfig:
+    """One data-skipping index over the event log, shared by the workloads that prune it (built
+    once per run): min/max of ``payload``'s ``at`` and Bloom filters of ``trace_id`` and
+    ``session_id``, sized generously above what a file holds (a file with more distinct values
+    than that would get no filter)."""
+    return DataSkippingIndexConfig(
+        "bench_events_skipping",
+        MinMaxSketch(PAYLOAD_AT),
+        BloomFilterSketch("trace_id", fpp=0.01,
+                          expectedDistinctCountPerFile=generously(facts["max_file_rows"])),
+        BloomFilterSketch("session_id", fpp=0.01,
+                          expectedDistinctCountPerFile=generously(facts["max_file_sessions"])))
+
+
+def _at_between(df: DataFrame, facts: dict) -> DataFrame:
+    t0, t1 = facts["key"]
+    return df.filter(F.expr(f"{PAYLOAD_AT} BETWEEN '{t0}' AND '{t1}'"))
 
 
 LINEITEM_INDEX = IndexConfig("bench_lineitem_partkey", indexedColumns=["l_partkey"],
@@ -87,6 +185,35 @@ WORKLOADS: list[Workload] = [
         min_ratio=5.0,
     ),
     Workload(
+        name="eventlog_payload_time_window",
+        description="event log rows whose payload's ISO time text lies in a narrow window "
+                    "(min/max of a JSON path, data skipping)",
+        prepare=_events_window,
+        indexes=lambda facts: [events_skipping_index(facts)],
+        query=_at_between,
+        limit=_at_between,
+        min_ratio=10.0,
+    ),
+    Workload(
+        name="eventlog_trace_id_bloom",
+        description="event log lookup of one unique trace_id (Bloom filter, data skipping)",
+        prepare=_events_trace,
+        indexes=lambda facts: [events_skipping_index(facts)],
+        query=lambda df, facts: df.filter(F.col("trace_id") == facts["key"]),
+        limit=lambda df, facts: df.filter(F.col("trace_id") == facts["key"]),
+        min_ratio=5.0,
+    ),
+    Workload(
+        name="eventlog_session_id_bloom",
+        description="event log lookup of one session_id, which vanilla Spark already prunes by "
+                    "Parquet dictionaries (Bloom filter, data skipping): must not be slower",
+        prepare=_events_session,
+        indexes=lambda facts: [events_skipping_index(facts)],
+        query=lambda df, facts: df.filter(F.col("session_id") == facts["key"]),
+        limit=lambda df, facts: df.filter(F.col("session_id") == facts["key"]),
+        min_ratio=0.95,
+    ),
+    Workload(
         name="tpch_lineitem_no_index_applies",
         description="TPC-H lineitem aggregate that no index answers (an index exists on the source)",
         prepare=lineitem_facts,
@@ -96,5 +223,44 @@ WORKLOADS: list[Workload] = [
                                                      F.count("*").alias("n")),
         min_ratio=0.95,
         max_ratio=1.05,
+    ),
+]
+
+
+#: lineitem's numeric and date columns, whose min/max Parquet footers hold.
+LINEITEM_FOOTER_COLUMNS = ["l_orderkey", "l_partkey", "l_suppkey", "l_linenumber", "l_quantity",
+                           "l_extendedprice", "l_discount", "l_tax", "l_shipdate", "l_commitdate",
+                           "l_receiptdate"]
+
+BUILDS: list[BuildCost] = [
+    BuildCost(
+        name="tpch_lineitem_minmax_build",
+        description="MinMax data-skipping index over lineitem's numeric and date columns "
+                    "(from Parquet footers) vs one Spark job computing per-file min/max",
+        prepare=lambda ctx: {"path": datasets.tpch(ctx.data_dir, ctx.scale)["lineitem"]},
+        index=lambda facts: DataSkippingIndexConfig(
+            "bench_lineitem_minmax", *[MinMaxSketch(c) for c in LINEITEM_FOOTER_COLUMNS]),
+        scan=lambda df, facts: df.groupBy(F.col("_metadata.file_path")).agg(
+            *[agg(c).alias(f"{name}_{c}") for c in LINEITEM_FOOTER_COLUMNS
+              for name, agg in (("min", F.min), ("max", F.max))]),
+        max_fraction=0.2,
+    ),
+]
+
+
+def _many_files(ctx: Context) -> dict:
+    return datasets.many_files(ctx.data_dir, ctx.many_files)
+
+
+PRUNING: list[PruningCost] = [
+    PruningCost(
+        name="minmax_point_filter_many_files",
+        description="planning a point filter over many small Parquet files with a MinMax "
+                    "data-skipping index (one file kept)",
+        prepare=_many_files,
+        index=lambda facts: DataSkippingIndexConfig("bench_many_files_minmax", MinMaxSketch("id")),
+        query=lambda df, facts, i: df.filter(F.col("id") == (i * 7919) % facts["rows"])
+        .select("id", "value"),
+        max_added_ms=50.0,
     ),
 ]

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 from datetime import datetime
+from pathlib import Path
 
 import pytest
 from pyspark.sql import functions as F
@@ -46,6 +47,9 @@ def test_files_schema_and_facts(spark, log_dir):
     path, facts = log_dir
     assert len(_parquet_files(path)) == FILES
     assert facts["path"] == path and facts["rows"] == ROWS and facts["files"] == FILES
+    assert facts["version"] == eventlog.VERSION
+    assert facts["step_micros"] == 30 * 86_400_000_000 // ROWS
+    assert facts["max_file_rows"] == ROWS // FILES
     assert facts["frequent_token"] == "INFO" and facts["rare_error_code"] == "ERR-4711"
 
     schema = spark.read.parquet(path).schema
@@ -109,8 +113,10 @@ def test_trace_ids_unique_and_well_formed(spark, log_dir):
 
 
 def test_sessions_span_at_most_two_adjacent_files(spark, log_dir):
-    path, _ = log_dir
+    path, facts = log_dir
     df = _with_file_index(spark, path)
+    per_file = df.groupBy("file_idx").agg(F.countDistinct("session_id").alias("n"))
+    assert per_file.agg(F.max("n")).first()[0] <= facts["max_file_sessions"]
     per_session = df.groupBy("session_id").agg(
         F.min("file_idx").alias("f0"), F.max("file_idx").alias("f1"), F.count("*").alias("n"),
         F.countDistinct("user.id").alias("users"))
@@ -171,3 +177,35 @@ def test_sample_values_exist(spark, log_dir):
     user_rows = df.where(F.col("user.id") == facts["sample_user_id"]).count()
     assert 1 <= user_rows <= 0.02 * ROWS  # few events
     assert df.where(F.col("session_id") == facts["sample_session_id"]).count() >= 1
+
+
+def test_payload_at_is_the_event_time_as_iso_text(spark, log_dir):
+    path, facts = log_dir
+    df = spark.read.parquet(path).withColumn("at", F.get_json_object("payload", "$.at"))
+    previous = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "UTC")
+    try:
+        row = df.agg(
+            F.sum((F.col("at") != F.date_format("ts", "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'")).cast("int")).alias("bad_ts"),
+            F.sum((F.col("at") != F.element_at(F.split("message", " "), 2)).cast("int")).alias("bad_message"),
+            F.sum(F.col("at").isNull().cast("int")).alias("missing"),
+        ).first()
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", previous)
+    assert row["bad_ts"] == 0 and row["bad_message"] == 0 and row["missing"] == 0
+    # ISO text sorts like time: the first event of each file is after the last of the one before
+    per_file = (_with_file_index(spark, path).withColumn("at", F.get_json_object("payload", "$.at"))
+                .groupBy("file_idx").agg(F.min("at").alias("lo"), F.max("at").alias("hi"))
+                .orderBy("file_idx").collect())
+    assert all(a["hi"] < b["lo"] for a, b in zip(per_file, per_file[1:]))
+    # at_text / event_micros give the lower bound of an event's time as the same text
+    lo, _ = facts["file_bounds"][FILES // 2]
+    at = df.where(F.col("event_id") == lo).first()["at"]
+    assert eventlog.at_text(eventlog.event_micros(facts, lo)) <= at
+    assert at < eventlog.at_text(eventlog.event_micros(facts, lo + 1) + 1000)
+    assert eventlog.at_text(1_772_714_096_789_123) == "2026-03-05T12:34:56.789Z"
+
+
+def test_readme_schema_table_is_the_generator_doc():
+    readme = (Path(__file__).resolve().parent.parent / "bench" / "README.md").read_text()
+    assert eventlog.SCHEMA_DOC in readme

@@ -1,6 +1,6 @@
 """Smoke run of the benchmark harness at a tiny scale: every workload runs, its results equal
-vanilla Spark's, and the indexes it declares are used where they should be. No timing is
-asserted."""
+vanilla Spark's, and the indexes it declares are used where they should be; the build-cost and
+pruning-cost benchmarks run. No timing is asserted."""
 from __future__ import annotations
 
 import json
@@ -15,7 +15,8 @@ def test_every_workload_runs_with_identical_results(tmp_path):
     out = tmp_path / "report.json"
     run = subprocess.run(
         [sys.executable, "-m", "bench", "run", "--scale", "0.002", "--pairs", "1", "--warmups", "0",
-         "--buckets", "4", "--planning-runs", "1", "--data-dir", str(tmp_path / "data"),
+         "--buckets", "4", "--planning-runs", "1", "--build-runs", "1", "--many-files", "200",
+         "--data-dir", str(tmp_path / "data"),
          "--work-dir", str(tmp_path / "work"), "--out", str(out)],
         capture_output=True, text=True, timeout=900, cwd=REPO)
     assert run.returncode == 0, run.stderr[-4000:]
@@ -30,6 +31,22 @@ def test_every_workload_runs_with_identical_results(tmp_path):
     assert by_name["tpch_lineitem_partkey_lookup"]["indexes_used"] == ["bench_lineitem_partkey"]
     assert by_name["eventlog_user_id_lookup"]["indexes_used"] == ["bench_events_user_id"]
     assert by_name["tpch_lineitem_no_index_applies"]["indexes_used"] == []
+    skipping = ["eventlog_payload_time_window", "eventlog_trace_id_bloom", "eventlog_session_id_bloom"]
+    for name in skipping:
+        w = by_name[name]
+        assert w["indexes_used"] == ["bench_events_skipping"], name
+        assert w["read"]["accelerated"]["files"] < w["read"]["vanilla"]["files"], name
+    # the three share one index: built once, by the first of them
+    builds = [i for name in skipping for i in by_name[name]["indexes"]]
+    assert [i["build_s"] is not None for i in builds] == [True, False, False]
+    assert builds[0]["scannedSketches"] and builds[0]["bytes"] > 0
+    (build,) = report["builds"]
+    assert build["name"] == "tpch_lineitem_minmax_build" and build["files"] == 4
+    assert build["index_s"]["median"] > 0 and build["scan_s"]["median"] > 0
+    assert build["scannedSketches"] == [] and len(build["footerSketches"]) == 11
+    (pruning,) = report["pruning"]
+    assert pruning["identical"] and (pruning["files"], pruning["kept_files"]) == (200, 1)
+    assert pruning["on_ms"] > 0 and pruning["off_ms"] > 0
     lookup = by_name["tpch_lineitem_partkey_lookup"]
     assert lookup["limit_s"] is not None
     assert lookup["read"]["accelerated"]["bytes_read"] < lookup["read"]["vanilla"]["bytes_read"]

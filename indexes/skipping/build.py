@@ -23,6 +23,8 @@ from indexes.skipping.store import FileEntry
 log = logging.getLogger("accelerator.skipping")
 
 FILE_COLUMN = "__accelerator_file"
+# Up to this many files, the driver reads the Parquet footers itself.
+DRIVER_FOOTERS = 64
 
 
 @dataclass(frozen=True)
@@ -246,16 +248,20 @@ def footer_stats(df: DataFrame, paths: list[str], sketches: list[ResolvedSketch]
     """Statistics of the MinMax-only specs over plain columns, from Parquet footers.
 
     Returns the statistics per file and the keys of the specs that footers answered for EVERY
-    file (the others are computed by the scan job). Only local files are read this way."""
+    file (the others are computed by the scan job). Only local files are read this way; many
+    of them by a Spark job, a few by the driver."""
     path_of = {s.key: s.path for s in sketches}
     wanted = [(i, path_of[spec.key], spec.type) for i, spec in enumerate(specs)
               if spec.minmax and spec.max_values is None and spec.bloom_capacity is None
               and path_of.get(spec.key) is not None]
     if not wanted or not paths or any(not p.startswith("file:") for p in paths):
         return {}, set()
-    sc = df.sparkSession.sparkContext
-    slices = max(1, min(len(paths), sc.defaultParallelism * 4))
-    found = sc.parallelize(paths, slices).mapPartitions(_read_footers(wanted)).collect()
+    if len(paths) <= DRIVER_FOOTERS:   # a Spark job (with Python workers) costs more
+        found = list(_read_footers(wanted)(iter(paths)))
+    else:
+        sc = df.sparkSession.sparkContext
+        slices = max(1, min(len(paths), sc.defaultParallelism * 4))
+        found = sc.parallelize(paths, slices).mapPartitions(_read_footers(wanted)).collect()
     answered = {i for i, _, _ in wanted}
     for _, _, per in found:
         answered &= set(per)

@@ -9,6 +9,7 @@ values or Arrow arrays, in pieces that merge (a file may be read by several task
 from __future__ import annotations
 
 import io
+import math
 import pickle
 from dataclasses import dataclass, field
 from typing import Any, Iterable
@@ -58,6 +59,18 @@ class SketchSpec:
 
     def new_bloom(self) -> BloomFilter:
         return BloomFilter(capacity=self.bloom_capacity, error_rate=self.bloom_fpp)
+
+
+def estimated_count(bloom: BloomFilter) -> int:
+    """The number of distinct values a filter holds, estimated from its set bits (every value
+    sets one bit per slice): what two tasks' filters of one file hold together."""
+    m = bloom.bits_per_slice
+    bits = bloom.bitarray
+    counts = [bits[i * m:(i + 1) * m].count() for i in range(bloom.num_slices)]
+    filled = max(counts)
+    if filled >= m:
+        return bloom.capacity + 1
+    return int(math.ceil(-m * math.log1p(-filled / m)))
 
 
 def bloom_to_bytes(bloom: BloomFilter) -> bytes:
@@ -124,12 +137,11 @@ class StatsAccumulator:
             if len(self.values) > spec.max_values:
                 self.values = None
         if self.bloom is not None:
-            keys = present if distinct else set(present)
-            if self.bloom.count + len(keys) > self.bloom.capacity:
+            try:   # counts only values not seen before (in this task), up to the capacity
+                for v in (present if distinct else set(present)):
+                    self.bloom.add(V.bloom_key(v, spec.type))
+            except IndexError:   # more distinct values than the filter was sized for
                 self.bloom, self.bloom_overflow = None, True
-            else:
-                for v in keys:
-                    self.bloom.add(V.bloom_key(v, spec.type), skip_check=True)
 
     # --- merging and results ----------------------------------------------------------------
     def merge(self, other: "StatsAccumulator") -> None:
@@ -150,7 +162,7 @@ class StatsAccumulator:
                     self.values = None
         if self.bloom is not None and other.bloom is not None:
             merged = self.bloom.union(other.bloom)
-            merged.count = self.bloom.count + other.bloom.count
+            merged.count = estimated_count(merged)
             self.bloom = merged if merged.count <= merged.capacity else None
         else:
             self.bloom = None
