@@ -227,3 +227,9 @@ def test_long_in_list(spark, hs, range_path):
     hs.createIndex(spark.read.parquet(range_path), DataSkippingIndexConfig("ds_range", MinMaxSketch("id")))
     values = ", ".join(str(v) for v in [3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 1000])
     check(spark, spark.read.parquet(range_path).where(f"id in ({values})"), expected_files=11)
+
+
+def test_invalid_column_among_valid_ones_is_named(spark, hs, events_path):
+    with pytest.raises(InvalidIndexConfigError, match=r"MinMax\('nope'\): not a valid expression"):
+        hs.createIndex(spark.read.parquet(events_path), DataSkippingIndexConfig(
+            "ds_bad", MinMaxSketch("id"), MinMaxSketch("nope"), MinMaxSketch("user.id")))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from dataclasses import dataclass
 from typing import Any, Iterator
 from urllib.parse import unquote, urlparse
@@ -50,6 +51,47 @@ class ResolvedSketch:
                               d["type"], tuple(d["path"]) if d.get("path") is not None else None)
 
 
+_PLAIN_PATH = re.compile(r"^\s*[A-Za-z_][A-Za-z0-9_]*(\s*\.\s*[A-Za-z_][A-Za-z0-9_]*)*\s*$")
+
+
+def _analysed(df: DataFrame, expressions: list[str]) -> list[tuple[Any, Any, dict]]:
+    """(expression tree, Spark JSON type, relation column names by exprId) of each expression,
+    from the optimized plan of one ``select`` over ``df``."""
+    projected = df.select(*[F.expr(e).alias(f"s{i}") for i, e in enumerate(expressions)])
+    root = parse_plan(projected._jdf.queryExecution().optimizedPlan().toJSON())
+    relation = next((n for n in root.walk() if n.cls == "LogicalRelation"), None)
+    if root.cls != "Project" or relation is None:
+        return [(None, None, {})] * len(expressions)
+    names = {a.expr_id: a.fields["name"] for a in output_attributes(relation)}
+    out = []
+    for i, alias in enumerate(root.exprs["projectList"]):
+        expr = alias.children[0] if alias.cls == "Alias" else alias
+        out.append((expr, json.loads(projected.schema[f"s{i}"].dataType.json()), names))
+    return out
+
+
+def _analyse_each(df: DataFrame, sketches: list[Any], where: Any) -> list[tuple[Any, Any, dict]]:
+    """Analyses the sketch expressions: plain column paths together in one plan (they cannot
+    interact), the others one plan each (Spark prunes a parsed JSON schema to the fields a plan
+    uses, and the sketch must look like the query's expression); names the sketch at fault."""
+    plain = [i for i, s in enumerate(sketches) if _PLAIN_PATH.match(s.expression)]
+    pending = ([plain] if plain else []) + [[i] for i in range(len(sketches)) if i not in plain]
+    results: dict[int, tuple] = {}
+    while pending:
+        group = pending.pop()
+        try:
+            results.update(zip(group, _analysed(df, [sketches[i].expression for i in group])))
+        except Exception as e:  # parse or analysis errors of the user's expression
+            if len(group) > 1:   # find the one at fault
+                pending.extend([i] for i in group)
+                continue
+            text = str(e).strip()
+            first = text.splitlines()[0] if text else type(e).__name__
+            raise InvalidIndexConfigError(
+                f"{where(sketches[group[0]])}: not a valid expression over the source: {first}") from None
+    return [results[i] for i in range(len(sketches))]
+
+
 def resolve_sketches(df: DataFrame, config: DataSkippingIndexConfig,
                      partition_columns: list[str]) -> list[ResolvedSketch]:
     """Checks every sketch expression against ``df`` and adds MinMax sketches for partition
@@ -58,34 +100,26 @@ def resolve_sketches(df: DataFrame, config: DataSkippingIndexConfig,
     sketches = list(config.sketches)
     declared = {(s.kind, s.expression) for s in sketches}
     sketches += [MinMaxSketch(c) for c in partition_columns if ("MinMax", c) not in declared]
+
+    def where(s: Any) -> str:
+        return f"index '{config.indexName}': sketch {s.kind}({s.expression!r})"
+
     resolved: list[ResolvedSketch] = []
     seen: dict[tuple[str, str], str] = {}
-    for s in sketches:
-        where = f"index '{config.indexName}': sketch {s.kind}({s.expression!r})"
-        try:
-            projected = df.select(F.expr(s.expression).alias("sketch"))
-            root = parse_plan(projected._jdf.queryExecution().optimizedPlan().toJSON())
-        except Exception as e:  # parse or analysis errors of the user's expression
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise InvalidIndexConfigError(f"{where}: not a valid expression over the source: {first}") from None
-        relation = next((n for n in root.walk() if n.cls == "LogicalRelation"), None)
-        if root.cls != "Project" or relation is None:
-            raise InvalidIndexConfigError(f"{where}: the expression must be computed from each row of the source")
-        names = {a.expr_id: a.fields["name"] for a in output_attributes(relation)}
-        alias = root.exprs["projectList"][0]
-        expr = alias.children[0] if alias.cls == "Alias" else alias
+    for s, (expr, data_type, names) in zip(sketches, _analyse_each(df, sketches, where)):
+        if expr is None:
+            raise InvalidIndexConfigError(f"{where(s)}: the expression must be computed from each row of the source")
         key = ir.expression_key(expr, names.get)
         if key is None or not any(e.cls == "AttributeReference" for e in expr.walk()):
             raise InvalidIndexConfigError(
-                f"{where}: the expression must be deterministic and use columns of the source")
-        data_type = json.loads(projected.schema["sketch"].dataType.json())
+                f"{where(s)}: the expression must be deterministic and use columns of the source")
         if not sketchable(data_type):
             raise InvalidIndexConfigError(
-                f"{where}: values of type {data_type if isinstance(data_type, str) else data_type.get('type')} "
+                f"{where(s)}: values of type {data_type if isinstance(data_type, str) else data_type.get('type')} "
                 "cannot be sketched; use a numeric, string, binary, boolean, date or timestamp expression")
         if (s.kind, key) in seen:
             raise InvalidIndexConfigError(
-                f"{where}: the same expression already has a {s.kind} sketch ({seen[(s.kind, key)]!r})")
+                f"{where(s)}: the same expression already has a {s.kind} sketch ({seen[(s.kind, key)]!r})")
         seen[(s.kind, key)] = s.expression
         found = chain(expr) if expr.cls == "GetStructField" else None
         if expr.cls == "AttributeReference":
