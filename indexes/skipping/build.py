@@ -17,8 +17,7 @@ from indexes.plan import chain, output_attributes, parse_plan
 from indexes.skipping import ir
 from indexes.skipping.config import DataSkippingIndexConfig, MinMaxSketch, sketchable
 from indexes.skipping import values as V
-from indexes.skipping.stats import (STRING_BOUND_BYTES, ColumnStats, FileStats, SketchSpec,
-                                    StatsAccumulator)
+from indexes.skipping.stats import ColumnStats, FileStats, SketchSpec, StatsAccumulator, bounded
 from indexes.skipping.store import FileEntry
 
 log = logging.getLogger("accelerator.skipping")
@@ -304,11 +303,7 @@ def footer_stats(df: DataFrame, paths: list[str], sketches: list[ResolvedSketch]
         columns = {}
         for i in answered:
             nulls, lo, hi = per[i]
-            spec = specs[i]
-            if isinstance(lo, str):
-                lo = V.truncate_lower(lo, STRING_BOUND_BYTES)
-                hi = V.truncate_upper(hi, STRING_BOUND_BYTES)
-            columns[spec.key] = ColumnStats(spec.type, lo, hi, nulls)
+            columns[specs[i].key] = ColumnStats(specs[i].type, *bounded(lo, hi), nulls)
         out[path] = FileStats(rows, columns)
     return out, {specs[i].key for i in answered}
 

@@ -61,6 +61,16 @@ class SketchSpec:
         return BloomFilter(capacity=self.bloom_capacity, error_rate=self.bloom_fpp)
 
 
+def bounded(lo: Any, hi: Any) -> tuple[Any, Any]:
+    """Inclusive bounds as stored: strings cut to STRING_BOUND_BYTES (the upper bound raised so
+    it stays a bound, or None when no short one exists)."""
+    if isinstance(lo, str):
+        lo = V.truncate_lower(lo, STRING_BOUND_BYTES)
+    if isinstance(hi, str):
+        hi = V.truncate_upper(hi, STRING_BOUND_BYTES)
+    return lo, hi
+
+
 def estimated_count(bloom: BloomFilter) -> int:
     """The number of distinct values a filter holds, estimated from its set bits (every value
     sets one bit per slice): what two tasks' filters of one file hold together."""
@@ -171,11 +181,7 @@ class StatsAccumulator:
 
     def result(self) -> ColumnStats:
         """The statistics, with string bounds truncated to STRING_BOUND_BYTES."""
-        lo, hi = self.lo, self.hi
-        if isinstance(lo, str):
-            lo = V.truncate_lower(lo, STRING_BOUND_BYTES)
-        if isinstance(hi, str):
-            hi = V.truncate_upper(hi, STRING_BOUND_BYTES)
+        lo, hi = bounded(self.lo, self.hi)
         return ColumnStats(self.spec.type, lo, hi, self.nulls,
                            frozenset(self.values) if self.values is not None else None,
                            self.bloom)
