@@ -13,6 +13,7 @@ from indexes.skipping.config import (
     MinMaxSketch,
     ValueListSketch,
 )
+from indexes.text.config import TextIndexConfig
 from indexes.errors import (
     AcceleratorError,
     ConcurrentModificationError,
@@ -26,7 +27,7 @@ from indexes.errors import (
 
 __all__ = [
     "Hyperspace", "IndexConfig", "CoveringIndexConfig", "DataSkippingIndexConfig",
-    "MinMaxSketch", "BloomFilterSketch", "ValueListSketch", "AcceleratorError",
+    "MinMaxSketch", "BloomFilterSketch", "ValueListSketch", "TextIndexConfig", "AcceleratorError",
     "ConcurrentModificationError", "IndexExistsError", "IndexNotFoundError", "IndexStateError",
     "InvalidIndexConfigError", "JvmSetupError", "UnsupportedSourceError",
 ]

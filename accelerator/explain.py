@@ -93,14 +93,10 @@ def explain(spark: Any, df: Any, verbose: bool = False) -> str:
 
 
 def _used(chosen: Any) -> str:
-    """One line per index used; for data skipping, what it skipped and with which sketches."""
+    """One line per index used; for file pruning, what it skipped and how."""
     if not isinstance(chosen, Pruning):
         return f"{chosen.index.name}: {chosen.index.content.get('path')}"
-    sketches = ", ".join(f"{k}: {n}" for k, n in chosen.by_sketch().items())
-    return (f"{chosen.index.name}: data skipping, {len(chosen.kept)} of {chosen.total_files} files "
-            f"kept ({chosen.skipped} skipped), {chosen.kept_bytes} of {chosen.total_bytes} bytes; "
-            f"{chosen.unindexed} files not in the index (always read); files each sketch alone "
-            f"skips: {sketches}")
+    return chosen.describe()
 
 
 def _reasons(entry: Any, result: RewriteResult) -> list[WhyNot]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession, functions as F
 from pyspark.sql.types import StructField, StructType, _parse_datatype_json_value
@@ -21,6 +22,10 @@ from indexes.skipping import rule as skipping_rule
 from indexes.skipping.build import compute_stats, resolve_sketches, sketch_specs
 from indexes.skipping.config import KIND as SKIPPING, DataSkippingIndexConfig
 from indexes.skipping.store import STATS_FILE, FileEntry, encode
+from indexes.text.build import resolve_column, write_shards
+from indexes.text.config import KIND as TEXT, TextIndexConfig
+from indexes.text.literals import UNICODE_VERSION
+from indexes.text import search as text_search
 from indexes.fs import HadoopFs
 from indexes.lifecycle import IndexLifecycle
 from indexes.log import IndexLogEntry, IndexState
@@ -28,7 +33,8 @@ from indexes.plan import LOGICAL_RELATION, parse_plan
 
 log = logging.getLogger("accelerator.hyperspace")
 
-REFRESH_MODES = {COVERING: ("full",), SKIPPING: ("full", "incremental")}
+REFRESH_MODES = {COVERING: ("full",), SKIPPING: ("full", "incremental"),
+                 TEXT: ("full", "incremental")}
 
 
 class Hyperspace:
@@ -93,21 +99,25 @@ class Hyperspace:
         return source
 
     # --- lifecycle ----------------------------------------------------------------------
-    def createIndex(self, df: DataFrame, config: CoveringIndexConfig | DataSkippingIndexConfig) -> None:
+    def createIndex(self, df: DataFrame,
+                    config: CoveringIndexConfig | DataSkippingIndexConfig | TextIndexConfig) -> None:
         """Builds an index over the files ``df`` reads and records it in the system path.
 
         Raises InvalidIndexConfigError for a bad config (unknown, duplicate or overlapping
-        columns, unsupported types, name collisions, invalid sketch expressions),
-        UnsupportedSourceError when ``df`` does not read files directly, IndexExistsError when
-        the name is taken.
+        columns, unsupported types, name collisions, invalid sketch expressions, a text index
+        over a non-string column), UnsupportedSourceError when ``df`` does not read files
+        directly, IndexExistsError when the name is taken.
         """
         if isinstance(config, DataSkippingIndexConfig):
             self._create_skipping(df, config)
             return
+        if isinstance(config, TextIndexConfig):
+            self._create_text(df, config)
+            return
         if not isinstance(config, CoveringIndexConfig):
             raise InvalidIndexConfigError(
-                "createIndex expects an IndexConfig/CoveringIndexConfig or a "
-                f"DataSkippingIndexConfig, got {type(config).__name__}")
+                "createIndex expects an IndexConfig/CoveringIndexConfig, a "
+                f"DataSkippingIndexConfig or a TextIndexConfig, got {type(config).__name__}")
         settings = self._settings()
         indexed, included = config.resolve(df.schema, settings.case_sensitive)
         source = self._source(df)
@@ -160,6 +170,51 @@ class Hyperspace:
                    "sketchedFiles": len(todo), "reusedFiles": len(reused), **facts}
         return source, content
 
+    def _create_text(self, df: DataFrame, config: TextIndexConfig) -> None:
+        source = self._source(df)
+        with session.rewriter(self.spark).suspended():
+            cfg = {**resolve_column(df, config), "unicodeVersion": UNICODE_VERSION}
+        self._lifecycle().create(config.indexName, TEXT, cfg,
+                                 lambda path: self._build_text(df, cfg, source, path, None))
+        self._changed()
+
+    def _build_text(self, df: DataFrame, cfg: dict, source: dict, data_path: str,
+                    previous: Any) -> tuple[dict, dict]:
+        """Writes the shards of ``source``'s files; an incremental refresh (``previous``: the
+        current entry) indexes only appended or modified files and keeps the earlier shards,
+        in which modified and deleted files are ignored from then on."""
+        current = {p: (size, mtime) for p, size, mtime in source["files"]}
+        kept: list[dict] = []
+        todo = source["files"]
+        if previous is not None:
+            old = {p: (size, mtime) for p, size, mtime in previous.source["files"]}
+            todo = [f for f in source["files"] if old.get(f[0]) != (f[1], f[2])]
+            for shard in previous.content["shards"]:
+                files = [f if f is not None and current.get(f) == old.get(f) else None
+                         for f in shard["files"]]
+                if any(files):
+                    kept.append({**shard, "files": files})
+        self._fs.mkdirs(data_path)
+        for i, shard in enumerate(kept):   # each data version holds all its shards
+            target = f"{data_path.rstrip('/')}/shards/kept-{i:05d}.parquet"
+            self._fs.copy(shard["path"], target)
+            kept[i] = {**shard, "path": self._fs.qualify(target)}
+        built: list[dict] = []
+        if todo:
+            workers.ship(self.spark)
+            scope = df if previous is None else df.where(
+                F.col("_metadata.file_path").isin([self._uri(p) for p, _, _ in todo]))
+            with session.rewriter(self.spark).suspended():
+                built = write_shards(scope, cfg, source["format"],
+                                     f"{data_path.rstrip('/')}/{'new' if kept else 'all'}")
+        shards = kept + built
+        size = sum(self._fs.size(s["path"]) for s in shards)
+        content = {"shards": shards, "numFiles": len(shards), "sizeInBytes": size,
+                   "numRows": sum(s["rows"] for s in shards),
+                   "textBytes": sum(s["textBytes"] for s in shards),
+                   "indexedFiles": len(todo), "reusedShards": len(kept)}
+        return source, content
+
     def _uri(self, path: str) -> str:
         return self.spark.sparkContext._jvm.org.apache.hadoop.fs.Path(path).toUri().toString()
 
@@ -187,7 +242,11 @@ class Hyperspace:
         if entry.state is IndexState.ACTIVE and source_mismatch(entry.source, source, source["schema"]) is None:
             log.info("index '%s' is up to date with its source; nothing to refresh", entry.name)
             return
-        if entry.kind == SKIPPING:
+        if entry.kind == TEXT:
+            previous_entry = entry if mode == "incremental" and source_mismatch(
+                entry.source, source, source["schema"], check_files=False) is None else None
+            build = lambda path: self._build_text(df, entry.config, source, path, previous_entry)  # noqa: E731
+        elif entry.kind == SKIPPING:
             previous = {}
             if mode == "incremental" and source_mismatch(entry.source, source, source["schema"],
                                                          check_files=False) is None:
@@ -226,6 +285,53 @@ class Hyperspace:
         self._lifecycle().cancel(indexName)
         self._changed()
 
+    # --- full-text search ---------------------------------------------------------------
+    def search(self, df: DataFrame, indexName: str, query: str, score: bool = False) -> DataFrame:
+        """The rows of ``df`` whose indexed column matches the full-text ``query``.
+
+        ``query`` is in tantivy's query language over the column's words (lower-cased, split
+        at non-alphanumeric characters): terms, ``"phrases"``, ``AND``/``OR``/``NOT`` (``-x``),
+        prefixes (``time*``). The index selects the files holding a match; every row of those
+        files (and of files the index does not know yet) is checked exactly, so the result is
+        the same whether or not the index is up to date. ``score=True`` adds a ``score`` column
+        (tantivy's BM25 over the whole index; Parquet sources only; null for rows of files the
+        index does not hold).
+
+        Raises IndexNotFoundError, InvalidIndexConfigError when the index is not an ACTIVE
+        text index over ``df``'s source or the query does not parse, and
+        UnsupportedSourceError when ``df`` does not read files directly.
+        """
+        entry = self._lifecycle().get(indexName)
+        if entry.kind != TEXT:
+            raise InvalidIndexConfigError(
+                f"index '{entry.name}' is a {entry.kind} index; search needs a text index "
+                "(TextIndexConfig)")
+        if entry.state is not IndexState.ACTIVE:
+            raise InvalidIndexConfigError(
+                f"index '{entry.name}' is {entry.state}; search needs an ACTIVE index")
+        source = self._source(df)
+        if source.get("rootPaths") != entry.source.get("rootPaths"):
+            raise InvalidIndexConfigError(
+                f"index '{entry.name}' is over {', '.join(entry.source.get('rootPaths', []))}, "
+                f"the DataFrame reads {', '.join(source.get('rootPaths', []))}")
+        mismatch = source_mismatch(entry.source, source, source["schema"], check_files=False)
+        if mismatch:
+            raise InvalidIndexConfigError(f"index '{entry.name}' cannot answer this DataFrame: "
+                                          f"{mismatch}; refresh the index")
+        if score and source["format"] != "parquet":
+            raise InvalidIndexConfigError(
+                f"index '{entry.name}': score=True needs a Parquet source (rows are matched to "
+                f"the index by their position in the file); the source is {source['format']}")
+        try:
+            text_search.check_query(query)
+        except ValueError as e:
+            raise InvalidIndexConfigError(
+                f"index '{entry.name}': invalid full-text query {query!r}: {e}") from None
+        reader = session.rewriter(self.spark).text_reader(entry, self._settings())
+        workers.ship(self.spark)
+        with session.rewriter(self.spark).suspended():
+            return text_search.search(df, entry, source, reader, query, score, self._uri)
+
     # --- listing ------------------------------------------------------------------------
     def indexes(self) -> DataFrame:
         """All indexes of the system path: name, kind, columns, buckets, state, location, size."""
@@ -261,7 +367,8 @@ IndexConfig = CoveringIndexConfig
 def _summary(e: IndexLogEntry) -> tuple:
     cfg = e.config
     indexed = ([".".join(c["path"]) for c in cfg.get("indexedColumns", [])]
-               or [f"{s['kind']}({s['expression']})" for s in cfg.get("sketches", [])])
+               or [f"{s['kind']}({s['expression']})" for s in cfg.get("sketches", [])]
+               or ([cfg["column"]] if "column" in cfg else []))
     return (e.name, e.kind, indexed,
             [".".join(c["path"]) for c in cfg.get("includedColumns", [])],
             cfg.get("numBuckets"), e.state.value, e.content.get("path"),

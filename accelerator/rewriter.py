@@ -25,6 +25,9 @@ from indexes.skipping import rule as skipping_rule
 from indexes.skipping.build import sketch_specs
 from indexes.skipping.config import KIND as SKIPPING
 from indexes.skipping.store import STATS_FILE, FileEntry, decode
+from indexes.text import rule as text_rule
+from indexes.text.config import KIND as TEXT
+from indexes.text.reader import TextIndexReader
 from indexes.fs import HadoopFs
 from indexes.lifecycle import IndexLifecycle
 from indexes.log import IndexState
@@ -33,6 +36,7 @@ from indexes.plan import PlanNode, file_relations, parse_plan, unsupported_reaso
 log = logging.getLogger("accelerator.rewriter")
 
 FILE_LISTS_CACHED = 16
+FILE_PRUNING = (SKIPPING, TEXT)   # index kinds that prune a relation's file list
 
 
 @dataclass
@@ -72,6 +76,8 @@ class Rewriter:
         self._file_lists: dict[str, list] = {}
         # data version path → (log entry stamp, statistics of a data-skipping index)
         self._skipping_tables: dict[str, tuple[tuple, dict[str, FileEntry]]] = {}
+        # data version path → (log entry stamp, reader of a text index's shards)
+        self._text_readers: dict[str, tuple[tuple, TextIndexReader]] = {}
         self._suspended = 0
         self._captures: list[list[RewriteResult]] = []
         self._lock = threading.Lock()
@@ -132,7 +138,7 @@ class Rewriter:
         """Reads the index logs and tells the JVM which root paths are indexed."""
         entries = IndexLifecycle(self._fs, system_path).list()
         with self._lock:
-            self._roots[system_path] = {(p, e.kind == SKIPPING) for e in entries
+            self._roots[system_path] = {(p, e.kind in FILE_PRUNING) for e in entries
                                         for p in e.source.get("rootPaths", [])}
             roots = set().union(*self._roots.values())
         self._helpers.plans.setIndexedRoots("\n".join(sorted(p for p, _ in roots)),
@@ -152,7 +158,7 @@ class Rewriter:
         plans = self._helpers.plans
         decisions = [RelationDecision(i, d) for i, d in enumerate(payload["relations"])]
         result = RewriteResult(plan, root, decisions)
-        indexes = [e for e in self.active_indexes(settings) if e.kind in (COVERING, SKIPPING)]
+        indexes = [e for e in self.active_indexes(settings) if e.kind in (COVERING, *FILE_PRUNING)]
         result.skipped_reason = unsupported_reason(root) if indexes else None
         if result.skipped_reason:
             indexes = []
@@ -164,7 +170,7 @@ class Rewriter:
             if with_files or "fingerprint" not in decision.description:
                 decision.description = json.loads(
                     plans.describe(plan, decision.ordinal, 2 if with_files else 1))
-            skipping = [e for e in candidates if e.kind == SKIPPING]
+            skipping = [e for e in candidates if e.kind in FILE_PRUNING]
             if skipping and "files" not in decision.description:
                 decision.description["files"] = self._files(plan, decision, skipping)
             decision.description["readSettings"] = payload["readSettings"]
@@ -207,10 +213,13 @@ class Rewriter:
                   settings: Settings, payload: dict) -> Any:
         if entry.kind == COVERING:
             return covering_rule.evaluate(root, relation, description, entry, settings.case_sensitive)
-        read = payload["readSettings"]
+        tz = payload["readSettings"].get("spark.sql.session.timeZone", "UTC")
         ansi = payload["conf"].get("spark.sql.ansi.enabled", "false").lower() == "true"
+        if entry.kind == TEXT:
+            return text_rule.evaluate(relation, description, entry,
+                                      self.text_reader(entry, settings), tz, ansi)
         return skipping_rule.evaluate(relation, description, entry, self.skipping_table(entry),
-                                      read.get("spark.sql.session.timeZone", "UTC"), ansi)
+                                      tz, ansi)
 
     def skipping_table(self, entry: Any) -> dict[str, FileEntry]:
         """The per-file statistics of a data-skipping index, cached per data version."""
@@ -223,6 +232,19 @@ class Rewriter:
         table = decode(specs, self._fs.read_bytes(path.rstrip("/") + "/" + STATS_FILE))
         self._skipping_tables[path] = (stamp, table)
         return table
+
+    def text_reader(self, entry: Any, settings: Settings) -> TextIndexReader:
+        """The shards of a text index's data version, cached per data version and log entry."""
+        path = entry.content["path"]
+        stamp = (entry.id, entry.timestamp)
+        with self._lock:
+            cached = self._text_readers.get(path)
+            if cached is None or cached[0] != stamp:
+                reader = TextIndexReader(self._fs, entry.content["shards"],
+                                         f"{path}|{entry.id}|{entry.timestamp}",
+                                         settings.text_cache_dir)
+                cached = self._text_readers[path] = (stamp, reader)
+        return cached[1]
 
     def recorder(self, system_path: str) -> HistoryRecorder:
         """The query history recorder of a system path (one per path, created on first use)."""

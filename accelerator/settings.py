@@ -1,6 +1,8 @@
 """Spark settings of the accelerator (all under ``spark.accelerator.*``) with their defaults."""
 from __future__ import annotations
 
+import os
+import tempfile
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -9,6 +11,7 @@ SYSTEM_PATH = "spark.accelerator.system.path"
 NUM_BUCKETS = "spark.accelerator.index.numBuckets"
 CACHE_EXPIRY = "spark.accelerator.index.cache.expirySeconds"
 HISTORY_ENABLED = "spark.accelerator.history.enabled"
+TEXT_CACHE_DIR = "spark.accelerator.text.localCacheDir"
 
 DEFAULT_NUM_BUCKETS = 200
 DEFAULT_CACHE_EXPIRY_SECONDS = 300
@@ -23,6 +26,7 @@ class Settings:
     cache_expiry_seconds: float
     history_enabled: bool
     case_sensitive: bool
+    text_cache_dir: str
 
     @staticmethod
     def read(get: Callable[[str, str], str]) -> "Settings":
@@ -37,6 +41,8 @@ class Settings:
             cache_expiry_seconds=float(get(CACHE_EXPIRY, str(DEFAULT_CACHE_EXPIRY_SECONDS))),
             history_enabled=get(HISTORY_ENABLED, "true").lower() == "true",
             case_sensitive=get("spark.sql.caseSensitive", "false").lower() == "true",
+            text_cache_dir=get(TEXT_CACHE_DIR, "") or os.path.join(
+                tempfile.gettempdir(), "spark-accelerator-text"),
         )
 
     @staticmethod

@@ -128,6 +128,21 @@ class HadoopFs:
             raise
         return True
 
+    def size(self, path: str) -> int:
+        """The length of a file in bytes."""
+        jpath = self._path(path)
+        return int(self._fs(jpath).getFileStatus(jpath).getLen())
+
+    def copy(self, src: str, dst: str) -> None:
+        """Copies one file (across file systems too); fails if ``dst`` exists."""
+        jsrc, jdst = self._path(src), self._path(dst)
+        dst_fs = self._fs(jdst)
+        if dst_fs.exists(jdst):
+            raise FileExistsError(dst)
+        if not self._jvm.org.apache.hadoop.fs.FileUtil.copy(self._fs(jsrc), jsrc, dst_fs, jdst,
+                                                           False, False, self._conf):
+            raise OSError(f"could not copy {src} to {dst}")
+
     def delete(self, path: str, recursive: bool = True) -> bool:
         jpath = self._path(path)
         return bool(self._fs(jpath).delete(jpath, recursive))

@@ -53,7 +53,7 @@ class ResolvedSketch:
 _PLAIN_PATH = re.compile(r"^\s*[A-Za-z_][A-Za-z0-9_]*(\s*\.\s*[A-Za-z_][A-Za-z0-9_]*)*\s*$")
 
 
-def _analysed(df: DataFrame, expressions: list[str]) -> list[tuple[Any, Any, dict]]:
+def analysed_expressions(df: DataFrame, expressions: list[str]) -> list[tuple[Any, Any, dict]]:
     """(expression tree, Spark JSON type, relation column names by exprId) of each expression,
     from the optimized plan of one ``select`` over ``df``."""
     projected = df.select(*[F.expr(e).alias(f"s{i}") for i, e in enumerate(expressions)])
@@ -79,7 +79,7 @@ def _analyse_each(df: DataFrame, sketches: list[Any], where: Any) -> list[tuple[
     while pending:
         group = pending.pop()
         try:
-            results.update(zip(group, _analysed(df, [sketches[i].expression for i in group])))
+            results.update(zip(group, analysed_expressions(df, [sketches[i].expression for i in group])))
         except Exception as e:  # parse or analysis errors of the user's expression
             if len(group) > 1:   # find the one at fault
                 pending.extend([i] for i in group)

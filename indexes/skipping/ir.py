@@ -332,13 +332,14 @@ class _Translator:
     sketch_keys: set[str]
     session_tz: str
     ansi: bool
+    trusted: frozenset[str] = frozenset()
 
     def node(self, expr: Expr, substitute: bool = True) -> Node:
         if substitute:
             key = expression_key(expr, self.name_of)
             if key is not None and key in self.sketch_keys:
                 t = expr_type(expr) or "unknown"
-                if _mode_independent(expr):
+                if key in self.trusted or _mode_independent(expr):
                     return Sketched(key, t)
                 guard = _Translator(self.name_of, self.sketch_keys, self.session_tz, True)
                 return Sketched(key, t, guard.node(expr, substitute=False), self.ansi)
@@ -437,17 +438,18 @@ for _cls, _op in _COMPARISONS.items():
 
 
 def translate(expr: Expr, name_of: NameOf, sketch_keys: set[str], session_tz: str,
-              ansi: bool) -> Node:
+              ansi: bool, trusted: frozenset[str] = frozenset()) -> Node:
     """The IR of a Catalyst expression: subtrees whose ``expression_key`` is in ``sketch_keys``
     become Sketched; literals are parsed in ``session_tz`` (the zone ``toJSON`` printed them
-    in); ``ansi`` is spark.sql.ansi.enabled (casts and arithmetic may then raise)."""
-    return _Translator(name_of, sketch_keys, session_tz, ansi).node(expr)
+    in); ``ansi`` is spark.sql.ansi.enabled (casts and arithmetic may then raise). Keys in
+    ``trusted`` name subtrees the caller knows never raise and mean the same in every mode."""
+    return _Translator(name_of, sketch_keys, session_tz, ansi, trusted).node(expr)
 
 
 def translate_all(conditions: list[Expr], name_of: NameOf, sketch_keys: set[str],
-                  session_tz: str, ansi: bool) -> Node:
+                  session_tz: str, ansi: bool, trusted: frozenset[str] = frozenset()) -> Node:
     """The conjunction of several conditions, in evaluation order (first is evaluated first)."""
-    nodes = [translate(c, name_of, sketch_keys, session_tz, ansi) for c in conditions]
+    nodes = [translate(c, name_of, sketch_keys, session_tz, ansi, trusted) for c in conditions]
     result = nodes[0]
     for n in nodes[1:]:
         result = And(result, n)

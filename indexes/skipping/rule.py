@@ -32,6 +32,14 @@ class Pruning:
     def skipped(self) -> int:
         return self.total_files - len(self.kept)
 
+    def describe(self) -> str:
+        """One line for explain: what was skipped, and by which sketches."""
+        sketches = ", ".join(f"{k}: {n}" for k, n in self.by_sketch().items())
+        return (f"{self.index.name}: data skipping, {len(self.kept)} of {self.total_files} files "
+                f"kept ({self.skipped} skipped), {self.kept_bytes} of {self.total_bytes} bytes; "
+                f"{self.unindexed} files not in the index (always read); files each sketch alone "
+                f"skips: {sketches}")
+
     def by_sketch(self) -> dict[str, int]:
         """For each sketch of the index, how many files it alone would skip."""
         out = {}

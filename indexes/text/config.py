@@ -1,0 +1,31 @@
+"""Text index configuration: a tantivy index over one string column (or nested string field)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from indexes.errors import InvalidIndexConfigError
+from indexes.names import validate_index_name
+
+KIND = "TextIndex"
+
+
+@dataclass(frozen=True)
+class TextIndexConfig:
+    """A text index over ``column``: skips files for ``LIKE``, ``contains``, ``startswith``,
+    ``endswith``, ``rlike``/``regexp_like``, ``=`` and ``IN`` on the column (also under
+    ``lower``/``upper`` and ``ilike``), and answers full-text queries (``Hyperspace.search``).
+
+    >>> TextIndexConfig("txt_message", column="message")
+    >>> TextIndexConfig("txt_body", column="mail.body")      # a nested string field
+    """
+
+    indexName: str
+    column: str
+
+    def validate(self) -> None:
+        """Checks what can be checked without the source (name and column)."""
+        validate_index_name(self.indexName)
+        if not isinstance(self.column, str) or not self.column.strip():
+            raise InvalidIndexConfigError(
+                f"index '{self.indexName}': column must be a non-empty string naming a string "
+                "column or nested field, e.g. 'message' or 'mail.body'")

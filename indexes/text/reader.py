@@ -1,0 +1,80 @@
+"""Reading a text index on the driver: its shards are copied from the system path into a local
+cache directory on first use (keyed by the data version and its log entry, so a recreated index
+never meets a stale copy), then opened with tantivy."""
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import shutil
+import threading
+import uuid
+from typing import Iterable
+from urllib.parse import urlparse
+
+from indexes.fs import HadoopFs
+from indexes.text.literals import Requirement
+from indexes.text.shards import Shard
+
+
+class TextIndexReader:
+    """The shards of one data version of a text index, opened lazily."""
+
+    def __init__(self, fs: HadoopFs, shards: list[dict], stamp: str, cache_dir: str):
+        self._fs = fs
+        self._manifests = shards
+        self._dir = os.path.join(cache_dir, hashlib.sha256(stamp.encode()).hexdigest()[:24])
+        self._opened: list[Shard] | None = None
+        self._lock = threading.Lock()
+
+    def shards(self) -> list[Shard]:
+        """Every shard, copied into the local cache first if needed."""
+        with self._lock:
+            if self._opened is None:
+                self._opened = [Shard.open(self._local(m), m["files"]) for m in self._manifests]
+            return self._opened
+
+    def _local(self, manifest: dict) -> str:
+        target = os.path.join(self._dir, manifest["id"])
+        if os.path.exists(os.path.join(target, "meta.json")):
+            return target
+        import pyarrow.parquet as pq
+
+        path = manifest["path"]
+        if path.startswith("file:"):
+            table = pq.read_table(urlparse(path).path)
+        else:
+            table = pq.read_table(io.BytesIO(self._fs.read_bytes(path)))
+        rows = [r for r in table.select(["name", "part", "data"]).to_pylist() if r["name"] is not None]
+        tmp = f"{target}.{uuid.uuid4().hex}.tmp"
+        os.makedirs(tmp)
+        try:
+            for name in sorted({r["name"] for r in rows}):
+                with open(os.path.join(tmp, name), "wb") as out:
+                    for r in sorted((r for r in rows if r["name"] == name), key=lambda r: r["part"]):
+                        out.write(r["data"])
+            try:
+                os.rename(tmp, target)
+            except OSError:     # another reader placed it first
+                pass
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return target
+
+    def may_match(self, req: Requirement) -> tuple[set[str], int, int]:
+        """The files holding a row that may meet ``req`` (files no shard knows are not in it),
+        the number of shards whose postings were looked up and the number kept whole because
+        the literal is frequent there."""
+        files: set[str] = set()
+        looked = frequent = 0
+        for shard in self.shards():
+            found, looked_up = shard.may_match(req)
+            files |= found
+            looked += looked_up
+            frequent += not looked_up and bool(found)
+        return files, looked, frequent
+
+    def search(self, query: str) -> Iterable[tuple[str, int, float]]:
+        """(file, row position, score) of every indexed row matching the full-text query."""
+        for shard in self.shards():
+            yield from shard.search(query)

@@ -1,0 +1,51 @@
+"""Full-text search over a text index: the index selects the files holding a match, then every
+row of those files is checked exactly by tantivy itself (an in-memory index over each batch of
+rows, the same tokenizer and query parser), so no row is returned that does not match."""
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator
+
+from pyspark.sql import DataFrame, functions as F
+from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
+
+from indexes.text.shards import check_query
+
+__all__ = ["check_query", "search"]
+
+_TEXT, _FILE, _ROW = "__accelerator_text", "__accelerator_file", "__accelerator_row"
+
+
+def _exact(query: str) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        from indexes.text.shards import matching_positions
+
+        for batch in batches:
+            positions = matching_positions(query, batch.column(_TEXT).to_pylist())
+            if positions:
+                yield batch.take(positions)
+    return run
+
+
+def search(df: DataFrame, entry: Any, source: dict, reader: Any, query: str, score: bool,
+           to_uri: Callable[[str], str]) -> DataFrame:
+    """The rows of ``df`` (reading ``source``) whose indexed column matches ``query``."""
+    spark = df.sparkSession
+    indexed = {p: (size, mtime) for p, size, mtime in entry.source.get("files", [])}
+    hits = [h for h in reader.search(query) if h[0] in indexed]
+    hit_files = {f for f, _, _ in hits}
+    candidates = [p for p, size, mtime in source["files"]
+                  if indexed.get(p) != (size, mtime) or p in hit_files]
+    extra = [F.expr(entry.config["column"]).alias(_TEXT)]
+    if score:
+        extra += [F.col("_metadata.file_path").alias(_FILE),
+                  F.col("_metadata.row_index").alias(_ROW)]
+    scoped = df.where(F.col("_metadata.file_path").isin([to_uri(p) for p in candidates])) \
+        if candidates else df.limit(0)
+    wide = scoped.select("*", *extra)
+    matched = wide.mapInArrow(_exact(query), wide.schema).drop(_TEXT)
+    if not score:
+        return matched
+    schema = StructType([StructField(_FILE, StringType()), StructField(_ROW, LongType()),
+                         StructField("score", DoubleType())])
+    scores = spark.createDataFrame([(to_uri(f), r, float(s)) for f, r, s in hits], schema)
+    return matched.join(scores, [_FILE, _ROW], "left").drop(_FILE, _ROW)
