@@ -9,15 +9,18 @@ tokenizer sees it (words with positions, for :meth:`Shard.search`).
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from typing import Any, Iterable
 
 from indexes.text.literals import END, GRAM, START, AllOf, AnyOf, Has, Requirement, fold, grams
 
 GRAMS_TOKENIZER = "accelerator_trigram"
-#: Above this share of a shard's rows, a literal is "frequent": the shard's files are all kept
-#: without looking them up (the lookup would cost more than it saves).
-FREQUENT_SHARE = 0.05
+#: A literal held by more than this share of a shard's rows, and by at least FREQUENT_ROWS of
+#: them, is "frequent": the shard's files are all kept without looking them up (most files
+#: hold it, and collecting its postings would cost milliseconds per shard).
+FREQUENT_SHARE = 0.2
+FREQUENT_ROWS = 10_000
 
 
 def _tantivy() -> Any:
@@ -99,6 +102,7 @@ class Shard:
     index: Any
     files: list[str | None]
     docs: int
+    frequent_share: float = FREQUENT_SHARE
 
     @staticmethod
     def open(directory: str, files: list[str | None]) -> "Shard":
@@ -125,7 +129,7 @@ class Shard:
         estimate = self._estimate(searcher, req)
         if estimate == 0:
             return set(), True
-        if estimate > FREQUENT_SHARE * self.docs:
+        if estimate > self.frequent_share * self.docs and estimate >= FREQUENT_ROWS:
             return known, False
         t = _tantivy()
         query = _gram_query(t, self.index.schema, req)
@@ -136,7 +140,7 @@ class Shard:
     def search(self, query: str) -> Iterable[tuple[str, int, float]]:
         """(file, row position, score) of every row matching the full-text ``query``."""
         searcher = self.index.searcher()
-        parsed = self.index.parse_query(query, ["w"])
+        parsed = parse(self.index, query)
         count = searcher.search(parsed, limit=1, count=True).count
         if not count:
             return []
@@ -148,10 +152,23 @@ class Shard:
                 if f is not None and f < len(self.files) and self.files[f]]
 
 
+_PREFIX = re.compile(r'(?<![^\s(+-])([^\s"():*+\-^/~\\]+)\*(?=$|[\s)])')
+
+
+def parse(index: Any, query: str) -> Any:
+    """Parses a full-text query in tantivy's language over the indexed words; a bare ``term*``
+    is a prefix (a regular expression over the index's terms, which tantivy's parser only
+    offers for the last word of a phrase). Raises ValueError when the query is invalid."""
+    parts = query.split('"')
+    for i in range(0, len(parts), 2):   # outside quoted phrases
+        parts[i] = _PREFIX.sub(lambda m: "w:/" + re.escape(m.group(1).lower()) + ".*/", parts[i])
+    return index.parse_query('"'.join(parts), ["w"], allow_regexes=True)
+
+
 def check_query(query: str) -> None:
     """Raises ValueError (with tantivy's message) when ``query`` is not a valid full-text query."""
     t = _tantivy()
-    _register(t.Index(schema())).parse_query(query, ["w"])
+    parse(_register(t.Index(schema())), query)
 
 
 def matching_positions(query: str, values: list[str | None]) -> list[int]:
@@ -172,5 +189,5 @@ def matching_positions(query: str, values: list[str | None]) -> list[int]:
     searcher = index.searcher()
     if not searcher.num_docs:
         return []
-    hits = searcher.search(index.parse_query(query, ["w"]), limit=searcher.num_docs).hits
+    hits = searcher.search(parse(index, query), limit=searcher.num_docs).hits
     return sorted(searcher.fast_field_values("f", [a for _, a in hits]))
