@@ -7,6 +7,8 @@ import sys
 import pytest
 from pyspark.sql import SparkSession
 
+from tests.helpers import using_system_path
+
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
@@ -33,14 +35,8 @@ def spark(tmp_path_factory):
 @pytest.fixture
 def system_path(spark, tmp_path):
     """A fresh accelerator system path for one test, set on the session while it runs."""
-    path = str(tmp_path / "indexes")
-    previous = spark.conf.get("spark.accelerator.system.path", None)
-    spark.conf.set("spark.accelerator.system.path", path)
-    yield path
-    if previous is None:
-        spark.conf.unset("spark.accelerator.system.path")
-    else:
-        spark.conf.set("spark.accelerator.system.path", previous)
+    with using_system_path(spark, str(tmp_path / "indexes")) as path:
+        yield path
 
 
 @pytest.fixture

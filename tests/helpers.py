@@ -1,5 +1,7 @@
-"""Comparing a query's rows with and without the accelerator."""
+"""Comparing a query's rows with and without the accelerator; setting the system path."""
 from __future__ import annotations
+
+import contextlib
 
 from accelerator import Hyperspace
 
@@ -16,3 +18,17 @@ def vanilla(spark, build):
         return rows(build())
     finally:
         Hyperspace.enable(spark)
+
+
+@contextlib.contextmanager
+def using_system_path(spark, path: str):
+    """Sets the accelerator system path on the session for the duration of the block."""
+    previous = spark.conf.get("spark.accelerator.system.path", None)
+    spark.conf.set("spark.accelerator.system.path", path)
+    try:
+        yield path
+    finally:
+        if previous is None:
+            spark.conf.unset("spark.accelerator.system.path")
+        else:
+            spark.conf.set("spark.accelerator.system.path", previous)

@@ -31,11 +31,24 @@ except ImportError:  # pragma: no cover - Python 3.10
 #: grams, which never hides a match.
 START, END = "\u0002", "\u0003"
 GRAM = 3
-UNICODE_VERSION = unicodedata.unidata_version
+
+# Case pairs that Spark's upper()/lower() (ICU, Unicode 17) knows and this Python's Unicode data
+# may not: (first upper, first lower, count). Folding maps each upper to its lower, which is
+# harmless where casefold already does it; tests check fold() against Spark on every code point.
+_NEWER_CASE_PAIRS = (
+    (0xA7DC, 0x019B, 1), (0xA7CB, 0x0264, 1), (0x1C89, 0x1C8A, 1), (0xA7CC, 0xA7CD, 1),
+    (0xA7CE, 0xA7CF, 1), (0xA7D2, 0xA7D3, 1), (0xA7D4, 0xA7D5, 1), (0xA7DA, 0xA7DB, 1),
+    (0x10D50, 0x10D70, 22), (0x16EA0, 0x16EBB, 25),
+)
+#: What an index's folded grams depend on; an index built under another value is not used.
+UNICODE_VERSION = f"{unicodedata.unidata_version}+case17"
 
 # casefold merges the case variants of a character; the dotless i and the combining dot above
 # are what Java's locale-sensitive lower() (Turkish) and İ → "i̇" add on top of that.
-_EXTRA_FOLD = str.maketrans({"\u0131": "i", "\u0307": None})
+_EXTRA_FOLD = str.maketrans({
+    "\u0131": "i", "\u0307": None,
+    **{chr(upper + i): chr(lower + i) for upper, lower, n in _NEWER_CASE_PAIRS for i in range(n)},
+})
 
 
 def fold(text: str) -> str:

@@ -1,0 +1,220 @@
+"""Text indexes end to end: every predicate form skips the files that cannot match (seen in
+``inputFiles()``) with results identical to vanilla Spark; nested fields; stale indexes and
+refresh; full-text search; explain; errors; and the case folding checked against Spark's own
+lower()/upper() and LIKE on a sample."""
+from __future__ import annotations
+
+import random
+
+import pytest
+from pyspark.sql import functions as F
+
+from accelerator import (
+    DataSkippingIndexConfig,
+    Hyperspace,
+    InvalidIndexConfigError,
+    MinMaxSketch,
+    TextIndexConfig,
+)
+from indexes.text import literals as L
+from tests.helpers import rows, using_system_path, vanilla
+from tests.test_text_literals import like_matches
+
+SCHEMA = "id long, message string, mail struct<subject:string, body:string>"
+
+
+def message(i: int) -> str | None:
+    if i % 97 == 0:
+        return None
+    if i % 50 == 7:
+        return f"ERROR {i} Timeout talking to db-{i % 3} code=ERR-{i:04d}"
+    return f"INFO {i} request served in {i % 13} ms path=/p/{i % 5}"
+
+
+def write_logs(spark, path: str) -> str:
+    """800 rows in 8 files of 100 consecutive ids; rare error codes, nulls, a nested body."""
+    data = [(i, message(i), (f"Subj {i}", f"Grüße from Straße {i}" if i % 100 == 3 else f"body {i}"))
+            for i in range(800)]
+    spark.createDataFrame(data, SCHEMA).repartitionByRange(8, "id").write.parquet(path)
+    return path
+
+
+@pytest.fixture
+def logs(spark, tmp_path):
+    return write_logs(spark, str(tmp_path / "logs"))
+
+
+@pytest.fixture(scope="module")
+def indexed_logs(spark, tmp_path_factory):
+    """Logs with the text index "txt" on message, built once for the tests that only query."""
+    base = tmp_path_factory.mktemp("indexed")
+    path = write_logs(spark, str(base / "logs"))
+    with using_system_path(spark, str(base / "indexes")):
+        Hyperspace(spark).createIndex(spark.read.parquet(path), TextIndexConfig("txt", column="message"))
+    return path, str(base / "indexes")
+
+
+@pytest.fixture
+def indexed(spark, indexed_logs):
+    """The path of the indexed logs, with their system path set and the rewrite enabled."""
+    path, system = indexed_logs
+    with using_system_path(spark, system):
+        Hyperspace.enable(spark)
+        yield path
+        Hyperspace.disable(spark)
+
+
+def check(spark, df, expected_files: int):
+    assert rows(df) == vanilla(spark, lambda: df)
+    assert len(df.inputFiles()) == expected_files, (expected_files, df.inputFiles())
+
+
+@pytest.mark.parametrize("condition, files", [
+    ("message LIKE '%ERR-0107%'", 1),
+    ("message LIKE '%ERR-0107%' OR message LIKE '%ERR-0757%'", 2),
+    ("message LIKE 'ERROR 157 Time%'", 1),
+    ("message LIKE '%code=ERR-0207'", 1),
+    ("message LIKE 'ERROR 2_7 Timeout%ERR-0257'", 1),
+    ("message = 'ERROR 107 Timeout talking to db-2 code=ERR-0107'", 1),
+    ("message = 'ERROR 107 Timeout talking to db-2 code=ERR-010'", 0),
+    ("message IN ('ERROR 107 Timeout talking to db-2 code=ERR-0107', 'INFO 799 request served in 6 ms path=/p/4', NULL)", 2),
+    ("contains(message, 'ERR-0307')", 1),
+    ("startswith(message, 'ERROR 407 ')", 1),
+    ("endswith(message, 'ERR-0507')", 1),
+    ("message RLIKE 'ERR-0[6]07'", 1),
+    ("message RLIKE '(ERR-0107|ERR-0207)$'", 2),
+    ("regexp_like(message, '^ERROR 7[0-9]7 ')", 2),    # only '^ERROR 7' is required: ids 7, 700-799
+    ("lower(message) LIKE '%err-0107%'", 1),
+    ("upper(message) LIKE '%ERR-0107%'", 1),
+    ("message ILIKE '%eRr-0107%'", 1),
+    ("message LIKE '%ERR-9999%'", 0),
+    ("message LIKE '%err-0107%'", 1),                   # case-folded grams: kept, no rows
+    ("message LIKE '%ERR-0107%' AND id > 0", 1),
+    ("message LIKE '%ERR-0107%' OR id = 555", 8),       # no index on id: any file may match
+    ("NOT message LIKE '%ERR-0107%'", 8),
+    ("message LIKE '%ms%'", 8),
+    ("coalesce(message, '') LIKE '%ERR-0107%'", 8),    # not the indexed column itself
+])
+def test_predicates_skip_files(spark, indexed, condition, files):
+    check(spark, spark.read.parquet(indexed).where(condition), files)
+
+
+def test_long_in_list_and_sql(spark, indexed):
+    logs = indexed
+    values = ", ".join(f"'{message(i)}'" for i in (7, 57, 107, 157, 207, 257, 307, 357, 407, 457, 507, 557))
+    check(spark, spark.read.parquet(logs).where(f"message IN ({values})"), 6)   # an InSet
+    spark.read.parquet(logs).createOrReplaceTempView("logs")
+    check(spark, spark.sql("SELECT id FROM logs WHERE message LIKE '%ERR-0357%'"), 1)
+
+
+def test_nested_field(spark, hs, logs):
+    hs.createIndex(spark.read.parquet(logs), TextIndexConfig("txt_body", column="mail.body"))
+    check(spark, spark.read.parquet(logs).where("mail.body LIKE '%Straße 303%'"), 1)
+    check(spark, spark.read.parquet(logs).where("lower(mail.body) LIKE '%straße 303%'"), 1)
+    # folding maps ß to ss: files holding 'Straße 3..' are kept (sound, no rows match)
+    check(spark, spark.read.parquet(logs).where("lower(mail.body) LIKE '%strasse 3%'"), 2)
+    check(spark, spark.read.parquet(logs).where(F.col("mail.body").contains("GRÜSSE")), 8)
+
+
+def test_stale_index_reads_new_files_and_refreshes_incrementally(spark, hs, logs):
+    hs.createIndex(spark.read.parquet(logs), TextIndexConfig("txt", column="message"))
+    extra = [(10_000 + i, f"ERROR appended code=ERR-0107 {i}", None) for i in range(3)]
+    spark.createDataFrame(extra, SCHEMA).coalesce(1).write.mode("append").parquet(logs)
+    q = lambda: spark.read.parquet(logs).where("message LIKE '%ERR-0107%'")  # noqa: E731
+    check(spark, q(), 2)                                    # the appended file is always read
+    assert len(rows(q())) == 4
+    hs.refreshIndex("txt", mode="incremental")
+    entry = hs._lifecycle().get("txt")
+    assert entry.content["indexedFiles"] == 1 and entry.content["reusedShards"] >= 1
+    check(spark, q(), 2)
+    check(spark, spark.read.parquet(logs).where("message LIKE '%ERR-0207%'"), 1)
+    hs.refreshIndex("txt", mode="incremental")              # nothing changed: a no-op
+    assert hs._lifecycle().get("txt").id == entry.id
+
+
+def test_deleted_file_is_ignored_until_full_refresh(spark, hs, logs):
+    import os
+    hs.createIndex(spark.read.parquet(logs), TextIndexConfig("txt", column="message"))
+    doomed = sorted(f for f in os.listdir(logs) if f.endswith(".parquet"))[1]   # ids 100-199
+    os.remove(os.path.join(logs, doomed))
+    spark.catalog.clearCache()
+    check(spark, spark.read.parquet(logs).where("message LIKE '%ERR-0157%'"), 0)
+    check(spark, spark.read.parquet(logs).where("message LIKE '%ERR-0257%'"), 1)
+    hs.refreshIndex("txt", mode="incremental")
+    check(spark, spark.read.parquet(logs).where("message LIKE '%ERR-0257%'"), 1)
+    hs.refreshIndex("txt", mode="full")
+    check(spark, spark.read.parquet(logs).where("message LIKE '%ERR-0257%'"), 1)
+
+
+def test_search_returns_exactly_the_matching_rows(spark, hs, logs):
+    df = spark.read.parquet(logs)
+    hs.createIndex(df, TextIndexConfig("txt", column="message"))
+    found = hs.search(df, "txt", '"db-1" AND timeout')
+    expected = [r for r in range(800) if message(r) and "db-1 " in message(r)]
+    assert sorted(r.id for r in found.collect()) == expected
+    assert found.columns == df.columns
+    scored = hs.search(df, "txt", "err-0107 OR err-0207", score=True).collect()
+    assert sorted(r.id for r in scored) == [107, 207]
+    assert all(r.score > 0 for r in scored)
+    assert sorted(r.id for r in hs.search(df, "txt", "timeout -db").collect()) == []
+    assert hs.search(df, "txt", "nosuchword").count() == 0
+    prefixed = hs.search(df, "txt", "tim* AND code*")
+    assert prefixed.count() == len([i for i in range(800) if message(i) and "Timeout" in message(i)])
+
+
+def test_search_errors(spark, hs, logs):
+    df = spark.read.parquet(logs)
+    hs.createIndex(df, TextIndexConfig("txt", column="message"))
+    hs.createIndex(df, DataSkippingIndexConfig("ds", MinMaxSketch("id")))
+    with pytest.raises(InvalidIndexConfigError, match="invalid full-text query"):
+        hs.search(df, "txt", 'unbalanced "quote')
+    with pytest.raises(InvalidIndexConfigError, match="needs a text index"):
+        hs.search(df, "ds", "x")
+    spark.createDataFrame([(1,)], "a int").write.parquet(logs + "_other")
+    with pytest.raises(InvalidIndexConfigError, match="is over"):
+        hs.search(spark.read.parquet(logs + "_other"), "txt", "x")
+
+
+def test_config_errors(spark, hs, logs):
+    df = spark.read.parquet(logs)
+    with pytest.raises(InvalidIndexConfigError, match="needs a string column"):
+        hs.createIndex(df, TextIndexConfig("t1", column="id"))
+    with pytest.raises(InvalidIndexConfigError, match="not a column of the source"):
+        hs.createIndex(df, TextIndexConfig("t2", column="nope"))
+    with pytest.raises(InvalidIndexConfigError, match="not an expression"):
+        hs.createIndex(df, TextIndexConfig("t3", column="lower(message)"))
+    with pytest.raises(InvalidIndexConfigError, match="non-empty"):
+        hs.createIndex(df, TextIndexConfig("t4", column=""))
+
+
+def test_explain_shows_skipped_files_and_literals(spark, hs, logs):
+    hs.createIndex(spark.read.parquet(logs), TextIndexConfig("txt", column="message"))
+    text = hs.explain(spark.read.parquet(logs).where("message LIKE '%ERR-0107%'"))
+    assert "txt: text index, 1 of 8 files kept (7 skipped)" in text
+    assert "literals: 'ERR-0107'" in text
+    reasons = hs.whyNot(spark.read.parquet(logs).where("message LIKE '%ms%'"), "txt")
+    assert reasons[0].code == "NO_TEXT_PREDICATE"
+    listed = hs.indexes().collect()[0]
+    assert listed.kind == "TextIndex" and listed.indexedColumns == ["message"]
+
+
+def test_case_folding_agrees_with_spark_lower_and_upper(spark):
+    chars = [chr(c) for c in range(1, 0x30000) if not 0xD800 <= c <= 0xDFFF]
+    df = spark.createDataFrame([(c,) for c in chars], "c string")
+    differ = [hex(ord(c)) for c, lo, up in df.select("c", F.lower("c"), F.upper("c")).collect()
+              if not L.fold(lo) == L.fold(c) == L.fold(up)]
+    assert differ == []
+
+
+def test_like_reference_agrees_with_spark(spark):
+    rng = random.Random(3)
+    alphabet = list("abAB_%\\.é😀\n") + ["ß", "ς"]
+    cases = []
+    for _ in range(300):
+        value = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 6)))
+        pattern = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 5)))
+        if like_matches(pattern, value) is not None:
+            cases.append((value, pattern))
+    df = spark.createDataFrame(cases, "v string, p string")
+    got = df.select(F.expr("v LIKE p")).collect()
+    assert [r[0] for r in got] == [like_matches(p, v) for v, p in cases]
