@@ -43,6 +43,16 @@ def _table(report: dict) -> str:
         lines.append(f"{w['name'][:34]:34} {w['vanilla_s']['median']:9.3f} {w['accelerated_s']['median']:8.3f} "
                      f"{(f'{lim:.3f}' if lim else '-'):>8} {w['ratio_vanilla_over_accelerated']['median']:6.2f} "
                      f"{(f'{a_l:.2f}' if a_l else '-'):>7} {str(w['identical']):>9}")
+    built = [i for w in report["workloads"] for i in w["indexes"] if i["build_s"] is not None]
+    if built:
+        lines.append("")
+        lines.append(f"{'index built':34} {'seconds':>9} {'MB':>8} {'text MB/s':>10} {'/text':>6} {'/column':>8}")
+        for i in built:
+            text = "text_bytes" in i
+            lines.append(f"{i['name'][:34]:34} {i['build_s']:9.1f} {i['bytes'] / 1e6:8.1f} "
+                         f"{(format(i['text_mb_per_s'], '.2f') if text else '-'):>10} "
+                         f"{(format(i['bytes_over_text'], '.2f') if text else '-'):>6} "
+                         f"{(format(i['bytes_over_column'], '.2f') if text else '-'):>8}")
     if report.get("builds"):
         lines.append("")
         lines.append(f"{'build (median s)':34} {'index':>9} {'scan':>8} {'i/scan':>8} {'target':>8} {'met':>5}")

@@ -110,13 +110,40 @@ def _scan_files(df: DataFrame) -> int:
     return walk(df._jdf.queryExecution().executedPlan())
 
 
-def _build_facts(hs: Hyperspace, name: str) -> dict:
-    """Size of an index and, for a data-skipping index, how its sketches were computed."""
+def parquet_column_bytes(path: str, column: list[str]) -> int:
+    """Compressed bytes of one (possibly nested) column in the Parquet footers under ``path``."""
+    import pyarrow.parquet as pq
+
+    dotted = ".".join(column)
+    total = 0
+    for d, _, names in os.walk(path):
+        for name in names:
+            if name.endswith(".parquet"):
+                meta = pq.ParquetFile(os.path.join(d, name)).metadata
+                total += sum(meta.row_group(g).column(c).total_compressed_size
+                             for g in range(meta.num_row_groups)
+                             for c in range(meta.num_columns)
+                             if meta.row_group(g).column(c).path_in_schema == dotted)
+    return total
+
+
+def _build_facts(hs: Hyperspace, name: str, source: str, seconds: float | None = None) -> dict:
+    """Size of an index and, for a data-skipping index, how its sketches were computed; for a
+    text index, the text it indexed, that text per second of ``seconds`` (the build), and the
+    index size over the text and over the column's compressed Parquet bytes in ``source``."""
+    entry = hs._lifecycle().get(name)
     out = {"bytes": hs.index(name).first()["sizeInBytes"]}
-    content = hs._lifecycle().get(name).content
+    content = entry.content
     for key in ("footerSketches", "scannedSketches"):
         if key in content:
             out[key] = content[key]
+    if "textBytes" in content:
+        column = parquet_column_bytes(source, entry.config["path"])
+        out.update({"text_bytes": content["textBytes"], "column_parquet_bytes": column,
+                    "bytes_over_text": out["bytes"] / max(1, content["textBytes"]),
+                    "bytes_over_column": out["bytes"] / max(1, column)})
+        if seconds:
+            out["text_mb_per_s"] = content["textBytes"] / 1e6 / seconds
     return out
 
 
@@ -138,8 +165,9 @@ def _ensure_index(hs: Hyperspace, spark: SparkSession, path: str, config: Any,
             hs.index(config.indexName)   # in the system path already (not built by this run)
         except IndexNotFoundError:
             seconds, _ = _timed(lambda: hs.createIndex(spark.read.parquet(path), config))
-            return {"name": config.indexName, "build_s": seconds, **_build_facts(hs, config.indexName)}
-    return {"name": config.indexName, "build_s": None, **_build_facts(hs, config.indexName),
+            return {"name": config.indexName, "build_s": seconds,
+                    **_build_facts(hs, config.indexName, path, seconds)}
+    return {"name": config.indexName, "build_s": None, **_build_facts(hs, config.indexName, path),
             "reused": True}
 
 
@@ -259,7 +287,7 @@ def build_cost(spark: SparkSession, bench: BuildCost, ctx: Context, runs: int,
     def index_run() -> float:
         seconds, _ = _timed(lambda: hs.createIndex(spark.read.parquet(path), config))
         content.clear()
-        content.update(_build_facts(hs, config.indexName))
+        content.update(_build_facts(hs, config.indexName, path, seconds))
         _drop_index(hs, config.indexName)
         return seconds
 
@@ -301,7 +329,7 @@ def pruning_cost(spark: SparkSession, bench: PruningCost, ctx: Context, runs: in
     read = lambda: spark.read.parquet(facts["path"])  # noqa: E731
     seconds, _ = _timed(lambda: hs.createIndex(read(), config))
     try:
-        build = {"build_s": seconds, **_build_facts(hs, config.indexName)}
+        build = {"build_s": seconds, **_build_facts(hs, config.indexName, facts["path"], seconds)}
         files = len(read().inputFiles())
         expected = canonical(bench.query(read(), facts, 1).collect())
         Hyperspace.enable(spark)

@@ -12,7 +12,13 @@ from typing import Any, Callable
 
 from pyspark.sql import DataFrame, functions as F
 
-from accelerator import BloomFilterSketch, DataSkippingIndexConfig, IndexConfig, MinMaxSketch
+from accelerator import (
+    BloomFilterSketch,
+    DataSkippingIndexConfig,
+    IndexConfig,
+    MinMaxSketch,
+    TextIndexConfig,
+)
 from bench import datasets, eventlog
 
 
@@ -140,6 +146,24 @@ def _events_session(ctx: Context) -> dict:
     return {**facts, "key": facts["sample_session_id"]}
 
 
+def _events_rare_error(ctx: Context) -> dict:
+    facts = datasets.eventlog(ctx.spark, ctx.data_dir, ctx.scale)
+    return {**facts, "key": facts["rare_error_code"]}
+
+
+def _events_frequent_token(ctx: Context) -> dict:
+    facts = datasets.eventlog(ctx.spark, ctx.data_dir, ctx.scale)
+    return {**facts, "key": facts["frequent_token"]}
+
+
+def _message_holds(df: DataFrame, facts: dict) -> DataFrame:
+    return df.filter(F.col("message").like(f"%{facts['key']}%"))
+
+
+#: The text index over the event log's ``message`` (its build throughput and size are reported).
+MESSAGE_INDEX = TextIndexConfig("bench_events_message", column="message")
+
+
 def events_skipping_index(facts: dict) -> DataSkippingIndexConfig:
     """One data-skipping index over the event log, shared by the workloads that prune it (built
     once per run): min/max of ``payload``'s ``at`` and Bloom filters of ``trace_id`` and
@@ -212,6 +236,25 @@ WORKLOADS: list[Workload] = [
         query=lambda df, facts: df.filter(F.col("session_id") == facts["key"]),
         limit=lambda df, facts: df.filter(F.col("session_id") == facts["key"]),
         min_ratio=0.95,
+    ),
+    Workload(
+        name="eventlog_message_rare_error",
+        description="event log messages holding a rare error code, message LIKE '%ERR-4711%' "
+                    "(text index: only the files whose trigrams hold the code are read)",
+        prepare=_events_rare_error,
+        indexes=lambda facts: [MESSAGE_INDEX],
+        query=_message_holds,
+        limit=_message_holds,
+        min_ratio=5.0,
+    ),
+    Workload(
+        name="eventlog_message_frequent_token",
+        description="count of the messages holding 'INFO', which nearly every row holds (the text "
+                    "index's cutoff keeps every file without looking it up): must not be slower",
+        prepare=_events_frequent_token,
+        indexes=lambda facts: [MESSAGE_INDEX],
+        query=lambda df, facts: _message_holds(df, facts).agg(F.count("*").alias("n")),
+        min_ratio=1 / 1.1,
     ),
     Workload(
         name="tpch_lineitem_no_index_applies",

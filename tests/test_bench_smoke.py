@@ -40,6 +40,13 @@ def test_every_workload_runs_with_identical_results(tmp_path):
     builds = [i for name in skipping for i in by_name[name]["indexes"]]
     assert [i["build_s"] is not None for i in builds] == [True, False, False]
     assert builds[0]["scannedSketches"] and builds[0]["bytes"] > 0
+    rare, frequent = by_name["eventlog_message_rare_error"], by_name["eventlog_message_frequent_token"]
+    assert rare["indexes_used"] == ["bench_events_message"]
+    assert rare["read"]["accelerated"]["files"] < rare["read"]["vanilla"]["files"]
+    assert frequent["indexes_used"] == []       # every file holds the token: nothing skipped
+    (text,) = rare["indexes"]
+    assert text["text_bytes"] > 0 and text["text_mb_per_s"] > 0 and text["column_parquet_bytes"] > 0
+    assert "bench_events_message" in run.stdout  # the index builds' table
     (build,) = report["builds"]
     assert build["name"] == "tpch_lineitem_minmax_build" and build["files"] == 4
     assert build["index_s"]["median"] > 0 and build["scan_s"]["median"] > 0
