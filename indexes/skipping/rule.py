@@ -76,6 +76,16 @@ def filter_condition(relation: PlanNode) -> Any:
     return conditions or None
 
 
+def source_problem(relation: PlanNode, source: dict, entry: Any) -> tuple[str, str] | None:
+    """Why a file-pruning index ``entry`` cannot judge ``relation``'s files at all, if it
+    cannot: (reason code, reason) for a stream or a source other than the index's (its files
+    may differ: those the index does not know are read)."""
+    if relation.fields.get("isStreaming"):
+        return "STREAMING_SOURCE", "the source is a stream"
+    mismatch = source_mismatch(entry.source, source, relation_schema(relation), check_files=False)
+    return ("SOURCE_CHANGED", mismatch) if mismatch else None
+
+
 def evaluate(relation: PlanNode, source: dict, entry: Any, table: dict[str, FileEntry],
              session_tz: str, ansi: bool) -> Pruning | NotApplicable:
     """Decides which files of ``relation`` (described with its files in ``source``) the
@@ -83,11 +93,9 @@ def evaluate(relation: PlanNode, source: dict, entry: Any, table: dict[str, File
     def no(code: str, reason: str) -> NotApplicable:
         return NotApplicable(entry, code, reason)
 
-    if relation.fields.get("isStreaming"):
-        return no("STREAMING_SOURCE", "the source is a stream")
-    mismatch = source_mismatch(entry.source, source, relation_schema(relation), check_files=False)
-    if mismatch:
-        return no("SOURCE_CHANGED", mismatch)
+    problem = source_problem(relation, source, entry)
+    if problem:
+        return no(*problem)
     if bool(entry.config.get("ansi")) != ansi:
         return no("SOURCE_CHANGED", "spark.sql.ansi.enabled differs from when the index was built")
     conditions = filter_condition(relation)

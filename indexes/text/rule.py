@@ -16,9 +16,9 @@ from typing import Any
 
 from indexes.plan import Expr, PlanNode, output_attributes
 from indexes.skipping import evaluator, ir
-from indexes.skipping.rule import Pruning, filter_condition
+from indexes.skipping.rule import Pruning, filter_condition, source_problem
 from indexes.skipping.stats import ColumnStats, FileStats
-from indexes.source import NotApplicable, relation_schema, source_mismatch
+from indexes.source import NotApplicable
 from indexes.text import literals as L
 
 _CASE_MAPPINGS = ("Lower", "Upper")
@@ -108,11 +108,9 @@ def evaluate(relation: PlanNode, source: dict, entry: Any, reader: Any, session_
     def no(code: str, reason: str) -> NotApplicable:
         return NotApplicable(entry, code, reason)
 
-    if relation.fields.get("isStreaming"):
-        return no("STREAMING_SOURCE", "the source is a stream")
-    mismatch = source_mismatch(entry.source, source, relation_schema(relation), check_files=False)
-    if mismatch:
-        return no("SOURCE_CHANGED", mismatch)
+    problem = source_problem(relation, source, entry)
+    if problem:
+        return no(*problem)
     if entry.config.get("unicodeVersion") != L.UNICODE_VERSION:
         return no("SOURCE_CHANGED", f"the index folded case with Unicode "
                   f"{entry.config.get('unicodeVersion')}, this Python has {L.UNICODE_VERSION}")
