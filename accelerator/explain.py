@@ -111,7 +111,8 @@ def _reasons(entry: Any, result: RewriteResult) -> list[WhyNot]:
             out.append(WhyNot(entry.name, roots, "OTHER_SOURCE",
                               "the index is over " + ", ".join(entry.source.get("rootPaths", []))))
         elif mine[0] is d.chosen:
-            out.append(WhyNot(entry.name, roots, "APPLIED", "the index is used"))
+            out.append(WhyNot(entry.name, roots, "APPLIED", d.chosen.describe()
+                              if isinstance(d.chosen, Applicable) else "the index is used"))
         elif isinstance(mine[0], (Applicable, Pruning)):
             out.append(WhyNot(entry.name, roots, "ANOTHER_INDEX_APPLIED",
                               f"the index '{d.chosen.index.name}' is used instead"))

@@ -19,7 +19,7 @@ from accelerator import jvm
 from accelerator.catalog import CATALOG
 from accelerator.history import HistoryRecorder
 from accelerator.settings import Settings
-from indexes.covering import rule as covering_rule
+from indexes.covering import join_rule, rule as covering_rule
 from indexes.covering.config import KIND as COVERING
 from indexes.skipping import rule as skipping_rule
 from indexes.skipping.build import sketch_specs
@@ -70,8 +70,9 @@ class Rewriter:
         self._spark = spark
         self._helpers = jvm.helpers(spark)
         self._fs = HadoopFs(spark)
-        # data version path → (log entry stamp, JVM relation); a recreated index reuses paths
-        self._index_relations: dict[str, tuple[tuple, Any]] = {}
+        # (data version path, bucketed) → (log entry stamp, JVM relation); a recreated index
+        # reuses paths
+        self._index_relations: dict[tuple[str, bool], tuple[tuple, Any]] = {}
         # fingerprint → files of a source whose files no index recorded (oldest dropped first)
         self._file_lists: dict[str, list] = {}
         # data version path → (log entry stamp, statistics of a data-skipping index)
@@ -170,27 +171,101 @@ class Rewriter:
             if with_files or "fingerprint" not in decision.description:
                 decision.description = json.loads(
                     plans.describe(plan, decision.ordinal, 2 if with_files else 1))
-            skipping = [e for e in candidates if e.kind in FILE_PRUNING]
-            if skipping and "files" not in decision.description:
-                decision.description["files"] = self._files(plan, decision, skipping)
+            fingerprint = decision.description.get("fingerprint")
+            listed = [e for e in candidates if e.kind in FILE_PRUNING or (
+                settings.hybrid_scan and e.source.get("fingerprint") != fingerprint)]
+            if listed and "files" not in decision.description:
+                decision.description["files"] = self._files(plan, decision, candidates)
             decision.description["readSettings"] = payload["readSettings"]
             decision.results = [self._evaluate(root, relation, decision.description, e, settings,
                                                payload)
                                 for e in candidates]
             decision.chosen = covering_rule.choose(decision.results) or skipping_rule.choose(
                 decision.results)
+        joined = self._join_rule(root, relations, decisions, indexes, settings,
+                                 payload.get("joinHints", [])) if indexes else set()
         for decision in decisions:
             chosen = decision.chosen
             if isinstance(chosen, skipping_rule.Pruning):
                 result.plan = plans.pruneFiles(result.plan, decision.ordinal, "\n".join(chosen.kept))
             elif chosen is not None:
+                bucketed = decision.ordinal in joined or settings.filter_rule_bucket_spec
                 result.plan = plans.replaceRelation(result.plan, decision.ordinal,
-                                                    self.index_relation(chosen.index),
-                                                    "\n".join(chosen.specs), chosen.restore_order)
+                                                    self.index_relation(chosen.index, bucketed),
+                                                    "\n".join(chosen.specs), chosen.restore_order,
+                                                    "\n".join(chosen.appended))
         if record and settings.history_enabled:
             self.recorder(settings.system_path).record_plan(
                 root, [(r, d.description) for r, d in zip(relations, decisions)], result.applied)
         return result
+
+    def _join_rule(self, root: PlanNode, relations: list[PlanNode],
+                   decisions: list[RelationDecision], indexes: list[Any], settings: Settings,
+                   hints: list[str]) -> set[int]:
+        """Serves the plan's equi-joins from pairs of covering indexes bucketed on the join
+        keys (see :mod:`indexes.covering.join_rule`): both sides' decisions become the join's
+        indexes. Returns the ordinals of the relations it replaced. A side the filter rule
+        answers by a lookup of literals on its index's first column is left to the filter
+        rule."""
+        ordinal_of = {id(r): i for i, r in enumerate(relations)}
+        covering = [e for e in indexes if e.kind == COVERING]
+        joined: set[int] = set()
+        joins = [n for n in root.walk() if n.cls == "Join"]
+        for join, hint in zip(joins, hints):
+            below = [join_rule.side_relation(child) for child in join.children]
+            if None in below:
+                continue
+            pair = [decisions[ordinal_of[id(r)]] for r in below]
+            if any(d.ordinal in joined for d in pair):
+                continue
+            candidates = tuple([e for e in covering if e.source.get("rootPaths")
+                                == d.description.get("rootPaths")] for d in pair)
+            missing = [side for side, found in zip(("left", "right"), candidates) if not found]
+            sides = join_rule.join_sides(join, settings.case_sensitive)
+            if isinstance(sides, str):
+                reason = sides
+            elif missing:
+                reason = f"the {missing[0]} side has no covering index over its source"
+            else:
+                reason = self._join_obstacle(hint, pair, candidates, settings)
+            if reason is None:
+                found = join_rule.evaluate(root, sides, candidates,
+                                           tuple(d.description for d in pair),
+                                           settings.case_sensitive)
+                if isinstance(found, join_rule.JoinApplicable):
+                    for d, applied in zip(pair, (found.left, found.right)):
+                        d.results = [applied] + [r for r in d.results
+                                                 if r.index.name != applied.index.name]
+                        d.chosen = applied
+                        joined.add(d.ordinal)
+                    continue
+                reason = found
+            for d in pair:
+                d.results = [join_rule.with_join_reason(r, reason) for r in d.results]
+                if isinstance(d.chosen, covering_rule.Applicable):   # the completed verdict
+                    d.chosen = next(r for r in d.results if r.index is d.chosen.index)
+        return joined
+
+    @staticmethod
+    def _join_obstacle(hint: str, pair: list[RelationDecision],
+                       candidates: tuple[list[Any], ...], settings: Settings) -> str | None:
+        """Why the join rule leaves a join alone before looking at indexes, if it does."""
+        if not settings.bucketing:
+            return "spark.sql.sources.bucketing.enabled is false"
+        if "broadcast" in hint.lower():
+            return "a hint asks for a broadcast join"
+        for d, entries in zip(pair, candidates):
+            # the side's files, as its indexes recorded them (they must match to be used)
+            size = min(sum(f[1] for f in e.source.get("files", [])) for e in entries)
+            if 0 <= size <= settings.broadcast_threshold:
+                return (f"a side is {size} bytes, within spark.sql.autoBroadcastJoinThreshold "
+                        f"({settings.broadcast_threshold}): Spark broadcasts it")
+            chosen = d.chosen
+            if isinstance(chosen, covering_rule.Applicable) and chosen.point_lookup:
+                return (f"the filter compares the first indexed column of '{chosen.index.name}' "
+                        "with literals: the filter rule looks the rows up in it, cheaper than "
+                        "joining every bucket")
+        return None
 
     def _files(self, plan: Any, decision: RelationDecision, entries: list[Any]) -> list | None:
         """The files of a relation: those an index recorded when the fingerprints match (no
@@ -212,7 +287,10 @@ class Rewriter:
     def _evaluate(self, root: PlanNode, relation: PlanNode, description: dict, entry: Any,
                   settings: Settings, payload: dict) -> Any:
         if entry.kind == COVERING:
-            return covering_rule.evaluate(root, relation, description, entry, settings.case_sensitive)
+            hybrid = (covering_rule.HybridScan(settings.max_appended_ratio)
+                      if settings.hybrid_scan else None)
+            return covering_rule.evaluate(root, relation, description, entry,
+                                          settings.case_sensitive, hybrid)
         tz = payload["readSettings"].get("spark.sql.session.timeZone", "UTC")
         ansi = payload["conf"].get("spark.sql.ansi.enabled", "false").lower() == "true"
         if entry.kind == TEXT:
@@ -254,22 +332,25 @@ class Rewriter:
                 found = self._recorders[system_path] = HistoryRecorder(self._fs, system_path)
             return found
 
-    def index_relation(self, entry: Any) -> Any:
-        """The JVM relation reading an index's data version, bucketed by the indexed columns.
+    def index_relation(self, entry: Any, bucketed: bool = True) -> Any:
+        """The JVM relation reading an index's data version, bucketed by the indexed columns
+        (Spark then prunes buckets on equality filters and joins two such relations without a
+        shuffle) unless ``bucketed`` is false.
 
         Cached per data version path while the log entry stays the same: a vacuumed and
         recreated index reuses the path with other files, and a cached relation lists files."""
         path = entry.content["path"]
         stamp = (entry.id, entry.timestamp, entry.content["schema"])
-        cached = self._index_relations.get(path)
+        cached = self._index_relations.get((path, bucketed))
         found = cached[1] if cached is not None and cached[0] == stamp else None
         if found is None:
             jvm_ = self._spark.sparkContext._jvm
             schema = jvm_.org.apache.spark.sql.types.DataType.fromJson(entry.content["schema"])
             reader = self._spark._jsparkSession.read().schema(schema).format("parquet")
-            relation = reader.load(entry.content["path"]).queryExecution().analyzed()
-            indexed, _ = covering_rule.index_columns(entry.config)
-            found = self._helpers.plans.withBucketSpec(
-                relation, int(entry.config["numBuckets"]), "\n".join(c.name for c in indexed))
-            self._index_relations[path] = (stamp, found)
+            found = reader.load(entry.content["path"]).queryExecution().analyzed()
+            if bucketed:
+                indexed, _ = covering_rule.index_columns(entry.config)
+                found = self._helpers.plans.withBucketSpec(
+                    found, int(entry.config["numBuckets"]), "\n".join(c.name for c in indexed))
+            self._index_relations[(path, bucketed)] = (stamp, found)
         return found

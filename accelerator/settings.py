@@ -12,9 +12,25 @@ NUM_BUCKETS = "spark.accelerator.index.numBuckets"
 CACHE_EXPIRY = "spark.accelerator.index.cache.expirySeconds"
 HISTORY_ENABLED = "spark.accelerator.history.enabled"
 TEXT_CACHE_DIR = "spark.accelerator.text.localCacheDir"
+FILTER_RULE_BUCKETS = "spark.accelerator.index.filterRule.useBucketSpec"
+HYBRID_SCAN = "spark.accelerator.index.hybridScan.enabled"
+MAX_APPENDED_RATIO = "spark.accelerator.index.hybridScan.maxAppendedRatio"
+BROADCAST_THRESHOLD = "spark.sql.autoBroadcastJoinThreshold"
+BUCKETING = "spark.sql.sources.bucketing.enabled"
 
 DEFAULT_NUM_BUCKETS = 200
 DEFAULT_CACHE_EXPIRY_SECONDS = 300
+
+
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
+          "g": 1 << 30, "gb": 1 << 30, "t": 1 << 40, "tb": 1 << 40}
+
+
+def byte_size(text: str) -> int:
+    """A byte count as Spark writes it in settings ("10485760", "10MB", "-1", "64k")."""
+    value = text.strip().lower()
+    digits = value.rstrip("abcdefghijklmnopqrstuvwxyz")
+    return int(digits) * _UNITS[value[len(digits):]]
 
 
 @dataclass(frozen=True)
@@ -27,6 +43,11 @@ class Settings:
     history_enabled: bool
     case_sensitive: bool
     text_cache_dir: str
+    filter_rule_bucket_spec: bool
+    hybrid_scan: bool
+    max_appended_ratio: float     # appended bytes over the source's bytes, for hybrid scan
+    broadcast_threshold: int      # bytes; negative: Spark never broadcasts by size
+    bucketing: bool
 
     @staticmethod
     def read(get: Callable[[str, str], str]) -> "Settings":
@@ -43,6 +64,11 @@ class Settings:
             case_sensitive=get("spark.sql.caseSensitive", "false").lower() == "true",
             text_cache_dir=get(TEXT_CACHE_DIR, "") or os.path.join(
                 tempfile.gettempdir(), "spark-accelerator-text"),
+            filter_rule_bucket_spec=get(FILTER_RULE_BUCKETS, "true").lower() == "true",
+            hybrid_scan=get(HYBRID_SCAN, "true").lower() == "true",
+            max_appended_ratio=float(get(MAX_APPENDED_RATIO, "0.3")),
+            broadcast_threshold=byte_size(get(BROADCAST_THRESHOLD, "10MB")),
+            bucketing=get(BUCKETING, "true").lower() == "true",
         )
 
     @staticmethod

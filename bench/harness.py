@@ -127,6 +127,11 @@ def parquet_column_bytes(path: str, column: list[str]) -> int:
     return total
 
 
+def shuffles(df: DataFrame) -> int:
+    """Hash-partitioning shuffles in the physical plan of ``df`` (as planned, before it runs)."""
+    return df._jdf.queryExecution().executedPlan().toString().count("Exchange hashpartitioning")
+
+
 def _build_facts(hs: Hyperspace, name: str, source: str, seconds: float | None = None) -> dict:
     """Size of an index and, for a data-skipping index, how its sketches were computed; for a
     text index, the text it indexed, that text per second of ``seconds`` (the build), and the
@@ -173,20 +178,40 @@ def _ensure_index(hs: Hyperspace, spark: SparkSession, path: str, config: Any,
 
 def run_workload(spark: SparkSession, workload: Workload, ctx: Context, work_dir: str,
                  pairs: int, warmups: int, built: dict[str, str] | None = None) -> dict:
-    """Vanilla and accelerated runs alternating (A B A B, the limit after each pair); a report.
+    """Vanilla and accelerated runs alternating (A B A B, the limit after each pair), under the
+    workload's ``conf``; a report.
 
     ``built``: the indexes this run built so far (see ``_ensure_index``), shared by the calls of
     one run so that workloads declaring the same index build it once."""
+    previous = {key: spark.conf.get(key, None) for key in workload.conf}
+    for key, value in workload.conf.items():
+        spark.conf.set(key, value)
+    try:
+        return _run_workload(spark, workload, ctx, work_dir, pairs, warmups,
+                             {} if built is None else built)
+    finally:
+        for key, value in previous.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
+def _run_workload(spark: SparkSession, workload: Workload, ctx: Context, work_dir: str,
+                  pairs: int, warmups: int, built: dict[str, str]) -> dict:
     facts = workload.prepare(ctx)
     hs = Hyperspace(spark)
-    built = {} if built is None else built
 
     def build(path: str) -> DataFrame:
         return workload.query(spark.read.parquet(path), facts)
 
     Hyperspace.disable(spark)
     expected = canonical(build(facts["path"]).collect())
-    indexes = [_ensure_index(hs, spark, facts["path"], c, built) for c in workload.indexes(facts)]
+    indexes = [_ensure_index(hs, spark, *(c if isinstance(c, tuple) else (facts["path"], c)), built)
+               for c in workload.indexes(facts)]
+    if workload.change is not None:   # the source changes after its indexes were built
+        workload.change(spark, facts)
+        expected = canonical(build(facts["path"]).collect())
     limit_path = None
     if workload.limit is not None:
         limit_path = os.path.join(work_dir, "limit", workload.name)
@@ -214,9 +239,11 @@ def run_workload(spark: SparkSession, workload: Workload, ctx: Context, work_dir
         if limit_path:
             limit.append(side(False, limit_path, f"limit run {i}"))
     Hyperspace.disable(spark)
+    shuffles_vanilla = shuffles(build(facts["path"]))
     read_vanilla = scan_stats(spark, build(facts["path"]))
     Hyperspace.enable(spark)
     read_accelerated = scan_stats(spark, build(facts["path"]))
+    shuffles_accelerated = shuffles(build(facts["path"]))
     used = [r.index for r in why_not(spark, build(facts["path"])) if r.code == "APPLIED"]
     Hyperspace.disable(spark)
 
@@ -239,6 +266,7 @@ def run_workload(spark: SparkSession, workload: Workload, ctx: Context, work_dir
                                          if limit else None),
         "expected_ratio": {"min": workload.min_ratio, "max": workload.max_ratio, "met": in_range},
         "read": {"vanilla": read_vanilla, "accelerated": read_accelerated},
+        "shuffles": {"vanilla": shuffles_vanilla, "accelerated": shuffles_accelerated},
         "indexes": indexes,
         "indexes_used": sorted(set(used)),
     }

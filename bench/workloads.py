@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -38,11 +39,14 @@ class Workload:
     """One benchmark query, run with vanilla Spark and with the accelerator.
 
     ``prepare(ctx)`` returns facts, among them ``path`` (the Parquet source); ``query(df, facts)``
-    builds the query over the source DataFrame; ``indexes(facts)`` lists the index configs it
-    needs (built once per run, timed); ``limit(df, facts)`` selects the rows the query needs,
+    builds the query over the source DataFrame (reading other sources itself, as a join does);
+    ``indexes(facts)`` lists the index configs it needs (built once per run, timed), each over
+    ``path`` or given as ``(other path, config)``; ``limit(df, facts)`` selects the rows the query needs,
     written once to a single Parquet file that the same query then reads: Spark's fixed cost for
     this answer (None when no such floor makes sense). ``min_ratio``/``max_ratio`` bound the
-    expected median vanilla/accelerated ratio.
+    expected median vanilla/accelerated ratio. ``conf``: session settings both sides run under.
+    ``change(spark, facts)``, if given, changes the source once its indexes are built (appends
+    files, say), before anything is measured.
     """
 
     name: str
@@ -53,6 +57,8 @@ class Workload:
     limit: Callable[[DataFrame, dict], DataFrame] | None = None
     min_ratio: float | None = None
     max_ratio: float | None = None
+    conf: dict[str, str] = field(default_factory=dict)
+    change: Callable[[Any, dict], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -183,6 +189,43 @@ def _at_between(df: DataFrame, facts: dict) -> DataFrame:
     return df.filter(F.expr(f"{PAYLOAD_AT} BETWEEN '{t0}' AND '{t1}'"))
 
 
+def _lineitem_orders(ctx: Context) -> dict:
+    """lineitem (the workload's source), orders, and a quarter of order dates to filter on."""
+    tables = datasets.tpch(ctx.data_dir, ctx.scale)
+    return {"path": tables["lineitem"], "orders": tables["orders"], "key": ["1995-01-01", "1995-03-31"]}
+
+
+def _lineitem_join_orders(df: DataFrame, facts: dict) -> DataFrame:
+    lo, hi = facts["key"]
+    orders = df.sparkSession.read.parquet(facts["orders"]).filter(
+        F.col("o_orderdate").between(F.lit(lo).cast("date"), F.lit(hi).cast("date")))
+    return (df.join(orders, F.col("l_orderkey") == F.col("o_orderkey"))
+            .groupBy("o_orderdate").agg(F.sum("l_extendedprice").alias("revenue"),
+                                        F.count("*").alias("lines")))
+
+
+#: The share of lineitem's rows the hybrid-scan workload appends after building its index.
+APPENDED_SHARE = 0.1
+
+
+def _lineitem_copy(ctx: Context) -> dict:
+    """A fresh copy of lineitem (its index is built over the copy, then files are appended)."""
+    facts = lineitem_facts(ctx)
+    copy = os.path.join(ctx.data_dir, f"tpch-sf{ctx.scale:g}-appended", "lineitem")
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(facts["path"], copy)
+    return {**facts, "path": copy}
+
+
+def _append_lineitem(spark: Any, facts: dict) -> None:
+    """Appends new files holding APPENDED_SHARE of lineitem's rows (a seeded sample, the looked
+    up key's rows among them) to the copy."""
+    df = spark.read.parquet(facts["path"])
+    sample = df.sample(fraction=APPENDED_SHARE, seed=11).union(
+        df.filter(F.col("l_partkey") == facts["key"]))
+    sample.coalesce(2).write.mode("append").parquet(facts["path"])
+
+
 LINEITEM_INDEX = IndexConfig("bench_lineitem_partkey", indexedColumns=["l_partkey"],
                              includedColumns=["l_orderkey", "l_quantity", "l_extendedprice"])
 
@@ -196,6 +239,34 @@ WORKLOADS: list[Workload] = [
         .select("l_orderkey", "l_partkey", "l_quantity", "l_extendedprice"),
         limit=lambda df, facts: df.filter(F.col("l_partkey") == facts["key"]),
         min_ratio=5.0,
+    ),
+    Workload(
+        name="tpch_lineitem_partkey_lookup_appended",
+        description=f"the lineitem point lookup after appending {APPENDED_SHARE:.0%} new rows in "
+                    "new files to the indexed source (hybrid scan: the index plus the new files)",
+        prepare=_lineitem_copy,
+        indexes=lambda facts: [IndexConfig("bench_lineitem_partkey_appended", ["l_partkey"],
+                                           ["l_orderkey", "l_quantity", "l_extendedprice"])],
+        change=_append_lineitem,
+        query=lambda df, facts: df.filter(F.col("l_partkey") == facts["key"])
+        .select("l_orderkey", "l_partkey", "l_quantity", "l_extendedprice"),
+        limit=lambda df, facts: df.filter(F.col("l_partkey") == facts["key"]),
+        min_ratio=5.0,
+    ),
+    Workload(
+        name="tpch_lineitem_join_orders",
+        description="TPC-H lineitem joined with one quarter of orders on the order key, revenue "
+                    "per day (covering indexes on both join keys: no shuffle for the join)",
+        prepare=_lineitem_orders,
+        indexes=lambda facts: [
+            IndexConfig("bench_lineitem_orderkey", indexedColumns=["l_orderkey"],
+                        includedColumns=["l_extendedprice"]),
+            (facts["orders"], IndexConfig("bench_orders_orderkey", indexedColumns=["o_orderkey"],
+                                          includedColumns=["o_orderdate"]))],
+        query=_lineitem_join_orders,
+        min_ratio=2.0,
+        # a sort-merge join on both sides: without this, Spark may broadcast the orders quarter
+        conf={"spark.sql.autoBroadcastJoinThreshold": "-1"},
     ),
     Workload(
         name="eventlog_user_id_lookup",

@@ -174,6 +174,21 @@ def chain(expr: Expr) -> tuple[Expr, tuple[str, ...]] | None:
     return node, tuple(names)
 
 
+def attribute_use(expr: Expr) -> tuple[int, tuple[str, ...]] | None:
+    """(exprId, struct fields) when ``expr`` is an attribute or a struct-field chain over one."""
+    if expr.cls == "AttributeReference":
+        return expr.expr_id, ()
+    found = chain(expr)
+    return (found[0].expr_id, found[1]) if found is not None else None
+
+
+def conjuncts(expr: Expr) -> list[Expr]:
+    """The operands of a tree of ANDs (the expression itself when it is no AND)."""
+    if expr.cls == "And":
+        return [c for child in expr.children for c in conjuncts(child)]
+    return [expr]
+
+
 def references(expr: Expr, ids: set[int]) -> Iterator[Reference]:
     """Uses of the attributes ``ids`` in ``expr``, each through its longest struct-field chain."""
     if expr.cls == "GetStructField":

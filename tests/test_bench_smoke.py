@@ -30,6 +30,9 @@ def test_every_workload_runs_with_identical_results(tmp_path):
         assert w["vanilla_s"]["median"] > 0 and w["accelerated_s"]["median"] > 0
     assert by_name["tpch_lineitem_partkey_lookup"]["indexes_used"] == ["bench_lineitem_partkey"]
     assert by_name["eventlog_user_id_lookup"]["indexes_used"] == ["bench_events_user_id"]
+    hybrid = by_name["tpch_lineitem_partkey_lookup_appended"]   # the index + the appended files
+    assert hybrid["indexes_used"] == ["bench_lineitem_partkey_appended"]
+    assert hybrid["read"]["accelerated"]["bytes_read"] < hybrid["read"]["vanilla"]["bytes_read"]
     assert by_name["tpch_lineitem_no_index_applies"]["indexes_used"] == []
     skipping = ["eventlog_payload_time_window", "eventlog_trace_id_bloom", "eventlog_session_id_bloom"]
     for name in skipping:
@@ -40,6 +43,9 @@ def test_every_workload_runs_with_identical_results(tmp_path):
     builds = [i for name in skipping for i in by_name[name]["indexes"]]
     assert [i["build_s"] is not None for i in builds] == [True, False, False]
     assert builds[0]["scannedSketches"] and builds[0]["bytes"] > 0
+    join = by_name["tpch_lineitem_join_orders"]
+    assert join["indexes_used"] == ["bench_lineitem_orderkey", "bench_orders_orderkey"]
+    assert join["shuffles"]["accelerated"] == join["shuffles"]["vanilla"] - 2   # none for the join
     rare, frequent = by_name["eventlog_message_rare_error"], by_name["eventlog_message_frequent_token"]
     assert rare["indexes_used"] == ["bench_events_message"]
     assert rare["read"]["accelerated"]["files"] < rare["read"]["vanilla"]["files"]

@@ -5,11 +5,11 @@ Pure Python over :mod:`indexes.plan` trees; the JVM only carries out the decisio
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from indexes.covering.config import IndexColumn
-from indexes.plan import PlanNode, Reference, output_attributes, plan_references, references
+from indexes.plan import PlanNode, attribute_use, conjuncts, output_attributes, plan_references, references
 from indexes.source import NotApplicable, relation_schema, source_mismatch
 
 
@@ -20,6 +20,18 @@ class Applicable:
     index: Any
     specs: list[str]
     restore_order: bool
+    point_lookup: bool = False   # the filter compares the first indexed column with literals
+    appended: tuple[str, ...] = ()   # source files read next to the index (hybrid scan)
+    rule: str = "filter"     # the rule that applies it: "filter" or "join"
+    note: str = ""           # why another rule did not apply, for whyNot
+
+    def describe(self) -> str:
+        """How the index is used, for whyNot."""
+        how = ("join rule: both sides read bucketed on the join keys" if self.rule == "join"
+               else "filter rule")
+        if self.appended:
+            how += f"; hybrid scan: {len(self.appended)} appended source files read next to it"
+        return f"the index is used ({how}{'; ' + self.note if self.note else ''})"
 
     @property
     def size(self) -> int:
@@ -32,55 +44,84 @@ def index_columns(cfg: dict) -> tuple[list[IndexColumn], list[IndexColumn]]:
             [IndexColumn.from_json(c) for c in cfg["includedColumns"]])
 
 
-def _norm(path: tuple[str, ...], case_sensitive: bool) -> tuple[str, ...]:
+def normalize(path: tuple[str, ...], case_sensitive: bool) -> tuple[str, ...]:
+    """A column path as the index rules compare them (lower-cased unless case-sensitive)."""
     return path if case_sensitive else tuple(p.lower() for p in path)
 
 
-def evaluate(root: PlanNode, relation: PlanNode, source: dict, entry: Any,
-             case_sensitive: bool) -> Applicable | NotApplicable:
-    """Decides whether covering index ``entry`` can replace ``relation`` in the plan ``root``."""
-    def no(code: str, reason: str) -> NotApplicable:
-        return NotApplicable(entry, code, reason)
+@dataclass(frozen=True)
+class HybridScan:
+    """When an index over a source with appended files is still used: the appended files are
+    read from the source next to the index, up to ``max_appended_ratio`` of the source's bytes."""
 
+    max_appended_ratio: float
+
+
+def _source_state(relation: PlanNode, source: dict, entry: Any,
+                  hybrid: HybridScan | None) -> NotApplicable | tuple[str, ...]:
+    """Why the index cannot stand for ``relation``'s source, or the files it must read from the
+    source next to the index (none when the index holds exactly the source's files)."""
     if relation.fields.get("isStreaming"):
-        return no("STREAMING_SOURCE", "the source is a stream")
-    mismatch = source_mismatch(entry.source, source, relation_schema(relation))
+        return NotApplicable(entry, "STREAMING_SOURCE", "the source is a stream")
+    mismatch = source_mismatch(entry.source, source, relation_schema(relation), check_files=False)
     if mismatch:
-        return no("SOURCE_CHANGED", mismatch)
-    parent = relation.parent
-    if parent is None or parent.cls != "Filter":
-        return no("NO_FILTER", "the source is not filtered directly (the filter rule needs a Filter over the scan)")
+        return NotApplicable(entry, "SOURCE_CHANGED", mismatch)
+    if entry.source.get("fingerprint") == source.get("fingerprint"):
+        return ()
+    files = source.get("files")
+    if hybrid is None or files is None:
+        return NotApplicable(entry, "SOURCE_CHANGED",
+                             source_mismatch(entry.source, source, relation_schema(relation)))
+    recorded = {tuple(f) for f in entry.source.get("files", [])}
+    current = {tuple(f) for f in files}
+    deleted, appended = recorded - current, sorted(current - recorded)
+    if deleted:
+        return NotApplicable(entry, "SOURCE_CHANGED", (
+            f"{len(deleted)} indexed source files were deleted or modified (hybrid scan reads "
+            "appended files only); refresh the index"))
+    share = sum(f[1] for f in appended) / max(1, sum(f[1] for f in current))
+    if share > hybrid.max_appended_ratio:
+        return NotApplicable(entry, "SOURCE_CHANGED", (
+            f"{len(appended)} appended files hold {share:.0%} of the source's bytes, over "
+            f"spark.accelerator.index.hybridScan.maxAppendedRatio ({hybrid.max_appended_ratio:g}); "
+            "refresh the index"))
+    return tuple(f[0] for f in appended)
 
+
+def needs_all_columns(relation: PlanNode) -> bool:
+    """Whether the plan above ``relation`` (through its Filters) uses its whole output, in
+    order: no Project selects from it."""
+    node = relation.parent
+    while node is not None and node.cls == "Filter":
+        node = node.parent
+    return node is None or node.cls != "Project"
+
+
+def _columns(root: PlanNode, relation: PlanNode, entry: Any,
+             case_sensitive: bool) -> Applicable | NotApplicable:
+    """Whether the index holds every column of ``relation`` the plan ``root`` needs; if so, the
+    column specs that map the index's columns onto the relation's attributes."""
     attrs = output_attributes(relation)
     by_id = {a.expr_id: a for a in attrs}
-    by_name = {_norm((a.fields["name"],), case_sensitive)[0]: a for a in attrs}
+    by_name = {normalize((a.fields["name"],), case_sensitive)[0]: a for a in attrs}
     indexed, included = index_columns(entry.config)
     columns = indexed + included
-    col_keys = [_norm(c.path, case_sensitive) for c in columns]
-
-    def full_path(ref: Reference) -> tuple[str, ...]:
-        return _norm((by_id[ref.expr_id].fields["name"],) + ref.path, case_sensitive)
-
-    filter_refs = {full_path(r) for tree in parent.all_exprs()
-                   for r in references(tree, set(by_id))}
-    if col_keys[0] not in filter_refs:
-        return no("NO_FIRST_INDEXED_COLUMN_IN_FILTER",
-                  f"the filter does not use the first indexed column '{indexed[0].dotted}'")
-
-    needed = {full_path(r) for r in plan_references(root, set(by_id), skip=relation)}
-    restore_order = parent.parent is None or parent.parent.cls != "Project"
+    col_keys = [normalize(c.path, case_sensitive) for c in columns]
+    needed = {normalize((by_id[r.expr_id].fields["name"],) + r.path, case_sensitive)
+              for r in plan_references(root, set(by_id), skip=relation)}
+    restore_order = needs_all_columns(relation)
     if restore_order:
-        needed |= {_norm((a.fields["name"],), case_sensitive) for a in attrs}
+        needed |= {normalize((a.fields["name"],), case_sensitive) for a in attrs}
     missing = sorted(".".join(p) for p in needed
                      if not any(p[:len(k)] == k for k in col_keys))
     if missing:
-        return no("MISSING_COLUMNS", f"the query needs columns the index does not have: {', '.join(missing)}")
-
+        return NotApplicable(entry, "MISSING_COLUMNS",
+                             f"the query needs columns the index does not have: {', '.join(missing)}")
     specs = []
     for col, key in zip(columns, col_keys):
         attr = by_name.get(key[0])
         if attr is None:
-            return no("MISSING_COLUMNS", f"the source has no column '{col.path[0]}'")
+            return NotApplicable(entry, "MISSING_COLUMNS", f"the source has no column '{col.path[0]}'")
         if len(col.path) == 1:
             specs.append(f"={attr.expr_id}")
         else:
@@ -88,7 +129,65 @@ def evaluate(root: PlanNode, relation: PlanNode, source: dict, entry: Any,
     return Applicable(entry, specs, restore_order)
 
 
+def coverage(root: PlanNode, relation: PlanNode, source: dict, entry: Any,
+             case_sensitive: bool) -> Applicable | NotApplicable:
+    """Whether covering index ``entry`` can stand for ``relation`` in the plan ``root``,
+    whatever filters it: same source files, every needed column held."""
+    state = _source_state(relation, source, entry, None)
+    if isinstance(state, NotApplicable):
+        return state
+    return _columns(root, relation, entry, case_sensitive)
+
+
+def evaluate(root: PlanNode, relation: PlanNode, source: dict, entry: Any,
+             case_sensitive: bool, hybrid: HybridScan | None = None) -> Applicable | NotApplicable:
+    """Filter rule: whether covering index ``entry`` can replace ``relation``, filtered on the
+    index's first indexed column, in the plan ``root``; with ``hybrid``, also when files were
+    appended to the source (read next to the index)."""
+    state = _source_state(relation, source, entry, hybrid)
+    if isinstance(state, NotApplicable):
+        return state
+    parent = relation.parent
+    if parent is None or parent.cls != "Filter":
+        return NotApplicable(entry, "NO_FILTER", "the source is not filtered directly (the "
+                             "filter rule needs a Filter over the scan)")
+    attrs = {a.expr_id: a for a in output_attributes(relation)}
+    indexed, _ = index_columns(entry.config)
+    filter_refs = {normalize((attrs[r.expr_id].fields["name"],) + r.path, case_sensitive)
+                   for tree in parent.all_exprs() for r in references(tree, set(attrs))}
+    if normalize(indexed[0].path, case_sensitive) not in filter_refs:
+        return NotApplicable(entry, "NO_FIRST_INDEXED_COLUMN_IN_FILTER",
+                             f"the filter does not use the first indexed column '{indexed[0].dotted}'")
+    found = _columns(root, relation, entry, case_sensitive)
+    if isinstance(found, NotApplicable):
+        return found
+    return replace(found, appended=state, point_lookup=point_lookup(
+        relation, normalize(indexed[0].path, case_sensitive), case_sensitive))
+
+
+def point_lookup(relation: PlanNode, first: tuple[str, ...], case_sensitive: bool) -> bool:
+    """Whether the filters right above ``relation`` compare the column ``first`` (a normalized
+    path) with literals (``=``, ``<=>``, ``IN``): an index bucketed on it is read one bucket."""
+    names = {a.expr_id: a.fields["name"] for a in output_attributes(relation)}
+    node = relation.parent
+    while node is not None and node.cls == "Filter":
+        for conjunct in conjuncts(node.exprs["condition"][0]):
+            if conjunct.cls not in ("EqualTo", "EqualNullSafe", "In", "InSet"):
+                continue
+            first_child, *others = conjunct.children
+            if conjunct.cls != "In" and others and first_child.cls == "Literal":
+                first_child, others = others[0], [first_child]   # literal = column
+            use = attribute_use(first_child)
+            if (use is not None and use[0] in names
+                    and all(o.cls == "Literal" for o in others)
+                    and normalize((names[use[0]], *use[1]), case_sensitive) == first):
+                return True
+        node = node.parent
+    return False
+
+
 def choose(results: list[Applicable | NotApplicable]) -> Applicable | None:
-    """The applicable index with the smallest data, if any."""
+    """The applicable index with the smallest data, if any; indexes read one bucket by the
+    filter's literals first."""
     applicable = [r for r in results if isinstance(r, Applicable)]
-    return min(applicable, key=lambda r: r.size) if applicable else None
+    return min(applicable, key=lambda r: (not r.point_lookup, r.size)) if applicable else None

@@ -15,6 +15,7 @@ import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.Path;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.catalog.BucketSpec;
+import org.apache.spark.sql.catalyst.expressions.Alias;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.AttributeReference;
 import org.apache.spark.sql.catalyst.expressions.Expression;
@@ -23,8 +24,11 @@ import org.apache.spark.sql.catalyst.expressions.In;
 import org.apache.spark.sql.catalyst.expressions.InSet;
 import org.apache.spark.sql.catalyst.expressions.Literal;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
+import org.apache.spark.sql.catalyst.plans.logical.Filter;
+import org.apache.spark.sql.catalyst.plans.logical.Join;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
+import org.apache.spark.sql.catalyst.plans.logical.Union;
 import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
 import org.apache.spark.sql.execution.datasources.LogicalRelation;
 import org.apache.spark.sql.execution.datasources.PartitioningAwareFileIndex;
@@ -92,7 +96,7 @@ public final class PlanRewrite {
    * description of each file relation without its files ({@code relations}, in pre-order; with
    * the fingerprint when an index is over its root paths) and the plan itself ({@code plan}, as
    * {@code toJSON}), with the settings that change what is read from files ({@code
-   * readSettings}).
+   * readSettings}) and the hints of its joins ({@code joinHints}, in pre-order: "" for none).
    */
   public static String payload(LogicalPlan plan, SparkSession session) {
     StringBuilder sb = new StringBuilder(4096).append("{\"conf\":{");
@@ -105,6 +109,10 @@ public final class PlanRewrite {
     }
     sb.append("\"spark.sql.ansi.enabled\":")
         .append(quote(session.conf().get("spark.sql.ansi.enabled"))).append(',');
+    for (String key : new String[] {"spark.sql.autoBroadcastJoinThreshold",
+        "spark.sql.sources.bucketing.enabled"}) {
+      sb.append(quote(key)).append(':').append(quote(session.conf().get(key))).append(',');
+    }
     sb.append("\"spark.sql.warehouse.dir\":")
         .append(quote(session.conf().get("spark.sql.warehouse.dir")));
     sb.append("},\"readSettings\":").append(readSettings(session));
@@ -118,6 +126,12 @@ public final class PlanRewrite {
       skipping |= skips;
       sb.append(i == 0 ? "" : ",").append(describeRelation(rel,
           skips || isIndexed(rel, indexedRoots) ? 1 : 0));
+    }
+    sb.append("],\"joinHints\":[");
+    List<LogicalPlan> joins = new ArrayList<>();
+    collectJoins(plan, joins);
+    for (int i = 0; i < joins.size(); i++) {
+      sb.append(i == 0 ? "" : ",").append(quote(((Join) joins.get(i)).hint().toString()));
     }
     // toJSON drops the values of InSet (IN lists over 10 items): spell them out for data skipping
     LogicalPlan shown = skipping ? (LogicalPlan) plan.transformAllExpressions(new InSetAsIn()) : plan;
@@ -233,9 +247,14 @@ public final class PlanRewrite {
    * original attribute, wherever it occurs in the plan, by the index column. With
    * {@code restoreOrder}, a Project on top gives the original relation's output, in its order.
    * The specs come newline-separated in one string (one py4j argument).
+   *
+   * <p>{@code appendedLines} (newline-separated paths, or empty) are source files the index does
+   * not hold (hybrid scan): the Filter right above the replacement becomes the union of itself
+   * and the same Filter over those files alone, projected to the index's columns under the
+   * same attribute ids.
    */
   public LogicalPlan replaceRelation(LogicalPlan plan, int ordinal, LogicalPlan indexRelation,
-      String specLines, boolean restoreOrder) {
+      String specLines, boolean restoreOrder, String appendedLines) {
     String[] specs = specLines.split("\n", -1);
     LogicalPlan original = fileRelations(plan)[ordinal];
     Map<Long, Attribute> originalById = new HashMap<>();
@@ -276,10 +295,75 @@ public final class PlanRewrite {
       replacement = new Project(CollectionConverters.asScala(projection).toSeq(), replacement);
     }
     LogicalPlan swapped = (LogicalPlan) plan.transformUp(new SameNode(original, replacement));
-    if (chains.isEmpty()) {
+    if (!chains.isEmpty()) {
+      swapped = (LogicalPlan) swapped.transformAllExpressions(new ChainReplacement(chains));
+    }
+    if (appendedLines.isEmpty()) {
       return swapped;
     }
-    return (LogicalPlan) swapped.transformAllExpressions(new ChainReplacement(chains));
+    LogicalPlan appended = appendedPart((LogicalRelation) original, lineSet(appendedLines),
+        specs, originalById, output);
+    if (restoreOrder) {
+      List<NamedExpression> projection = new ArrayList<>();
+      for (int i = 0; i < origOut.size(); i++) {
+        projection.add(origOut.apply(i));
+      }
+      appended = new Project(CollectionConverters.asScala(projection).toSeq(), appended);
+    }
+    LogicalPlan filter = parentOf(swapped, replacement);
+    if (!(filter instanceof Filter)) {
+      throw new IllegalStateException("hybrid scan needs a Filter right above the relation");
+    }
+    List<LogicalPlan> branches = Arrays.asList(filter,
+        filter.withNewChildren(CollectionConverters.asScala(Arrays.asList(appended)).toSeq()));
+    Union union = new Union(CollectionConverters.asScala(branches).toSeq(), false, false);
+    return (LogicalPlan) swapped.transformUp(new SameNode(filter, union));
+  }
+
+  /**
+   * The source relation reading only {@code files}, projected to the index's columns: a column
+   * kept by identity is the source attribute itself; a nested field is its struct-field chain
+   * under the index column's name and attribute id.
+   */
+  private static LogicalPlan appendedPart(LogicalRelation rel, java.util.Set<String> files,
+      String[] specs, Map<Long, Attribute> originalById, List<AttributeReference> indexOutput) {
+    HadoopFsRelation fs = (HadoopFsRelation) rel.relation();
+    PrunedFileIndex only = new PrunedFileIndex((PartitioningAwareFileIndex) fs.location(), files);
+    LogicalPlan scan = (LogicalPlan) copyCaseClass(rel, 0,
+        copyCaseClass(fs, 0, only, fs.sparkSession()));
+    List<NamedExpression> columns = new ArrayList<>();
+    for (int i = 0; i < specs.length; i++) {
+      if (specs[i].startsWith("=")) {
+        columns.add(originalById.get(Long.parseLong(specs[i].substring(1))));
+        continue;
+      }
+      String[] parts = specs[i].substring(1).split("\u0001", -1);
+      Expression e = originalById.get(Long.parseLong(parts[0]));
+      for (int j = 1; j < parts.length; j++) {
+        StructType st = (StructType) e.dataType();
+        e = new GetStructField(e, st.fieldIndex(parts[j]), scala.Option.apply(parts[j]));
+      }
+      AttributeReference target = indexOutput.get(i);
+      scala.collection.immutable.Seq<String> none =
+          CollectionConverters.asScala(new ArrayList<String>()).toSeq();
+      columns.add(new Alias(e, target.name(), target.exprId(), none, scala.Option.empty(), none));
+    }
+    return new Project(CollectionConverters.asScala(columns).toSeq(), scan);
+  }
+
+  /** The node of {@code plan} whose child is {@code child} (by identity), or null. */
+  private static LogicalPlan parentOf(LogicalPlan plan, LogicalPlan child) {
+    scala.collection.Seq<LogicalPlan> children = plan.children();
+    for (int i = 0; i < children.size(); i++) {
+      if (children.apply(i) == child) {
+        return plan;
+      }
+      LogicalPlan found = parentOf(children.apply(i), child);
+      if (found != null) {
+        return found;
+      }
+    }
+    return null;
   }
 
   private static boolean isIndexed(LogicalPlan relation, java.util.Set<String> roots) {
@@ -323,6 +407,17 @@ public final class PlanRewrite {
     scala.collection.Seq<LogicalPlan> children = plan.children();
     for (int i = 0; i < children.size(); i++) {
       collect(children.apply(i), out);
+    }
+  }
+
+  /** The Join nodes of the plan in pre-order (their hints are not in {@code toJSON}). */
+  private static void collectJoins(LogicalPlan plan, List<LogicalPlan> out) {
+    if (plan instanceof Join) {
+      out.add(plan);
+    }
+    scala.collection.Seq<LogicalPlan> children = plan.children();
+    for (int i = 0; i < children.size(); i++) {
+      collectJoins(children.apply(i), out);
     }
   }
 

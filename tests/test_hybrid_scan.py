@@ -1,0 +1,128 @@
+"""Hybrid scan: a covering index over a source that got new files since it was built is still
+used for filters, unioned with a scan of just the appended files (flattened to the index's
+columns), within spark.accelerator.index.hybridScan.maxAppendedRatio; deleted files and the
+setting turned off leave the index unused. Results always equal vanilla Spark's."""
+from __future__ import annotations
+
+import os
+
+import pytest
+from pyspark.sql import functions as F
+
+from accelerator import IndexConfig
+from tests.helpers import rows, vanilla
+
+SCHEMA = "id long, part string, payload struct<code:string, size:int>"
+
+
+def data(ids, part=lambda i: f"p{i % 3}"):
+    return [(i, part(i), (f"c{i % 10}", i)) for i in ids]
+
+
+@pytest.fixture
+def source(spark, tmp_path):
+    path = str(tmp_path / "src")
+    spark.createDataFrame(data(range(600)), SCHEMA).repartition(6).write.parquet(path)
+    return path
+
+
+def append(spark, path, ids, **kw):
+    before = set(os.listdir(path))
+    spark.createDataFrame(data(ids), SCHEMA).coalesce(1).write.mode("append").parquet(path, **kw)
+    return set(os.listdir(path)) - before
+
+
+def split_files(df, index: str) -> tuple[list[str], list[str]]:
+    """(index files, source files) the query reads."""
+    files = df.inputFiles()
+    return ([f for f in files if f"/{index}/v__=" in f], [f for f in files if f"/{index}/v__=" not in f])
+
+
+def why(hs, df, index) -> tuple[str, str]:
+    (r,) = [r for r in hs.whyNot(df, index)]
+    return r.code, r.reason
+
+
+def query(spark, path):
+    df = spark.read.parquet(path)
+    return df.filter(F.col("payload.code") == "c3").select("id", "payload.size")
+
+
+def test_appended_files_are_read_next_to_the_index(spark, hs, source):
+    hs.createIndex(spark.read.parquet(source), IndexConfig("ix", ["payload.code"], ["id", "payload.size"]))
+    new = append(spark, source, range(1000, 1040))
+    df = query(spark, source)
+    assert rows(df) == vanilla(spark, lambda: query(spark, source))
+    assert (1003, 1003) in rows(df)
+    indexed, appended = split_files(df, "ix")
+    assert indexed and [os.path.basename(f) for f in appended] == [n for n in new if n.endswith(".parquet")]
+    code, reason = why(hs, df, "ix")
+    assert code == "APPLIED" and "hybrid scan: 1 appended source files" in reason
+
+
+def test_hybrid_scan_keeps_the_source_column_order(spark, hs, source):
+    hs.createIndex(spark.read.parquet(source), IndexConfig("ix_all", ["id"], ["part", "payload"]))
+    append(spark, source, range(1000, 1010))
+    build = lambda: spark.read.parquet(source).filter("id IN (3, 1003)")  # noqa: E731
+    df = build()
+    assert df.columns == ["id", "part", "payload"]
+    assert rows(df) == vanilla(spark, build) and len(rows(df)) == 2
+    plan = df._jdf.queryExecution().executedPlan().toString()
+    assert "Union" in plan and "ix_all/v__=0" in plan
+
+
+def test_partitioned_source_with_appended_partition(spark, hs, tmp_path):
+    path = str(tmp_path / "parted")
+    spark.createDataFrame(data(range(300)), SCHEMA).write.partitionBy("part").parquet(path)
+    hs.createIndex(spark.read.parquet(path), IndexConfig("ix_p", ["payload.code"], ["id", "part"]))
+    more = data(range(2000, 2030), part=lambda i: "p9")
+    spark.createDataFrame(more, SCHEMA).write.mode("append").partitionBy("part").parquet(path)
+    build = lambda: (spark.read.parquet(path)  # noqa: E731
+                     .filter(F.col("payload.code") == "c3").select("id", "part"))
+    df = build()
+    assert rows(df) == vanilla(spark, build)
+    assert (2003, "p9") in rows(df)
+    indexed, appended = split_files(df, "ix_p")
+    assert indexed and appended and all("/part=p9/" in f for f in appended)
+
+
+def test_appended_share_over_the_threshold_disables_the_index(spark, hs, source):
+    hs.createIndex(spark.read.parquet(source), IndexConfig("ix", ["payload.code"], ["id", "payload.size"]))
+    append(spark, source, range(1000, 3000))           # more bytes than the source
+    df = query(spark, source)
+    assert rows(df) == vanilla(spark, lambda: query(spark, source))
+    assert split_files(df, "ix")[0] == []
+    code, reason = why(hs, df, "ix")
+    assert code == "SOURCE_CHANGED" and "maxAppendedRatio (0.3)" in reason
+    spark.conf.set("spark.accelerator.index.hybridScan.maxAppendedRatio", "0.9")
+    try:
+        df = query(spark, source)
+        assert rows(df) == vanilla(spark, lambda: query(spark, source))
+        assert why(hs, df, "ix")[0] == "APPLIED"
+    finally:
+        spark.conf.unset("spark.accelerator.index.hybridScan.maxAppendedRatio")
+
+
+def test_hybrid_scan_turned_off(spark, hs, source):
+    hs.createIndex(spark.read.parquet(source), IndexConfig("ix", ["payload.code"], ["id", "payload.size"]))
+    append(spark, source, range(1000, 1010))
+    spark.conf.set("spark.accelerator.index.hybridScan.enabled", "false")
+    try:
+        df = query(spark, source)
+        assert rows(df) == vanilla(spark, lambda: query(spark, source))
+        assert split_files(df, "ix")[0] == []
+        assert why(hs, df, "ix")[0] == "SOURCE_CHANGED"
+    finally:
+        spark.conf.unset("spark.accelerator.index.hybridScan.enabled")
+
+
+def test_deleted_files_disable_the_index(spark, hs, source):
+    hs.createIndex(spark.read.parquet(source), IndexConfig("ix", ["payload.code"], ["id", "payload.size"]))
+    victim = sorted(f for f in os.listdir(source) if f.endswith(".parquet"))[0]
+    append(spark, source, range(1000, 1010))
+    os.remove(os.path.join(source, victim))
+    df = query(spark, source)
+    assert rows(df) == vanilla(spark, lambda: query(spark, source))
+    assert split_files(df, "ix")[0] == []
+    code, reason = why(hs, df, "ix")
+    assert code == "SOURCE_CHANGED" and "1 indexed source files were deleted" in reason

@@ -1,0 +1,152 @@
+"""Join rule: an equi-join of two indexed sources reads both covering indexes with their bucket
+spec, so the physical plan has no Exchange; results equal vanilla Spark's; each ineligible join
+form is left alone, and whyNot says why."""
+from __future__ import annotations
+
+import pytest
+from pyspark.sql import functions as F
+
+from accelerator import Hyperspace, IndexConfig
+from tests.helpers import rows, vanilla
+
+LEFT = "id long, k long, v string, nested struct<cnt:int, tag:string>"
+RIGHT = "rid long, k2 long, w string, nested struct<cnt:int, note:string>"
+
+
+@pytest.fixture
+def no_broadcast(spark):
+    """Spark would broadcast these small tables; the join rule serves sort-merge joins."""
+    previous = spark.conf.get("spark.sql.autoBroadcastJoinThreshold")
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
+    yield
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", previous)
+
+
+@pytest.fixture
+def tables(spark, tmp_path, no_broadcast):
+    left, right = str(tmp_path / "left"), str(tmp_path / "right")
+    spark.createDataFrame([(i, i % 50, f"v{i}", (i % 20, f"t{i % 3}")) for i in range(400)],
+                          LEFT).repartition(4).write.parquet(left)
+    spark.createDataFrame([(i, i % 70, f"w{i}", (i % 20, f"n{i % 4}")) for i in range(300)],
+                          RIGHT).repartition(3).write.parquet(right)
+    return left, right
+
+
+def exchanges(df) -> int:
+    return df._jdf.queryExecution().executedPlan().toString().count("Exchange")
+
+
+def applied(hs, df) -> set[str]:
+    return {r.index for r in hs.whyNot(df) if r.code == "APPLIED"}
+
+
+def joined(hs, df) -> set[str]:
+    """The indexes the join rule applied."""
+    return {r.index for r in hs.whyNot(df) if r.code == "APPLIED" and "(join rule" in r.reason}
+
+
+def assert_same(spark, df):
+    assert rows(df) == vanilla(spark, lambda: df)
+
+
+def test_join_of_two_indexed_sources_has_no_exchange(spark, hs, tables):
+    left, right = tables
+    hs.createIndex(spark.read.parquet(left), IndexConfig("li", ["k"], ["v"]))
+    hs.createIndex(spark.read.parquet(right), IndexConfig("ri", ["k2"], ["w"]))
+    query = lambda: (spark.read.parquet(left).filter(F.col("v") != "v7")  # noqa: E731
+                     .join(spark.read.parquet(right), F.col("k") == F.col("k2"))
+                     .select("k", "v", "w"))
+    df = query()
+    plan = df._jdf.queryExecution().executedPlan().toString()
+    assert plan.count("Exchange") == 0
+    assert_same(spark, df)
+    assert joined(hs, df) == {"li", "ri"}
+    assert "SortMergeJoin" in plan and "SelectedBucketsCount: 4 out of 4" in plan
+    Hyperspace.disable(spark)
+    try:
+        assert exchanges(query()) == 2      # vanilla Spark shuffles both sides
+    finally:
+        Hyperspace.enable(spark)
+
+
+def test_join_on_nested_keys_aliased_by_spark(spark, hs, tables):
+    left, right = tables
+    hs.createIndex(spark.read.parquet(left), IndexConfig("li_n", ["nested.cnt"], ["v"]))
+    hs.createIndex(spark.read.parquet(right), IndexConfig("ri_n", ["nested.cnt"], ["w", "nested.note"]))
+    a = spark.read.parquet(left).filter("nested.cnt > 3").select(F.col("nested.cnt").alias("cnt"), "v")
+    b = spark.read.parquet(right).select(F.col("nested.cnt").alias("cnt"), "w", "nested.note")
+    df = a.join(b, "cnt")           # both sides output a 'cnt': identity is by exprId
+    assert exchanges(df) == 0
+    assert_same(spark, df)
+    assert joined(hs, df) == {"li_n", "ri_n"}
+
+
+def test_sql_join_with_two_keys_in_index_order(spark, hs, tables):
+    left, right = tables
+    hs.createIndex(spark.read.parquet(left), IndexConfig("li2", ["k", "id"], ["v"]))
+    hs.createIndex(spark.read.parquet(right), IndexConfig("ri2", ["k2", "rid"], ["w"]))
+    spark.read.parquet(left).createOrReplaceTempView("l")
+    spark.read.parquet(right).createOrReplaceTempView("r")
+    df = spark.sql("SELECT l.v, r.w FROM l JOIN r ON r.rid = l.id AND l.k = r.k2")
+    assert exchanges(df) == 0
+    assert_same(spark, df)
+    assert joined(hs, df) == {"li2", "ri2"}
+    # the same keys paired the other way round do not match the buckets: the filter rule
+    # still reads each index (the join's inferred isnotnull filters use their first columns),
+    # and Spark shuffles one side
+    crossed = spark.sql("SELECT l.v, r.w FROM l JOIN r ON l.id = r.k2 AND l.k = r.rid")
+    assert exchanges(crossed) == 1
+    assert_same(spark, crossed)
+    assert joined(hs, crossed) == set()
+    assert "another order" in " ".join(r.reason for r in hs.whyNot(crossed, "li2"))
+
+
+@pytest.mark.parametrize("name, build, reason", [
+    ("or", lambda l, r: l.join(r, (l.k == r.k2) | (l.v == r.w)).select("v", "w"), "not only equalities"),
+    ("non_equi", lambda l, r: l.join(r, l.k < r.k2).select("v", "w"), "not only equalities"),
+    ("computed", lambda l, r: l.join(r, (l.k + 1) == r.k2).select("v", "w"), "other than two columns"),
+    ("broadcast", lambda l, r: l.join(F.broadcast(r), l.k == r.k2).select("v", "w"), "broadcast"),
+    ("not_covered", lambda l, r: l.join(r, l.k == r.k2).select("v", "w", "id"), "does not have"),
+])
+def test_ineligible_joins_are_left_alone(spark, hs, tables, name, build, reason):
+    left, right = tables
+    hs.createIndex(spark.read.parquet(left), IndexConfig("li", ["k"], ["v"]))
+    hs.createIndex(spark.read.parquet(right), IndexConfig("ri", ["k2"], ["w"]))
+    df = build(spark.read.parquet(left), spark.read.parquet(right))
+    assert_same(spark, df)
+    assert joined(hs, df) == set()
+    reasons = " ".join(r.reason for r in hs.whyNot(df, "li"))
+    assert reason in reasons, reasons
+
+
+def test_different_bucket_counts_are_left_alone(spark, hs, tables):
+    left, right = tables
+    hs.createIndex(spark.read.parquet(left), IndexConfig("li", ["k"], ["v"]))
+    hs.createIndex(spark.read.parquet(right), IndexConfig("ri3", ["k2"], ["w"], numBuckets=3))
+    df = spark.read.parquet(left).join(spark.read.parquet(right), F.col("k") == F.col("k2")).select("v", "w")
+    assert_same(spark, df)
+    assert joined(hs, df) == set()
+    assert "bucket count" in " ".join(r.reason for r in hs.whyNot(df, "li"))
+
+
+def test_small_sides_are_left_to_broadcast(spark, hs, tables):
+    left, right = tables
+    hs.createIndex(spark.read.parquet(left), IndexConfig("li", ["k"], ["v"]))
+    hs.createIndex(spark.read.parquet(right), IndexConfig("ri", ["k2"], ["w"]))
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "10MB")
+    df = spark.read.parquet(left).join(spark.read.parquet(right), F.col("k") == F.col("k2")).select("v", "w")
+    assert_same(spark, df)
+    assert joined(hs, df) == set()
+    assert "autoBroadcastJoinThreshold" in " ".join(r.reason for r in hs.whyNot(df, "li"))
+
+
+def test_point_lookup_side_keeps_the_filter_rule(spark, hs, tables):
+    left, right = tables
+    hs.createIndex(spark.read.parquet(left), IndexConfig("li_id", ["id"], ["k", "v"]))
+    hs.createIndex(spark.read.parquet(left), IndexConfig("li", ["k"], ["v", "id"]))
+    hs.createIndex(spark.read.parquet(right), IndexConfig("ri", ["k2"], ["w"]))
+    df = (spark.read.parquet(left).filter(F.col("id") == 42)
+          .join(spark.read.parquet(right), F.col("k") == F.col("k2")).select("v", "w"))
+    assert_same(spark, df)
+    assert "li_id" in applied(hs, df) and joined(hs, df) == set()
+    assert "with literals" in " ".join(r.reason for r in hs.whyNot(df, "li_id"))
