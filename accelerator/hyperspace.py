@@ -33,7 +33,7 @@ from indexes.plan import LOGICAL_RELATION, parse_plan
 
 log = logging.getLogger("accelerator.hyperspace")
 
-REFRESH_MODES = {COVERING: ("full",), SKIPPING: ("full", "incremental"),
+REFRESH_MODES = {COVERING: ("full", "incremental"), SKIPPING: ("full", "incremental"),
                  TEXT: ("full", "incremental")}
 
 
@@ -136,6 +136,43 @@ class Hyperspace:
                                            self._fs)
         return source, content
 
+    @staticmethod
+    def _check_appended_only(entry: Any, source: dict) -> None:
+        """An incremental refresh of a covering index adds the rows of appended files; a source
+        read otherwise, or with files deleted or modified, needs a full refresh."""
+        mismatch = source_mismatch(entry.source, source, source["schema"], check_files=False)
+        if mismatch:
+            raise InvalidIndexConfigError(
+                f"index '{entry.name}' cannot be refreshed incrementally: {mismatch}; use "
+                "mode='full'")
+        current = {tuple(f) for f in source["files"]}
+        gone = [f[0] for f in entry.source.get("files", []) if tuple(f) not in current]
+        if gone:
+            raise InvalidIndexConfigError(
+                f"index '{entry.name}' cannot be refreshed incrementally: {len(gone)} indexed "
+                f"source files were deleted or modified (e.g. {gone[0]}), and the index cannot "
+                "drop their rows; use mode='full'")
+
+    def _build_appended(self, df: DataFrame, entry: Any, source: dict,
+                        data_path: str) -> tuple[dict, dict]:
+        """A covering index's new data version: the rows of the appended files, bucketed like
+        the index, next to copies of the previous version's files (a bucket may then span
+        several files, which bucketed reads allow)."""
+        indexed, included = index_columns(entry.config)
+        recorded = {f[0] for f in entry.source.get("files", [])}
+        appended = [self._uri(p) for p, _, _ in source["files"] if p not in recorded]
+        with session.rewriter(self.spark).suspended():
+            added = write_covering_index(df.where(F.col("_metadata.file_path").isin(appended)),
+                                         indexed, included, entry.config["numBuckets"],
+                                         data_path, self._fs)
+        previous = entry.content["path"].rstrip("/")
+        for info in self._fs.list(previous):
+            if not info.is_dir and info.name.endswith(".parquet"):
+                self._fs.copy(info.path, f"{data_path.rstrip('/')}/{info.name}")
+        content = {key: entry.content[key] + added[key]
+                   for key in ("numRows", "numFiles", "sizeInBytes")}
+        return source, {**added, **content, "appendedFiles": len(appended)}
+
     def _create_skipping(self, df: DataFrame, config: DataSkippingIndexConfig) -> None:
         source = self._source(df)
         with session.rewriter(self.spark).suspended():
@@ -221,8 +258,11 @@ class Hyperspace:
     def refreshIndex(self, indexName: str, mode: str = "full") -> None:
         """Brings the index up to date with its source's current files, in a new data version.
 
-        ``mode="full"`` rebuilds it; ``mode="incremental"`` (data-skipping indexes) sketches
-        only files appended or modified since and drops deleted ones. When neither the
+        ``mode="full"`` rebuilds it; ``mode="incremental"`` indexes only the files appended
+        since: a covering index adds their rows (its other files are copied into the new
+        version; deleted or modified files need a full refresh), a data-skipping index sketches
+        appended or modified files and drops deleted ones, a text index indexes them and
+        ignores deleted ones. When neither the
         source's files nor the settings that change what is read from them have changed,
         nothing is done and a message is logged.
         """
@@ -252,6 +292,9 @@ class Hyperspace:
                                                          check_files=False) is None:
                 previous = session.rewriter(self.spark).skipping_table(entry)
             build = lambda path: self._build_skipping(df, entry.config, source, path, previous)  # noqa: E731
+        elif mode == "incremental":
+            self._check_appended_only(entry, source)
+            build = lambda path: self._build_appended(df, entry, source, path)  # noqa: E731
         else:
             build = lambda path: self._build(df, entry.config, source, path)  # noqa: E731
         lifecycle.refresh(indexName, build)

@@ -126,3 +126,34 @@ def test_deleted_files_disable_the_index(spark, hs, source):
     assert split_files(df, "ix")[0] == []
     code, reason = why(hs, df, "ix")
     assert code == "SOURCE_CHANGED" and "1 indexed source files were deleted" in reason
+
+
+def test_incremental_refresh_indexes_only_the_appended_files(spark, hs, source):
+    hs.createIndex(spark.read.parquet(source), IndexConfig("ix", ["payload.code"], ["id", "payload.size"]))
+    before = hs._lifecycle().get("ix").content
+    append(spark, source, range(1000, 1040))
+    hs.refreshIndex("ix", mode="incremental")
+    after = hs._lifecycle().get("ix").content
+    assert after["dataVersion"] == 1 and after["appendedFiles"] == 1
+    assert after["numRows"] == 640 and after["numFiles"] > before["numFiles"]
+    df = query(spark, source)
+    assert rows(df) == vanilla(spark, lambda: query(spark, source))
+    indexed, others = split_files(df, "ix")
+    assert indexed and others == [] and all("/v__=1/" in f for f in indexed)
+    assert why(hs, df, "ix") == ("APPLIED", "the index is used (filter rule)")
+    hs.refreshIndex("ix", mode="incremental")          # nothing changed: a no-op
+    assert hs._lifecycle().get("ix").content["dataVersion"] == 1
+
+
+def test_incremental_refresh_after_a_delete_asks_for_a_full_one(spark, hs, source):
+    from accelerator import InvalidIndexConfigError
+    hs.createIndex(spark.read.parquet(source), IndexConfig("ix", ["payload.code"], ["id", "payload.size"]))
+    victim = sorted(f for f in os.listdir(source) if f.endswith(".parquet"))[0]
+    os.remove(os.path.join(source, victim))
+    with pytest.raises(InvalidIndexConfigError, match="1 indexed source files were deleted.*mode='full'"):
+        hs.refreshIndex("ix", mode="incremental")
+    assert hs._lifecycle().get("ix").state.name == "ACTIVE"
+    hs.refreshIndex("ix", mode="full")
+    df = query(spark, source)
+    assert rows(df) == vanilla(spark, lambda: query(spark, source))
+    assert why(hs, df, "ix")[0] == "APPLIED"
