@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import random
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 from pyspark.sql import DataFrame, functions as F
@@ -222,8 +222,16 @@ def _append_lineitem(spark: Any, facts: dict) -> None:
     up key's rows among them) to the copy."""
     df = spark.read.parquet(facts["path"])
     sample = df.sample(fraction=APPENDED_SHARE, seed=11).union(
-        df.filter(F.col("l_partkey") == facts["key"]))
+        _partkey_rows(df, facts))
     sample.coalesce(2).write.mode("append").parquet(facts["path"])
+
+
+def _partkey_rows(df: DataFrame, facts: dict) -> DataFrame:
+    return df.filter(F.col("l_partkey") == facts["key"])
+
+
+def _partkey_lookup(df: DataFrame, facts: dict) -> DataFrame:
+    return _partkey_rows(df, facts).select("l_orderkey", "l_partkey", "l_quantity", "l_extendedprice")
 
 
 LINEITEM_INDEX = IndexConfig("bench_lineitem_partkey", indexedColumns=["l_partkey"],
@@ -235,9 +243,8 @@ WORKLOADS: list[Workload] = [
         description="TPC-H lineitem point lookup on l_partkey (covering index)",
         prepare=lineitem_facts,
         indexes=lambda facts: [LINEITEM_INDEX],
-        query=lambda df, facts: df.filter(F.col("l_partkey") == facts["key"])
-        .select("l_orderkey", "l_partkey", "l_quantity", "l_extendedprice"),
-        limit=lambda df, facts: df.filter(F.col("l_partkey") == facts["key"]),
+        query=_partkey_lookup,
+        limit=_partkey_rows,
         min_ratio=5.0,
     ),
     Workload(
@@ -245,12 +252,10 @@ WORKLOADS: list[Workload] = [
         description=f"the lineitem point lookup after appending {APPENDED_SHARE:.0%} new rows in "
                     "new files to the indexed source (hybrid scan: the index plus the new files)",
         prepare=_lineitem_copy,
-        indexes=lambda facts: [IndexConfig("bench_lineitem_partkey_appended", ["l_partkey"],
-                                           ["l_orderkey", "l_quantity", "l_extendedprice"])],
+        indexes=lambda facts: [replace(LINEITEM_INDEX, indexName="bench_lineitem_partkey_appended")],
         change=_append_lineitem,
-        query=lambda df, facts: df.filter(F.col("l_partkey") == facts["key"])
-        .select("l_orderkey", "l_partkey", "l_quantity", "l_extendedprice"),
-        limit=lambda df, facts: df.filter(F.col("l_partkey") == facts["key"]),
+        query=_partkey_lookup,
+        limit=_partkey_rows,
         min_ratio=5.0,
     ),
     Workload(
