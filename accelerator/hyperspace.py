@@ -262,9 +262,8 @@ class Hyperspace:
         since: a covering index adds their rows (its other files are copied into the new
         version; deleted or modified files need a full refresh), a data-skipping index sketches
         appended or modified files and drops deleted ones, a text index indexes them and
-        ignores deleted ones. When neither the
-        source's files nor the settings that change what is read from them have changed,
-        nothing is done and a message is logged.
+        ignores deleted ones. When neither the source's files nor the settings that change what
+        is read from them have changed, nothing is done and a message is logged.
         """
         known = sorted({m for modes in REFRESH_MODES.values() for m in modes})
         if mode not in known:

@@ -9,7 +9,14 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from indexes.covering.config import IndexColumn
-from indexes.plan import PlanNode, attribute_use, conjuncts, output_attributes, plan_references, references
+from indexes.plan import (
+    PlanNode,
+    attribute_use,
+    conjuncts,
+    output_attributes,
+    plan_references,
+    references,
+)
 from indexes.source import NotApplicable, relation_schema, source_mismatch
 
 
@@ -167,7 +174,7 @@ def evaluate(root: PlanNode, relation: PlanNode, source: dict, entry: Any,
 
 def point_lookup(relation: PlanNode, first: tuple[str, ...], case_sensitive: bool) -> bool:
     """Whether the filters right above ``relation`` compare the column ``first`` (a normalized
-    path) with literals (``=``, ``<=>``, ``IN``): an index bucketed on it is read one bucket."""
+    path) with literals (``=``, ``<=>``, ``IN``): an index sorted on it is read by that key."""
     names = {a.expr_id: a.fields["name"] for a in output_attributes(relation)}
     node = relation.parent
     while node is not None and node.cls == "Filter":
@@ -187,7 +194,7 @@ def point_lookup(relation: PlanNode, first: tuple[str, ...], case_sensitive: boo
 
 
 def choose(results: list[Applicable | NotApplicable]) -> Applicable | None:
-    """The applicable index with the smallest data, if any; indexes read one bucket by the
-    filter's literals first."""
+    """The applicable index with the smallest data, if any; indexes whose first column the
+    filter compares with literals come first (they are read by that key, not whole)."""
     applicable = [r for r in results if isinstance(r, Applicable)]
     return min(applicable, key=lambda r: (not r.point_lookup, r.size)) if applicable else None
