@@ -107,9 +107,12 @@ def lineitem_facts(ctx: Context) -> dict:
     return {"path": path, "key": random.Random(42).choice(keys)}
 
 
-def _events(ctx: Context) -> dict:
-    facts = datasets.eventlog(ctx.spark, ctx.data_dir, ctx.scale)
-    return {**facts, "key": facts["sample_user_id"]}
+def _events_key(fact: str) -> Callable[[Context], dict]:
+    """A ``prepare``: the event log's facts, with ``key`` set to the fact named ``fact``."""
+    def prepare(ctx: Context) -> dict:
+        facts = datasets.eventlog(ctx.spark, ctx.data_dir, ctx.scale)
+        return {**facts, "key": facts[fact]}
+    return prepare
 
 
 #: The JSON path of the event time inside the event log's ``payload`` (ISO-8601 UTC text).
@@ -140,26 +143,6 @@ def _events_window(ctx: Context) -> dict:
     t0 = eventlog.at_text(eventlog.event_micros(facts, first))
     t1 = eventlog.at_text(eventlog.event_micros(facts, first + width))
     return {**facts, "key": [t0, t1]}
-
-
-def _events_trace(ctx: Context) -> dict:
-    facts = datasets.eventlog(ctx.spark, ctx.data_dir, ctx.scale)
-    return {**facts, "key": facts["sample_trace_id"]}
-
-
-def _events_session(ctx: Context) -> dict:
-    facts = datasets.eventlog(ctx.spark, ctx.data_dir, ctx.scale)
-    return {**facts, "key": facts["sample_session_id"]}
-
-
-def _events_rare_error(ctx: Context) -> dict:
-    facts = datasets.eventlog(ctx.spark, ctx.data_dir, ctx.scale)
-    return {**facts, "key": facts["rare_error_code"]}
-
-
-def _events_frequent_token(ctx: Context) -> dict:
-    facts = datasets.eventlog(ctx.spark, ctx.data_dir, ctx.scale)
-    return {**facts, "key": facts["frequent_token"]}
 
 
 def _message_holds(df: DataFrame, facts: dict) -> DataFrame:
@@ -276,7 +259,7 @@ WORKLOADS: list[Workload] = [
     Workload(
         name="eventlog_user_id_lookup",
         description="event log lookup on the nested field user.id (covering index, flattened)",
-        prepare=_events,
+        prepare=_events_key("sample_user_id"),
         indexes=lambda facts: [IndexConfig("bench_events_user_id", indexedColumns=["user.id"],
                                            includedColumns=["ts", "event_id", "level", "device.os"])],
         query=lambda df, facts: df.filter(F.col("user.id") == facts["key"])
@@ -297,7 +280,7 @@ WORKLOADS: list[Workload] = [
     Workload(
         name="eventlog_trace_id_bloom",
         description="event log lookup of one unique trace_id (Bloom filter, data skipping)",
-        prepare=_events_trace,
+        prepare=_events_key("sample_trace_id"),
         indexes=lambda facts: [events_skipping_index(facts)],
         query=lambda df, facts: df.filter(F.col("trace_id") == facts["key"]),
         limit=lambda df, facts: df.filter(F.col("trace_id") == facts["key"]),
@@ -307,7 +290,7 @@ WORKLOADS: list[Workload] = [
         name="eventlog_session_id_bloom",
         description="event log lookup of one session_id, which vanilla Spark already prunes by "
                     "Parquet dictionaries (Bloom filter, data skipping): must not be slower",
-        prepare=_events_session,
+        prepare=_events_key("sample_session_id"),
         indexes=lambda facts: [events_skipping_index(facts)],
         query=lambda df, facts: df.filter(F.col("session_id") == facts["key"]),
         limit=lambda df, facts: df.filter(F.col("session_id") == facts["key"]),
@@ -317,7 +300,7 @@ WORKLOADS: list[Workload] = [
         name="eventlog_message_rare_error",
         description="event log messages holding a rare error code, message LIKE '%ERR-4711%' "
                     "(text index: only the files whose trigrams hold the code are read)",
-        prepare=_events_rare_error,
+        prepare=_events_key("rare_error_code"),
         indexes=lambda facts: [MESSAGE_INDEX],
         query=_message_holds,
         limit=_message_holds,
@@ -327,7 +310,7 @@ WORKLOADS: list[Workload] = [
         name="eventlog_message_frequent_token",
         description="count of the messages holding 'INFO', which nearly every row holds (the text "
                     "index's cutoff keeps every file without looking it up): must not be slower",
-        prepare=_events_frequent_token,
+        prepare=_events_key("frequent_token"),
         indexes=lambda facts: [MESSAGE_INDEX],
         query=lambda df, facts: _message_holds(df, facts).agg(F.count("*").alias("n")),
         min_ratio=1 / 1.1,

@@ -65,6 +65,15 @@ def _shard_task(with_rows: bool):
 
         from indexes.text.shards import ShardWriter
 
+        schema = pa.schema([("shard", pa.string()), ("name", pa.string()), ("part", pa.int32()),
+                            ("data", pa.binary()), ("manifest", pa.string())])   # SHARD_SCHEMA
+
+        def row(shard: str, name: str | None, part: int | None, data: bytes | None,
+                manifest: str | None) -> Any:
+            return pa.RecordBatch.from_pydict(
+                {"shard": [shard], "name": [name], "part": [part], "data": [data],
+                 "manifest": [manifest]}, schema=schema)
+
         tmp = tempfile.mkdtemp(prefix="accelerator-text-")
         try:
             writer = None
@@ -89,21 +98,11 @@ def _shard_task(with_rows: bool):
                         chunk = fh.read(CHUNK_BYTES)
                         if not chunk and part > 0:
                             break
-                        yield pa.RecordBatch.from_pydict(
-                            {"shard": [shard], "name": [name], "part": [part], "data": [chunk],
-                             "manifest": [None]},
-                            schema=pa.schema([("shard", pa.string()), ("name", pa.string()),
-                                              ("part", pa.int32()), ("data", pa.binary()),
-                                              ("manifest", pa.string())]))
+                        yield row(shard, name, part, chunk, None)
                         part += 1
                         if len(chunk) < CHUNK_BYTES:
                             break
-            yield pa.RecordBatch.from_pydict(
-                {"shard": [shard], "name": [None], "part": [None], "data": [None],
-                 "manifest": [manifest]},
-                schema=pa.schema([("shard", pa.string()), ("name", pa.string()),
-                                  ("part", pa.int32()), ("data", pa.binary()),
-                                  ("manifest", pa.string())]))
+            yield row(shard, None, None, None, manifest)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     return run
