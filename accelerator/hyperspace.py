@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from datetime import datetime
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession, functions as F
@@ -13,11 +14,19 @@ from accelerator import explain as explain_mod
 from accelerator import jvm, session, workers
 from accelerator.catalog import CATALOG
 from accelerator.settings import Settings
-from indexes.covering.build import write_covering_index
+from indexes.covering import compaction
+from indexes.covering.build import data_facts, index_rows, write_buckets
 from indexes.covering.config import KIND as COVERING, CoveringIndexConfig
-from indexes.covering.rule import index_columns
-from indexes.source import read_options, relation_schema, source_mismatch
-from indexes.errors import InvalidIndexConfigError, UnsupportedSourceError
+from indexes.covering.rule import LINEAGE_COLUMN, index_columns
+from indexes.events import EventLog, file_stats
+from indexes.source import (
+    covered_files,
+    file_changes,
+    read_options,
+    relation_schema,
+    source_mismatch,
+)
+from indexes.errors import IndexStateError, InvalidIndexConfigError, UnsupportedSourceError
 from indexes.skipping import rule as skipping_rule
 from indexes.skipping.build import compute_stats, resolve_sketches, sketch_specs
 from indexes.skipping.config import KIND as SKIPPING, DataSkippingIndexConfig
@@ -28,13 +37,12 @@ from indexes.text.literals import UNICODE_VERSION
 from indexes.text import search as text_search
 from indexes.fs import HadoopFs
 from indexes.lifecycle import IndexLifecycle
-from indexes.log import IndexLogEntry, IndexState
+from indexes.log import IndexLogEntry, IndexState, now_ms
 from indexes.plan import LOGICAL_RELATION, parse_plan
 
 log = logging.getLogger("accelerator.hyperspace")
 
-REFRESH_MODES = {COVERING: ("full", "incremental"), SKIPPING: ("full", "incremental"),
-                 TEXT: ("full", "incremental")}
+REFRESH_MODES = ("full", "incremental", "quick")
 
 
 class Hyperspace:
@@ -125,53 +133,113 @@ class Hyperspace:
         cfg = {"indexedColumns": [c.to_json() for c in indexed],
                "includedColumns": [c.to_json() for c in included],
                "numBuckets": num_buckets}
-        self._lifecycle().create(config.indexName, COVERING, cfg,
-                                 lambda path: self._build(df, cfg, source, path))
+        if settings.lineage:
+            clash = [f.name for f in df.schema.fields
+                     if f.name.lower() == LINEAGE_COLUMN.lower()]
+            if clash:
+                raise InvalidIndexConfigError(
+                    f"index '{config.indexName}': the source has a column '{clash[0]}', the "
+                    f"name of the lineage column (spark.accelerator.index.lineage.enabled); "
+                    "rename it or disable lineage for this index")
+            cfg["lineage"] = True
+        self._create(config.indexName, COVERING, cfg,
+                     lambda path: self._build(df, cfg, source, path))
+
+    def _create(self, name: str, kind: str, cfg: dict, build: Any) -> None:
+        started = now_ms()
+        entry = self._lifecycle().create(name, kind, cfg, build)
+        self._event("create", None, entry, "full", started)
         self._changed()
 
     def _build(self, df: DataFrame, cfg: dict, source: dict, data_path: str) -> tuple[dict, dict]:
+        """A covering index's data: every row of ``source``; with lineage, each row carries
+        the id of its source file (ids recorded in the content as ``fileIds``)."""
         indexed, included = index_columns(cfg)
+        ids = ({f[0]: i for i, f in enumerate(source["files"])} if cfg.get("lineage") else None)
         with session.rewriter(self.spark).suspended():
-            content = write_covering_index(df, indexed, included, cfg["numBuckets"], data_path,
-                                           self._fs)
-        return source, content
+            rows = index_rows(df, indexed, included, self._by_uri(ids))
+            content = write_buckets(rows, [c.name for c in indexed], cfg["numBuckets"],
+                                    data_path, self._fs)
+        return source, content if ids is None else {**content, "fileIds": ids}
+
+    def _by_uri(self, ids: dict[str, int] | None) -> dict[str, int] | None:
+        """File ids keyed by the URI Spark gives as ``_metadata.file_path``."""
+        return None if ids is None else {self._uri(p): i for p, i in ids.items()}
 
     @staticmethod
-    def _check_appended_only(entry: Any, source: dict) -> None:
-        """An incremental refresh of a covering index adds the rows of appended files; a source
-        read otherwise, or with files deleted or modified, needs a full refresh."""
+    def _check_refreshable(entry: Any, source: dict, mode: str) -> None:
+        """An incremental or quick refresh handles files appended to a source read as before,
+        and (for a covering index, with lineage only) deleted or modified files."""
         mismatch = source_mismatch(entry.source, source, source["schema"], check_files=False)
-        if mismatch:
+        if mismatch and (mode == "quick" or entry.kind == COVERING):
             raise InvalidIndexConfigError(
-                f"index '{entry.name}' cannot be refreshed incrementally: {mismatch}; use "
+                f"index '{entry.name}' cannot be refreshed with mode='{mode}': {mismatch}; use "
                 "mode='full'")
-        current = {tuple(f) for f in source["files"]}
-        gone = [f[0] for f in entry.source.get("files", []) if tuple(f) not in current]
-        if gone:
+        _, deleted = file_changes(entry, source["files"])
+        if deleted and entry.kind == COVERING and not entry.config.get("lineage"):
             raise InvalidIndexConfigError(
-                f"index '{entry.name}' cannot be refreshed incrementally: {len(gone)} indexed "
-                f"source files were deleted or modified (e.g. {gone[0]}), and the index cannot "
-                "drop their rows; use mode='full'")
+                f"index '{entry.name}' cannot be refreshed with mode='{mode}': {len(deleted)} "
+                f"indexed source files were deleted or modified (e.g. {deleted[0][0]}), and the "
+                "index has no lineage column to drop their rows (create it with "
+                "spark.accelerator.index.lineage.enabled=true); use mode='full'")
 
-    def _build_appended(self, df: DataFrame, entry: Any, source: dict,
-                        data_path: str) -> tuple[dict, dict]:
-        """A covering index's new data version: the rows of the appended files, bucketed like
-        the index, next to copies of the previous version's files (a bucket may then span
-        several files, which bucketed reads allow)."""
+    def _build_incremental(self, df: DataFrame, entry: Any, source: dict,
+                           data_path: str) -> tuple[dict, dict]:
+        """A covering index's new data version after files were appended, deleted or modified:
+        the rows of the new files, bucketed like the index; the previous version's files are
+        copied next to them (a bucket may then span several files, which bucketed reads
+        allow), or, when files were deleted, rewritten without those files' rows."""
         indexed, included = index_columns(entry.config)
-        recorded = {f[0] for f in entry.source.get("files", [])}
-        appended = [self._uri(p) for p, _, _ in source["files"] if p not in recorded]
-        with session.rewriter(self.spark).suspended():
-            added = write_covering_index(df.where(F.col("_metadata.file_path").isin(appended)),
-                                         indexed, included, entry.config["numBuckets"],
-                                         data_path, self._fs)
+        appended, deleted = file_changes(entry, source["files"])
+        ids = dict(entry.content.get("fileIds") or {}) if entry.config.get("lineage") else None
+        gone: list[int] = []
+        if ids is not None:
+            gone = sorted({ids.pop(f[0]) for f in deleted if f[0] in ids})
+            start = max(ids.values(), default=-1) + 1
+            ids.update({f[0]: start + i for i, f in enumerate(appended)})
+        new_ids = None if ids is None else {f[0]: ids[f[0]] for f in appended}
+        keys = [c.name for c in indexed]
         previous = entry.content["path"].rstrip("/")
-        for info in self._fs.list(previous):
-            if not info.is_dir and info.name.endswith(".parquet"):
-                self._fs.copy(info.path, f"{data_path.rstrip('/')}/{info.name}")
-        content = {key: entry.content[key] + added[key]
-                   for key in ("numRows", "numFiles", "sizeInBytes")}
-        return source, {**added, **content, "appendedFiles": len(appended)}
+        with session.rewriter(self.spark).suspended():
+            rows = index_rows(
+                df.where(F.col("_metadata.file_path").isin([self._uri(f[0]) for f in appended])),
+                indexed, included, self._by_uri(new_ids))
+            if gone:
+                kept = self.spark.read.parquet(previous).where(~F.col(LINEAGE_COLUMN).isin(gone))
+                content = write_buckets(kept.unionByName(rows), keys,
+                                        entry.config["numBuckets"], data_path, self._fs)
+            else:
+                added = (write_buckets(rows, keys, entry.config["numBuckets"], data_path, self._fs)
+                         if appended else {"files": []})
+                self._fs.mkdirs(data_path)
+                for info in self._fs.list(previous):
+                    if not info.is_dir and info.name.endswith(".parquet"):
+                        self._fs.copy(info.path, f"{data_path.rstrip('/')}/{info.name}")
+                files = self._data_files(entry) + added["files"]
+                content = {"schema": entry.content["schema"], "files": files,
+                           "numRows": sum(f[2] for f in files), "numFiles": len(files),
+                           "sizeInBytes": sum(f[3] for f in files)}
+        extra = {"appendedFiles": len(appended), "deletedFiles": len(deleted)}
+        return source, {**content, **extra, **({} if ids is None else {"fileIds": ids})}
+
+    def _data_files(self, entry: Any) -> list[list]:
+        """The ``[name, bucket, rows, bytes]`` of a covering index's data files (recorded in
+        its content; counted for an index built before they were recorded)."""
+        files = entry.content.get("files")
+        if files is None:
+            with session.rewriter(self.spark).suspended():
+                files = data_facts(self.spark, entry.content["path"], self._fs)["files"]
+        return [list(f) for f in files]
+
+    @staticmethod
+    def _quick(entry: Any, source: dict) -> tuple[dict, dict]:
+        """A quick refresh's log entry: the current source, and the files the data does not
+        match recorded for hybrid scan to handle at query time."""
+        appended, deleted = file_changes(entry, source["files"])
+        content = {k: v for k, v in entry.content.items() if k != "quickRefresh"}
+        if appended or deleted:
+            content["quickRefresh"] = {"appended": appended, "deleted": deleted}
+        return source, content
 
     def _create_skipping(self, df: DataFrame, config: DataSkippingIndexConfig) -> None:
         source = self._source(df)
@@ -179,9 +247,8 @@ class Hyperspace:
             sketches = resolve_sketches(df, config, source["partitionColumns"])
         ansi = str(self.spark.conf.get("spark.sql.ansi.enabled")).lower() == "true"
         cfg = {"sketches": [s.to_json() for s in sketches], "ansi": ansi}
-        self._lifecycle().create(config.indexName, SKIPPING, cfg,
-                                 lambda path: self._build_skipping(df, cfg, source, path, {}))
-        self._changed()
+        self._create(config.indexName, SKIPPING, cfg,
+                     lambda path: self._build_skipping(df, cfg, source, path, {}))
 
     def _build_skipping(self, df: DataFrame, cfg: dict, source: dict, data_path: str,
                         previous: dict[str, FileEntry]) -> tuple[dict, dict]:
@@ -211,9 +278,8 @@ class Hyperspace:
         source = self._source(df)
         with session.rewriter(self.spark).suspended():
             cfg = {**resolve_column(df, config), "unicodeVersion": UNICODE_VERSION}
-        self._lifecycle().create(config.indexName, TEXT, cfg,
-                                 lambda path: self._build_text(df, cfg, source, path, None))
-        self._changed()
+        self._create(config.indexName, TEXT, cfg,
+                     lambda path: self._build_text(df, cfg, source, path, None))
 
     def _build_text(self, df: DataFrame, cfg: dict, source: dict, data_path: str,
                     previous: Any) -> tuple[dict, dict]:
@@ -224,7 +290,7 @@ class Hyperspace:
         kept: list[dict] = []
         todo = source["files"]
         if previous is not None:
-            old = {p: (size, mtime) for p, size, mtime in previous.source["files"]}
+            old = {p: (size, mtime) for p, size, mtime in covered_files(previous)}
             todo = [f for f in source["files"] if old.get(f[0]) != (f[1], f[2])]
             for shard in previous.content["shards"]:
                 files = [f if f is not None and current.get(f) == old.get(f) else None
@@ -256,48 +322,139 @@ class Hyperspace:
         return self.spark.sparkContext._jvm.org.apache.hadoop.fs.Path(path).toUri().toString()
 
     def refreshIndex(self, indexName: str, mode: str = "full") -> None:
-        """Brings the index up to date with its source's current files, in a new data version.
+        """Brings the index up to date with its source's current files.
 
-        ``mode="full"`` rebuilds it; ``mode="incremental"`` indexes only the files appended
-        since: a covering index adds their rows (its other files are copied into the new
-        version; deleted or modified files need a full refresh), a data-skipping index sketches
-        appended or modified files and drops deleted ones, a text index indexes them and
-        ignores deleted ones. When neither the source's files nor the settings that change what
-        is read from them have changed, nothing is done and a message is logged.
+        ``mode="full"`` rebuilds it into a new data version. ``mode="incremental"`` indexes only
+        the files appended (or modified) since, into a new data version: a covering index adds
+        their rows next to copies of its previous files, and drops the rows of deleted or
+        modified files when it has a lineage column (without one, those need a full
+        refresh); a data-skipping index sketches the new files and drops deleted ones; a text
+        index indexes the new files and ignores deleted ones. ``mode="quick"`` only records
+        the changed files in the index log: queries read appended files next to the index and
+        filter deleted files' rows out by lineage (hybrid scan), within the hybrid-scan limits.
+        When neither the source's files nor the settings that change what is read from them
+        have changed, nothing is done and a message is logged. Each refresh writes an event
+        (see :meth:`events`).
         """
-        known = sorted({m for modes in REFRESH_MODES.values() for m in modes})
-        if mode not in known:
+        if mode not in REFRESH_MODES:
             raise InvalidIndexConfigError(
-                f"refresh mode {mode!r} is not supported; use one of {', '.join(known)}")
+                f"refresh mode {mode!r} is not supported; use one of {', '.join(REFRESH_MODES)}")
         lifecycle = self._lifecycle()
         entry = lifecycle.get(indexName)
-        modes = REFRESH_MODES.get(entry.kind, ("full",))
-        if mode not in modes:
-            raise InvalidIndexConfigError(
-                f"refresh mode {mode!r} is not supported for {entry.kind} index '{entry.name}'; "
-                f"use one of {', '.join(modes)}")
         df = self._read_source(entry.source)
         source = self._source(df)
-        if entry.state is IndexState.ACTIVE and source_mismatch(entry.source, source, source["schema"]) is None:
+        unchanged = source_mismatch(entry.source, source, source["schema"]) is None
+        if (entry.state is IndexState.ACTIVE and unchanged
+                and (mode == "quick" or not entry.content.get("quickRefresh"))):
             log.info("index '%s' is up to date with its source; nothing to refresh", entry.name)
             return
-        if entry.kind == TEXT:
-            previous_entry = entry if mode == "incremental" and source_mismatch(
-                entry.source, source, source["schema"], check_files=False) is None else None
-            build = lambda path: self._build_text(df, entry.config, source, path, previous_entry)  # noqa: E731
-        elif entry.kind == SKIPPING:
-            previous = {}
-            if mode == "incremental" and source_mismatch(entry.source, source, source["schema"],
-                                                         check_files=False) is None:
-                previous = session.rewriter(self.spark).skipping_table(entry)
-            build = lambda path: self._build_skipping(df, entry.config, source, path, previous)  # noqa: E731
-        elif mode == "incremental":
-            self._check_appended_only(entry, source)
-            build = lambda path: self._build_appended(df, entry, source, path)  # noqa: E731
+        if mode != "full":
+            self._check_refreshable(entry, source, mode)
+        started = now_ms()
+        if mode == "quick":
+            new = lifecycle.record(indexName, lambda e: self._quick(e, source))
         else:
-            build = lambda path: self._build(df, entry.config, source, path)  # noqa: E731
-        lifecycle.refresh(indexName, build)
+            new = lifecycle.refresh(indexName, self._refresh_build(df, entry, source, mode))
+        self._event("refresh", entry, new, mode, started)
         self._changed()
+
+    def _refresh_build(self, df: DataFrame, entry: Any, source: dict, mode: str) -> Any:
+        """The build function of a full or incremental refresh of ``entry``."""
+        same_reading = source_mismatch(entry.source, source, source["schema"],
+                                       check_files=False) is None
+        incremental = mode == "incremental" and same_reading
+        if entry.kind == TEXT:
+            previous_entry = entry if incremental else None
+            return lambda path: self._build_text(df, entry.config, source, path, previous_entry)
+        if entry.kind == SKIPPING:
+            previous = session.rewriter(self.spark).skipping_table(entry) if incremental else {}
+            return lambda path: self._build_skipping(df, entry.config, source, path, previous)
+        if incremental:
+            return lambda path: self._build_incremental(df, entry, source, path)
+        return lambda path: self._build(df, entry.config, source, path)
+
+    def _event(self, name: str, before: IndexLogEntry | None, after: IndexLogEntry, mode: str,
+               started: int, stats: tuple[dict, dict] | None = None) -> None:
+        """Records a finished operation; ``stats`` (input, output) default to the data of the
+        versions before (none for a create) and after."""
+        if stats is None:
+            stats = (file_stats([]) if before is None
+                     else file_stats(before.content.get("files"), before.content),
+                     file_stats(after.content.get("files"), after.content))
+        EventLog(self._fs, self._settings().system_path).write(
+            name, after.name, mode, started, now_ms(), after.data_version, *stats)
+
+    def optimizeIndex(self, indexName: str, mode: str = "quick") -> None:
+        """Compacts a covering index's small data files, per bucket, into one sorted file each,
+        in a new data version.
+
+        ``mode="quick"`` selects files level by level (a file's level is floor(log10(rows)); the
+        files of one bucket and level are compacted once together they reach the next level),
+        lowest level first, up to ``spark.accelerator.index.optimize.bytesPerIteration`` bytes,
+        so repeated calls converge instead of rewriting the same files. ``mode="full"``
+        compacts every bucket with more than one file. When nothing qualifies, nothing is done
+        and a message is logged. Writes an event (see :meth:`events`).
+        """
+        if mode not in compaction.MODES:
+            raise InvalidIndexConfigError(
+                f"optimize mode {mode!r} is not supported; use one of "
+                f"{', '.join(compaction.MODES)}")
+        lifecycle = self._lifecycle()
+        entry = lifecycle.get(indexName)
+        if entry.kind != COVERING:
+            raise InvalidIndexConfigError(
+                f"index '{entry.name}' is a {entry.kind} index; optimizeIndex compacts the data "
+                "files of covering indexes")
+        if entry.state is not IndexState.ACTIVE:
+            raise IndexStateError(
+                f"cannot optimize index '{entry.name}': it is {entry.state}, and optimize needs "
+                "it ACTIVE")
+        files = [compaction.DataFile.of(f) for f in self._data_files(entry)]
+        groups = compaction.select(files, mode, self._settings().optimize_bytes)
+        if not groups:
+            log.info("index '%s': no data files to compact (mode=%s)", entry.name, mode)
+            return
+        chosen = {f.name for g in groups for f in g}
+        started = now_ms()
+        new = lifecycle.refresh(indexName, lambda path: self._compact(entry, chosen, path),
+                                IndexState.OPTIMIZING)
+        before = [[f.name, f.bucket, f.rows, f.bytes] for f in files if f.name in chosen]
+        old = {f.name for f in files}
+        after = [f for f in new.content["files"] if f[0] not in old]
+        self._event("optimize", entry, new, mode, started, (file_stats(before), file_stats(after)))
+        self._changed()
+
+    def _compact(self, entry: Any, chosen: set[str], data_path: str) -> tuple[dict, dict]:
+        """The new data version of an optimize: the ``chosen`` files of ``entry`` rewritten,
+        one sorted file per bucket, next to copies of its other files."""
+        previous = entry.content["path"].rstrip("/")
+        indexed, _ = index_columns(entry.config)
+        schema = StructType.fromJson(json.loads(entry.content["schema"]))
+        with session.rewriter(self.spark).suspended():
+            rows = self.spark.read.schema(schema).parquet(*[f"{previous}/{n}" for n in sorted(chosen)])
+            written = write_buckets(rows, [c.name for c in indexed], entry.config["numBuckets"],
+                                    data_path, self._fs)
+        kept = [f for f in self._data_files(entry) if f[0] not in chosen]
+        for name, *_ in kept:
+            self._fs.copy(f"{previous}/{name}", f"{data_path.rstrip('/')}/{name}")
+        files = written["files"] + kept
+        content = {**entry.content, "files": files, "numFiles": len(files),
+                   "numRows": sum(f[2] for f in files), "sizeInBytes": sum(f[3] for f in files)}
+        return entry.source, content
+
+    def events(self) -> DataFrame:
+        """The events of index operations (create, refresh, optimize) under the system path,
+        oldest first: operation name, index, mode, start and end time, data version written,
+        and the input and output data files' stats (files, levels, rows, bytes)."""
+        rows = []
+        for e in EventLog(self._fs, self._settings().system_path).read():
+            stats = [(s["files"], s["levels"], s["rows"], s["bytes"])
+                     for s in (e["input"], e["output"])]
+            rows.append((e["name"], e["index"], e["mode"],
+                         datetime.fromtimestamp(e["started"] / 1000),
+                         datetime.fromtimestamp(e["finished"] / 1000),
+                         e.get("dataVersion"), *stats))
+        return self.spark.createDataFrame(rows, _EVENTS_SCHEMA)
 
     def _read_source(self, source: dict) -> DataFrame:
         """The source of an index read again as it was when the index was built: same format,
@@ -318,8 +475,15 @@ class Hyperspace:
         self._changed()
 
     def vacuumIndex(self, indexName: str) -> None:
-        """Removes a deleted index and its data for good."""
-        self._lifecycle().vacuum(indexName)
+        """Removes a deleted index and its data for good; on an ACTIVE index, removes the data
+        versions it no longer uses (left by refresh and optimize). Queries planned on an older
+        version while it runs fail to read it."""
+        lifecycle = self._lifecycle()
+        if lifecycle.get(indexName).state is IndexState.ACTIVE:
+            removed = lifecycle.vacuum_outdated(indexName)
+            log.info("index '%s': removed %d unreferenced data versions", indexName, len(removed))
+        else:
+            lifecycle.vacuum(indexName)
         self._changed()
 
     def cancel(self, indexName: str) -> None:
@@ -420,5 +584,8 @@ def _summary(e: IndexLogEntry) -> tuple:
 _SUMMARY_SCHEMA = ("name string, kind string, indexedColumns array<string>, "
                    "includedColumns array<string>, numBuckets int, state string, location string, "
                    "numFiles long, sizeInBytes long")
+_STATS = "struct<files:long, levels:array<int>, rows:long, bytes:long>"
+_EVENTS_SCHEMA = (f"name string, index string, mode string, started timestamp, "
+                  f"finished timestamp, dataVersion int, input {_STATS}, output {_STATS}")
 _DETAIL_SCHEMA = _SUMMARY_SCHEMA + (", sourceFiles long, sourceFormat string, sourcePaths array<string>,"
                                     " dataVersion int, numRows long, logVersion int")

@@ -172,8 +172,8 @@ class Rewriter:
                 decision.description = json.loads(
                     plans.describe(plan, decision.ordinal, 2 if with_files else 1))
             fingerprint = decision.description.get("fingerprint")
-            listed = [e for e in candidates if e.kind in FILE_PRUNING or (
-                settings.hybrid_scan and e.source.get("fingerprint") != fingerprint)]
+            listed = [e for e in candidates if e.kind in FILE_PRUNING or (settings.hybrid_scan and (
+                e.source.get("fingerprint") != fingerprint or e.content.get("quickRefresh")))]
             if listed and "files" not in decision.description:
                 decision.description["files"] = self._files(plan, decision, candidates)
             decision.description["readSettings"] = payload["readSettings"]
@@ -184,7 +184,9 @@ class Rewriter:
                 decision.results)
         joined = self._join_rule(root, relations, decisions, indexes, settings,
                                  payload.get("joinHints", [])) if indexes else set()
-        for decision in decisions:
+        # last relation first: a hybrid scan adds source relations, which would shift the
+        # (pre-order) ordinals of the relations after it
+        for decision in reversed(decisions):
             chosen = decision.chosen
             if isinstance(chosen, skipping_rule.Pruning):
                 result.plan = plans.pruneFiles(result.plan, decision.ordinal, "\n".join(chosen.kept))
@@ -193,7 +195,8 @@ class Rewriter:
                 result.plan = plans.replaceRelation(result.plan, decision.ordinal,
                                                     self.index_relation(chosen.index, bucketed),
                                                     "\n".join(chosen.specs), chosen.restore_order,
-                                                    "\n".join(chosen.appended))
+                                                    "\n".join(chosen.appended),
+                                                    "\n".join(map(str, chosen.deleted_ids)))
         if record and settings.history_enabled:
             self.recorder(settings.system_path).record_plan(
                 root, [(r, d.description) for r, d in zip(relations, decisions)], result.applied)
@@ -231,7 +234,7 @@ class Rewriter:
             if reason is None:
                 found = join_rule.evaluate(root, sides, candidates,
                                            tuple(d.description for d in pair),
-                                           settings.case_sensitive)
+                                           settings.case_sensitive, settings.hybrid)
                 if isinstance(found, join_rule.JoinApplicable):
                     for d, applied in zip(pair, (found.left, found.right)):
                         d.results = [applied] + [r for r in d.results
@@ -287,10 +290,8 @@ class Rewriter:
     def _evaluate(self, root: PlanNode, relation: PlanNode, description: dict, entry: Any,
                   settings: Settings, payload: dict) -> Any:
         if entry.kind == COVERING:
-            hybrid = (covering_rule.HybridScan(settings.max_appended_ratio)
-                      if settings.hybrid_scan else None)
             return covering_rule.evaluate(root, relation, description, entry,
-                                          settings.case_sensitive, hybrid)
+                                          settings.case_sensitive, settings.hybrid)
         tz = payload["readSettings"].get("spark.sql.session.timeZone", "UTC")
         ansi = payload["conf"].get("spark.sql.ansi.enabled", "false").lower() == "true"
         if entry.kind == TEXT:

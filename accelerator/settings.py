@@ -6,6 +6,8 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from indexes.covering.rule import HybridScan
+
 ENABLED = "spark.accelerator.enabled"
 SYSTEM_PATH = "spark.accelerator.system.path"
 NUM_BUCKETS = "spark.accelerator.index.numBuckets"
@@ -15,6 +17,9 @@ TEXT_CACHE_DIR = "spark.accelerator.text.localCacheDir"
 FILTER_RULE_BUCKETS = "spark.accelerator.index.filterRule.useBucketSpec"
 HYBRID_SCAN = "spark.accelerator.index.hybridScan.enabled"
 MAX_APPENDED_RATIO = "spark.accelerator.index.hybridScan.maxAppendedRatio"
+MAX_DELETED_RATIO = "spark.accelerator.index.hybridScan.maxDeletedRatio"
+LINEAGE = "spark.accelerator.index.lineage.enabled"
+OPTIMIZE_BYTES = "spark.accelerator.index.optimize.bytesPerIteration"
 BROADCAST_THRESHOLD = "spark.sql.autoBroadcastJoinThreshold"
 BUCKETING = "spark.sql.sources.bucketing.enabled"
 
@@ -46,6 +51,9 @@ class Settings:
     filter_rule_bucket_spec: bool
     hybrid_scan: bool
     max_appended_ratio: float     # appended bytes over the source's bytes, for hybrid scan
+    max_deleted_ratio: float      # deleted bytes over the indexed bytes, for hybrid scan
+    lineage: bool                 # new covering indexes record each row's source file
+    optimize_bytes: int           # bytes optimizeIndex(mode="quick") compacts at most
     broadcast_threshold: int      # bytes; negative: Spark never broadcasts by size
     bucketing: bool
 
@@ -67,9 +75,18 @@ class Settings:
             filter_rule_bucket_spec=get(FILTER_RULE_BUCKETS, "true").lower() == "true",
             hybrid_scan=get(HYBRID_SCAN, "true").lower() == "true",
             max_appended_ratio=float(get(MAX_APPENDED_RATIO, "0.3")),
+            max_deleted_ratio=float(get(MAX_DELETED_RATIO, "0.2")),
+            lineage=get(LINEAGE, "false").lower() == "true",
+            optimize_bytes=byte_size(get(OPTIMIZE_BYTES, "1g")),
             broadcast_threshold=byte_size(get(BROADCAST_THRESHOLD, "10MB")),
             bucketing=get(BUCKETING, "true").lower() == "true",
         )
+
+    @property
+    def hybrid(self) -> HybridScan | None:
+        """The hybrid-scan limits for the index rules, or None when hybrid scan is off."""
+        return (HybridScan(self.max_appended_ratio, self.max_deleted_ratio)
+                if self.hybrid_scan else None)
 
     @staticmethod
     def of_session(spark: Any) -> "Settings":

@@ -35,6 +35,11 @@ DATA_DIR_PREFIX = "v__="
 TRASH_DIR = "_trash"
 
 
+def _version(data_dir: str) -> int:
+    """The version number of a ``.../v__=<n>`` data directory."""
+    return int(data_dir.rstrip("/").rsplit("=", 1)[-1])
+
+
 class IndexLifecycle:
     """Lifecycle actions for the indexes stored under one system path."""
 
@@ -179,22 +184,51 @@ class IndexLifecycle:
         final = begin.derive(begin.id + 1, IndexState.ACTIVE, source=source, content=content)
         return self._end(log, begin, final)
 
-    def refresh(self, name: str, build: BuildFn) -> IndexLogEntry:
-        """Rebuilds an ACTIVE index into a new data version: REFRESHING → ACTIVE.
+    def refresh(self, name: str, build: BuildFn,
+                state: IndexState = IndexState.REFRESHING) -> IndexLogEntry:
+        """Rebuilds an ACTIVE index into a new data version: REFRESHING (or ``state``, e.g.
+        OPTIMIZING) → ACTIVE.
 
         ``build(data_path)`` writes into ``v__=<n+1>`` where ``n`` is the current
         ``dataVersion``. Older versions are kept. Returns the new ACTIVE entry.
         """
         log = self.log_manager(name)
-        base = self._require(name, IndexState.ACTIVE, "refresh",
-                             f"run restore('{name}') first")
+        action = "optimize" if state is IndexState.OPTIMIZING else "refresh"
+        base = self._require(name, IndexState.ACTIVE, action, f"run restore('{name}') first")
         version = (base.data_version if base.data_version is not None else -1) + 1
-        begin = self._begin(log, base, IndexState.REFRESHING)
+        begin = self._begin(log, base, state)
         data_path = self.data_path(name, version)
         self._prepare_data_dir(data_path)
         source, content = self._build(build, data_path, version)
         final = begin.derive(begin.id + 1, IndexState.ACTIVE, source=source, content=content)
         return self._end(log, begin, final)
+
+    def record(self, name: str, update: Callable[[IndexLogEntry], tuple[dict, dict]]) -> IndexLogEntry:
+        """Records a new source and content for an ACTIVE index without new data (a quick
+        refresh): REFRESHING → ACTIVE with ``update(entry) -> (source, content)``."""
+        log = self.log_manager(name)
+        base = self._require(name, IndexState.ACTIVE, "refresh", f"run restore('{name}') first")
+        source, content = update(base)
+        begin = self._begin(log, base, IndexState.REFRESHING)
+        final = begin.derive(begin.id + 1, IndexState.ACTIVE, source=dict(source),
+                             content=dict(content))
+        return self._end(log, begin, final)
+
+    def vacuum_outdated(self, name: str) -> list[str]:
+        """Removes the data versions of an ACTIVE index older than the one it uses:
+        VACUUMINGOUTDATED → ACTIVE. Returns the removed directories. Queries planned on an
+        older version while this runs fail to read it."""
+        log = self.log_manager(name)
+        base = self._require(name, IndexState.ACTIVE, "vacuum outdated data of",
+                             f"run restore('{name}') first")
+        begin = self._begin(log, base, IndexState.VACUUMING_OUTDATED)
+        current = base.data_version if base.data_version is not None else -1
+        removed = [d for d in self._data_dirs(log.index_path) if _version(d) < current]
+        for data_dir in removed:
+            logger.info("removing unreferenced data version %s", data_dir)
+            self._fs.delete(data_dir, recursive=True)
+        self._end(log, begin, base.derive(begin.id + 1, IndexState.ACTIVE))
+        return removed
 
     def delete(self, name: str) -> IndexLogEntry:
         """Soft-deletes an ACTIVE index: DELETING → DELETED; its data is kept for restore."""
@@ -220,8 +254,8 @@ class IndexLifecycle:
         """
         log = self.log_manager(name)
         base = self._require(name, IndexState.DELETED, "vacuum",
-                             f"run delete('{name}') first (vacuuming the old data versions of "
-                             f"an active index is not supported yet)")
+                             f"run delete('{name}') first (on an active index, "
+                             f"vacuum_outdated removes its unreferenced data versions)")
         begin = self._begin(log, base, IndexState.VACUUMING)
         return self._finish_vacuum(log, begin)
 
@@ -284,7 +318,7 @@ class IndexLifecycle:
     def _remove_newer_data(self, index_path: str, version: int | None) -> None:
         keep = -1 if version is None else version
         for data_dir in self._data_dirs(index_path):
-            if int(data_dir.rstrip("/").rsplit("=", 1)[-1]) > keep:
+            if _version(data_dir) > keep:
                 logger.info("removing data of a cancelled operation: %s", data_dir)
                 self._fs.delete(data_dir, recursive=True)
 

@@ -16,6 +16,26 @@ class NotApplicable:
     reason: str
 
 
+def covered_files(entry: Any) -> list[list[Any]]:
+    """The source files (``[path, size, mtime]``) whose rows an index's data holds: those its
+    log records, less the files a quick refresh recorded as appended, plus those it recorded
+    as deleted (a quick refresh updates the log, not the data)."""
+    pending = entry.content.get("quickRefresh") or {}
+    appended = {tuple(f) for f in pending.get("appended", [])}
+    files = [f for f in entry.source.get("files", []) if tuple(f) not in appended]
+    return files + [list(f) for f in pending.get("deleted", [])]
+
+
+def file_changes(entry: Any, files: list[list[Any]]) -> tuple[list[list[Any]], list[list[Any]]]:
+    """(appended, deleted): the ``files`` (a source's current ``[path, size, mtime]`` lists)
+    the index's data does not hold, and the files it holds that are no longer there (a
+    modified file is in both), each sorted."""
+    covered = {tuple(f) for f in covered_files(entry)}
+    current = {tuple(f) for f in files}
+    return ([list(f) for f in sorted(current - covered)],
+            [list(f) for f in sorted(covered - current)])
+
+
 def relation_schema(relation: PlanNode) -> list[list[Any]]:
     """The relation's output as [name, type] pairs (what an index records of its source)."""
     return [[a.fields["name"], a.fields["dataType"]] for a in output_attributes(relation)]

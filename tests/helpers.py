@@ -32,3 +32,20 @@ def using_system_path(spark, path: str):
             spark.conf.unset("spark.accelerator.system.path")
         else:
             spark.conf.set("spark.accelerator.system.path", previous)
+
+
+@contextlib.contextmanager
+def session_conf(spark, **settings: str):
+    """Sets Spark settings (``spark__sql__x="1"`` for ``spark.sql.x``) for the block."""
+    keys = {k.replace("__", "."): v for k, v in settings.items()}
+    previous = {k: spark.conf.get(k, None) for k in keys}
+    for k, v in keys.items():
+        spark.conf.set(k, v)
+    try:
+        yield
+    finally:
+        for k, v in previous.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from indexes.covering.config import KIND as COVERING
-from indexes.covering.rule import Applicable, coverage, index_columns, normalize
+from indexes.covering.rule import Applicable, HybridScan, coverage, index_columns, normalize
 from indexes.plan import Expr, PlanNode, attribute_use, conjuncts, output_attributes
 from indexes.source import NotApplicable
 
@@ -117,9 +117,11 @@ class JoinApplicable:
 
 def evaluate(root: PlanNode, sides: tuple[JoinSide, JoinSide],
              candidates: tuple[list[Any], list[Any]], sources: tuple[dict, dict],
-             case_sensitive: bool) -> JoinApplicable | str:
+             case_sensitive: bool, hybrid: HybridScan | None = None) -> JoinApplicable | str:
     """Picks the pair of covering indexes (one per side, from ``candidates``) that serves the
-    join, the smallest in total; or says why none does. ``sources`` describe each side's files."""
+    join, the smallest in total; or says why none does. ``sources`` describe each side's files;
+    with ``hybrid``, an index over a changed source serves too (appended files are read and
+    hashed into the index's buckets, deleted files' rows filtered out)."""
     left, right = sides
     pairing = dict(zip(left.keys, right.keys))
     usable: list[list[tuple[Any, Applicable]]] = [[], []]
@@ -131,7 +133,7 @@ def evaluate(root: PlanNode, sides: tuple[JoinSide, JoinSide],
                 reasons.append(f"'{entry.name}' is indexed on {_shown(keys)}, the "
                                f"{('left', 'right')[i]} join keys are {_shown(side.keys)}")
                 continue
-            found = coverage(root, side.relation, source, entry, case_sensitive)
+            found = coverage(root, side.relation, source, entry, case_sensitive, hybrid)
             if isinstance(found, NotApplicable):
                 reasons.append(f"'{entry.name}': {found.reason}")
                 continue

@@ -17,7 +17,13 @@ from indexes.plan import (
     plan_references,
     references,
 )
-from indexes.source import NotApplicable, relation_schema, source_mismatch
+from indexes.source import (
+    NotApplicable,
+    covered_files,
+    file_changes,
+    relation_schema,
+    source_mismatch,
+)
 
 
 @dataclass(frozen=True)
@@ -29,6 +35,7 @@ class Applicable:
     restore_order: bool
     point_lookup: bool = False   # the filter compares the first indexed column with literals
     appended: tuple[str, ...] = ()   # source files read next to the index (hybrid scan)
+    deleted_ids: tuple[int, ...] = ()   # lineage ids of files whose rows are filtered out
     rule: str = "filter"     # the rule that applies it: "filter" or "join"
     note: str = ""           # why another rule did not apply, for whyNot
 
@@ -38,6 +45,9 @@ class Applicable:
                else "filter rule")
         if self.appended:
             how += f"; hybrid scan: {len(self.appended)} appended source files read next to it"
+        if self.deleted_ids:
+            how += (f"; hybrid scan: rows of {len(self.deleted_ids)} deleted or modified source "
+                    "files filtered out by lineage")
         return f"the index is used ({how}{'; ' + self.note if self.note else ''})"
 
     @property
@@ -56,43 +66,76 @@ def normalize(path: tuple[str, ...], case_sensitive: bool) -> tuple[str, ...]:
     return path if case_sensitive else tuple(p.lower() for p in path)
 
 
+LINEAGE_COLUMN = "_data_file_id"
+
+
 @dataclass(frozen=True)
 class HybridScan:
-    """When an index over a source with appended files is still used: the appended files are
-    read from the source next to the index, up to ``max_appended_ratio`` of the source's bytes."""
+    """When an index over a changed source is still used: appended files are read from the
+    source next to the index, up to ``max_appended_ratio`` of the source's bytes; the rows of
+    deleted files are filtered out of the index by its lineage column, up to
+    ``max_deleted_ratio`` of the bytes the index holds."""
 
     max_appended_ratio: float
+    max_deleted_ratio: float
+
+
+@dataclass(frozen=True)
+class SourceDelta:
+    """How the source differs from the files an index holds: source files to read next to it,
+    and the lineage ids of the files whose rows to filter out of it."""
+
+    appended: tuple[str, ...] = ()
+    deleted_ids: tuple[int, ...] = ()
 
 
 def _source_state(relation: PlanNode, source: dict, entry: Any,
-                  hybrid: HybridScan | None) -> NotApplicable | tuple[str, ...]:
-    """Why the index cannot stand for ``relation``'s source, or the files it must read from the
-    source next to the index (none when the index holds exactly the source's files)."""
+                  hybrid: HybridScan | None) -> NotApplicable | SourceDelta:
+    """Why the index cannot stand for ``relation``'s source, or what hybrid scan must do for
+    it to (nothing when the index holds exactly the source's files)."""
+    def changed(reason: str) -> NotApplicable:
+        return NotApplicable(entry, "SOURCE_CHANGED", reason)
+
     if relation.fields.get("isStreaming"):
         return NotApplicable(entry, "STREAMING_SOURCE", "the source is a stream")
     mismatch = source_mismatch(entry.source, source, relation_schema(relation), check_files=False)
     if mismatch:
-        return NotApplicable(entry, "SOURCE_CHANGED", mismatch)
-    if entry.source.get("fingerprint") == source.get("fingerprint"):
-        return ()
+        return changed(mismatch)
+    pending = entry.content.get("quickRefresh")
+    if entry.source.get("fingerprint") == source.get("fingerprint") and not pending:
+        return SourceDelta()
     files = source.get("files")
     if hybrid is None or files is None:
-        return NotApplicable(entry, "SOURCE_CHANGED",
-                             source_mismatch(entry.source, source, relation_schema(relation)))
-    recorded = {tuple(f) for f in entry.source.get("files", [])}
-    current = {tuple(f) for f in files}
-    deleted, appended = recorded - current, sorted(current - recorded)
+        if pending and hybrid is None:
+            return changed("the index was refreshed with mode='quick', whose changes are read by "
+                           "hybrid scan, and spark.accelerator.index.hybridScan.enabled is "
+                           "false; refresh it with mode='incremental' or 'full'")
+        return changed(source_mismatch(entry.source, source, relation_schema(relation))
+                       or "the source files changed since the index was built")
+    appended, deleted = file_changes(entry, files)
+    ids: tuple[int, ...] = ()
     if deleted:
-        return NotApplicable(entry, "SOURCE_CHANGED", (
-            f"{len(deleted)} indexed source files were deleted or modified (hybrid scan reads "
-            "appended files only); refresh the index"))
-    share = sum(f[1] for f in appended) / max(1, sum(f[1] for f in current))
+        lineage = entry.content.get("fileIds")
+        if not entry.config.get("lineage") or lineage is None:
+            return changed(
+                f"{len(deleted)} indexed source files were deleted or modified, and the index "
+                "has no lineage column to filter their rows out (create it with "
+                "spark.accelerator.index.lineage.enabled=true); refresh the index")
+        indexed_bytes = sum(f[1] for f in covered_files(entry))
+        share = sum(f[1] for f in deleted) / max(1, indexed_bytes)
+        if share > hybrid.max_deleted_ratio:
+            return changed(
+                f"{len(deleted)} deleted or modified files held {share:.0%} of the indexed "
+                "bytes, over spark.accelerator.index.hybridScan.maxDeletedRatio "
+                f"({hybrid.max_deleted_ratio:g}); refresh the index")
+        ids = tuple(sorted({int(lineage[f[0]]) for f in deleted}))
+    share = sum(f[1] for f in appended) / max(1, sum(f[1] for f in files))
     if share > hybrid.max_appended_ratio:
-        return NotApplicable(entry, "SOURCE_CHANGED", (
+        return changed(
             f"{len(appended)} appended files hold {share:.0%} of the source's bytes, over "
             f"spark.accelerator.index.hybridScan.maxAppendedRatio ({hybrid.max_appended_ratio:g}); "
-            "refresh the index"))
-    return tuple(f[0] for f in appended)
+            "refresh the index")
+    return SourceDelta(tuple(f[0] for f in appended), ids)
 
 
 def needs_all_columns(relation: PlanNode) -> bool:
@@ -133,17 +176,23 @@ def _columns(root: PlanNode, relation: PlanNode, entry: Any,
             specs.append(f"={attr.expr_id}")
         else:
             specs.append("~" + "\u0001".join([str(attr.expr_id), *col.path[1:]]))
+    if entry.config.get("lineage"):
+        specs.append("#")   # the lineage column, last in the index
     return Applicable(entry, specs, restore_order)
 
 
 def coverage(root: PlanNode, relation: PlanNode, source: dict, entry: Any,
-             case_sensitive: bool) -> Applicable | NotApplicable:
+             case_sensitive: bool, hybrid: HybridScan | None = None) -> Applicable | NotApplicable:
     """Whether covering index ``entry`` can stand for ``relation`` in the plan ``root``,
-    whatever filters it: same source files, every needed column held."""
-    state = _source_state(relation, source, entry, None)
+    whatever filters it: the source's files (or, with ``hybrid``, a change hybrid scan
+    handles), every needed column held."""
+    state = _source_state(relation, source, entry, hybrid)
     if isinstance(state, NotApplicable):
         return state
-    return _columns(root, relation, entry, case_sensitive)
+    found = _columns(root, relation, entry, case_sensitive)
+    if isinstance(found, NotApplicable):
+        return found
+    return replace(found, appended=state.appended, deleted_ids=state.deleted_ids)
 
 
 def evaluate(root: PlanNode, relation: PlanNode, source: dict, entry: Any,
@@ -168,7 +217,8 @@ def evaluate(root: PlanNode, relation: PlanNode, source: dict, entry: Any,
     found = _columns(root, relation, entry, case_sensitive)
     if isinstance(found, NotApplicable):
         return found
-    return replace(found, appended=state, point_lookup=point_lookup(
+    return replace(found, appended=state.appended, deleted_ids=state.deleted_ids,
+                   point_lookup=point_lookup(
         relation, normalize(indexed[0].path, case_sensitive), case_sensitive))
 
 

@@ -18,7 +18,7 @@ from indexes.plan import Expr, PlanNode, output_attributes
 from indexes.skipping import evaluator, ir
 from indexes.skipping.rule import Pruning, filter_condition, source_problem
 from indexes.skipping.stats import ColumnStats, FileStats
-from indexes.source import NotApplicable
+from indexes.source import NotApplicable, covered_files
 from indexes.text import literals as L
 
 _CASE_MAPPINGS = ("Lower", "Upper")
@@ -129,7 +129,7 @@ def evaluate(relation: PlanNode, source: dict, entry: Any, reader: Any, session_
     for key, req in found.items():
         matches[key], looked, kept_whole = reader.may_match(req)
         (literals if looked or not kept_whole else frequent).extend(_shown(req))
-    indexed = {path: (size, mtime) for path, size, mtime in entry.source.get("files", [])}
+    indexed = {path: (size, mtime) for path, size, mtime in covered_files(entry)}
     files = source.get("files") or []
     kept: list[str] = []
     kept_bytes = total_bytes = unindexed = 0

@@ -24,6 +24,7 @@ import org.apache.spark.sql.catalyst.expressions.In;
 import org.apache.spark.sql.catalyst.expressions.InSet;
 import org.apache.spark.sql.catalyst.expressions.Literal;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
+import org.apache.spark.sql.catalyst.expressions.Not;
 import org.apache.spark.sql.catalyst.plans.logical.Filter;
 import org.apache.spark.sql.catalyst.plans.logical.Join;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
@@ -242,19 +243,23 @@ public final class PlanRewrite {
   /**
    * Replaces the {@code ordinal}-th file relation of {@code plan} by a fresh instance of
    * {@code indexRelation}. {@code specs[i]} says what the i-th index column stands for:
-   * {@code "=<exprId>"} keeps the identity of the original attribute with that id, and
+   * {@code "=<exprId>"} keeps the identity of the original attribute with that id,
    * {@code "~<exprId>\u0001<field>\u0001<field>..."} replaces that struct-field chain of the
-   * original attribute, wherever it occurs in the plan, by the index column. With
-   * {@code restoreOrder}, a Project on top gives the original relation's output, in its order.
-   * The specs come newline-separated in one string (one py4j argument).
+   * original attribute, wherever it occurs in the plan, by the index column, and {@code "#"}
+   * marks the lineage column (the id of each row's source file). With {@code restoreOrder}, a
+   * Project on top gives the original relation's output, in its order. The specs come
+   * newline-separated in one string (one py4j argument).
    *
-   * <p>{@code appendedLines} (newline-separated paths, or empty) are source files the index does
-   * not hold (hybrid scan): the Filter right above the replacement becomes the union of itself
-   * and the same Filter over those files alone, projected to the index's columns under the
-   * same attribute ids.
+   * <p>Hybrid scan: {@code excludedIdLines} (newline-separated lineage ids, or empty) are source
+   * files deleted or modified since the index was built, whose rows a Filter over the index
+   * drops. {@code appendedLines} (newline-separated paths, or empty) are source files the index
+   * does not hold: the Filter right above the replacement (or the replacement itself when no
+   * Filter is) becomes the union of itself and the same plan over those files alone, projected
+   * to the index's columns under the same attribute ids. (Spark's UnionExec does not keep the
+   * partitioning of a bucketed scan, so a join over that union shuffles it.)
    */
   public LogicalPlan replaceRelation(LogicalPlan plan, int ordinal, LogicalPlan indexRelation,
-      String specLines, boolean restoreOrder, String appendedLines) {
+      String specLines, boolean restoreOrder, String appendedLines, String excludedIdLines) {
     String[] specs = specLines.split("\n", -1);
     LogicalPlan original = fileRelations(plan)[ordinal];
     Map<Long, Attribute> originalById = new HashMap<>();
@@ -269,6 +274,7 @@ public final class PlanRewrite {
     }
     List<AttributeReference> output = new ArrayList<>();
     Map<String, Expression> chains = new HashMap<>();
+    AttributeReference lineage = null;
     for (int i = 0; i < specs.length; i++) {
       AttributeReference attr = freshOut.apply(i);
       String spec = specs[i];
@@ -281,18 +287,27 @@ public final class PlanRewrite {
             .withExprId(orig.exprId());
       } else if (spec.startsWith("~")) {
         chains.put(spec.substring(1), attr);
+      } else if (spec.equals("#")) {
+        lineage = attr;
       } else if (!spec.isEmpty()) {
         throw new IllegalArgumentException("bad column spec " + spec);
       }
       output.add(attr);
     }
     LogicalPlan replacement = withOutput(fresh, output);
-    if (restoreOrder) {
-      List<NamedExpression> projection = new ArrayList<>();
-      for (int i = 0; i < origOut.size(); i++) {
-        projection.add(origOut.apply(i));
+    if (!excludedIdLines.isEmpty()) {
+      if (lineage == null) {
+        throw new IllegalArgumentException("excluding files needs the lineage column");
       }
-      replacement = new Project(CollectionConverters.asScala(projection).toSeq(), replacement);
+      List<Expression> ids = new ArrayList<>();
+      for (String id : excludedIdLines.split("\n")) {
+        ids.add(Literal.create(Long.parseLong(id), lineage.dataType()));
+      }
+      replacement = new Filter(new Not(new In(lineage,
+          CollectionConverters.asScala(ids).toSeq())), replacement);
+    }
+    if (restoreOrder) {
+      replacement = restored(origOut, replacement);
     }
     LogicalPlan swapped = (LogicalPlan) plan.transformUp(new SameNode(original, replacement));
     if (!chains.isEmpty()) {
@@ -304,26 +319,32 @@ public final class PlanRewrite {
     LogicalPlan appended = appendedPart((LogicalRelation) original, lineSet(appendedLines),
         specs, originalById, output);
     if (restoreOrder) {
-      List<NamedExpression> projection = new ArrayList<>();
-      for (int i = 0; i < origOut.size(); i++) {
-        projection.add(origOut.apply(i));
-      }
-      appended = new Project(CollectionConverters.asScala(projection).toSeq(), appended);
+      appended = restored(origOut, appended);
     }
     LogicalPlan filter = parentOf(swapped, replacement);
-    if (!(filter instanceof Filter)) {
-      throw new IllegalStateException("hybrid scan needs a Filter right above the relation");
+    LogicalPlan anchor = filter instanceof Filter ? filter : replacement;
+    if (anchor != replacement) {
+      appended = filter.withNewChildren(
+          CollectionConverters.asScala(Arrays.asList(appended)).toSeq());
     }
-    List<LogicalPlan> branches = Arrays.asList(filter,
-        filter.withNewChildren(CollectionConverters.asScala(Arrays.asList(appended)).toSeq()));
+    List<LogicalPlan> branches = Arrays.asList(anchor, appended);
     Union union = new Union(CollectionConverters.asScala(branches).toSeq(), false, false);
-    return (LogicalPlan) swapped.transformUp(new SameNode(filter, union));
+    return (LogicalPlan) swapped.transformUp(new SameNode(anchor, union));
+  }
+
+  /** A Project giving {@code columns} (the original relation's output) over {@code child}. */
+  private static LogicalPlan restored(scala.collection.Seq<Attribute> columns, LogicalPlan child) {
+    List<NamedExpression> projection = new ArrayList<>();
+    for (int i = 0; i < columns.size(); i++) {
+      projection.add(columns.apply(i));
+    }
+    return new Project(CollectionConverters.asScala(projection).toSeq(), child);
   }
 
   /**
    * The source relation reading only {@code files}, projected to the index's columns: a column
    * kept by identity is the source attribute itself; a nested field is its struct-field chain
-   * under the index column's name and attribute id.
+   * under the index column's name and attribute id; the lineage column is null.
    */
   private static LogicalPlan appendedPart(LogicalRelation rel, java.util.Set<String> files,
       String[] specs, Map<Long, Attribute> originalById, List<AttributeReference> indexOutput) {
@@ -332,20 +353,25 @@ public final class PlanRewrite {
     LogicalPlan scan = (LogicalPlan) copyCaseClass(rel, 0,
         copyCaseClass(fs, 0, only, fs.sparkSession()));
     List<NamedExpression> columns = new ArrayList<>();
+    scala.collection.immutable.Seq<String> none =
+        CollectionConverters.asScala(new ArrayList<String>()).toSeq();
     for (int i = 0; i < specs.length; i++) {
       if (specs[i].startsWith("=")) {
         columns.add(originalById.get(Long.parseLong(specs[i].substring(1))));
         continue;
       }
-      String[] parts = specs[i].substring(1).split("\u0001", -1);
-      Expression e = originalById.get(Long.parseLong(parts[0]));
-      for (int j = 1; j < parts.length; j++) {
-        StructType st = (StructType) e.dataType();
-        e = new GetStructField(e, st.fieldIndex(parts[j]), scala.Option.apply(parts[j]));
-      }
       AttributeReference target = indexOutput.get(i);
-      scala.collection.immutable.Seq<String> none =
-          CollectionConverters.asScala(new ArrayList<String>()).toSeq();
+      Expression e;
+      if (specs[i].equals("#")) {
+        e = Literal.create(null, target.dataType());
+      } else {
+        String[] parts = specs[i].substring(1).split("\u0001", -1);
+        e = originalById.get(Long.parseLong(parts[0]));
+        for (int j = 1; j < parts.length; j++) {
+          StructType st = (StructType) e.dataType();
+          e = new GetStructField(e, st.fieldIndex(parts[j]), scala.Option.apply(parts[j]));
+        }
+      }
       columns.add(new Alias(e, target.name(), target.exprId(), none, scala.Option.empty(), none));
     }
     return new Project(CollectionConverters.asScala(columns).toSeq(), scan);
