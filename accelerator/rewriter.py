@@ -36,6 +36,7 @@ from indexes.plan import PlanNode, file_relations, parse_plan, unsupported_reaso
 log = logging.getLogger("accelerator.rewriter")
 
 FILE_LISTS_CACHED = 16
+SUSPENDED = "spark.accelerator.suspended"   # see AcceleratorRule.SUSPENDED_KEY
 FILE_PRUNING = (SKIPPING, TEXT)   # index kinds that prune a relation's file list
 
 
@@ -79,7 +80,6 @@ class Rewriter:
         self._skipping_tables: dict[str, tuple[tuple, dict[str, FileEntry]]] = {}
         # data version path → (log entry stamp, reader of a text index's shards)
         self._text_readers: dict[str, tuple[tuple, TextIndexReader]] = {}
-        self._suspended = 0
         self._captures: list[list[RewriteResult]] = []
         self._lock = threading.Lock()
         self._recorders: dict[str, HistoryRecorder] = {}
@@ -89,8 +89,6 @@ class Rewriter:
     def apply(self, plan: Any, payload: str) -> Any:
         """Called by the JVM rule with a plan and its payload (PlanRewrite.payload: settings,
         file relations, plan JSON); returns a new plan or None for "keep the original"."""
-        if self._suspended:
-            return None
         try:
             capturing = bool(self._captures)
             result = self.rewrite(plan, json.loads(payload), record=not capturing,
@@ -107,14 +105,16 @@ class Rewriter:
 
     @contextlib.contextmanager
     def suspended(self) -> Iterator[None]:
-        """No rewriting while the block runs (index builds read the source itself)."""
-        with self._lock:
-            self._suspended += 1
+        """No rewriting of the queries this thread runs while the block runs (index builds read
+        the source itself); other threads' queries are still rewritten. A thread-local Spark
+        property that the JVM rule checks (PySpark pins each Python thread to a JVM thread)."""
+        context = self._spark.sparkContext
+        previous = context.getLocalProperty(SUSPENDED)
+        context.setLocalProperty(SUSPENDED, "true")
         try:
             yield
         finally:
-            with self._lock:
-                self._suspended -= 1
+            context.setLocalProperty(SUSPENDED, previous)
 
     @contextlib.contextmanager
     def capturing(self) -> Iterator[list[RewriteResult]]:

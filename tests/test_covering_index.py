@@ -210,7 +210,7 @@ def test_crash_mid_create_blocks_until_cancel(spark, hs, nested_path, monkeypatc
     def crash(*args, **kwargs):
         raise RuntimeError("executor lost")
 
-    monkeypatch.setattr(hyperspace_module, "write_covering_index", crash)
+    monkeypatch.setattr(hyperspace_module, "write_buckets", crash)
     with pytest.raises(RuntimeError, match="executor lost"):
         create_nested_index(hs, spark, nested_path)
     monkeypatch.undo()

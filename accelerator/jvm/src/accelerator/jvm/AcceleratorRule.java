@@ -23,6 +23,9 @@ import py4j.reflection.PythonProxyHandler;
  */
 public final class AcceleratorRule extends Rule<LogicalPlan> {
   static final String ENABLED_KEY = "spark.accelerator.enabled";
+  /** A thread-local Spark property: queries of a thread that sets it are not rewritten (the
+   * accelerator's own index builds), while other threads' queries still are. */
+  static final String SUSPENDED_KEY = "spark.accelerator.suspended";
   private static final Logger LOG = LoggerFactory.getLogger(AcceleratorRule.class);
   private static final ThreadLocal<Boolean> ACTIVE = ThreadLocal.withInitial(() -> Boolean.FALSE);
   private static volatile BiFunction<Object, String, Object> rewriter;
@@ -72,6 +75,7 @@ public final class AcceleratorRule extends Rule<LogicalPlan> {
     }
     try {
       if (!"true".equalsIgnoreCase(session.conf().get(ENABLED_KEY, "false"))
+          || "true".equals(session.sparkContext().getLocalProperty(SUSPENDED_KEY))
           || !PlanRewrite.hasFileRelation(plan)) {
         return plan;
       }

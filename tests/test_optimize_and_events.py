@@ -1,0 +1,139 @@
+"""optimizeIndex compacts a covering index's data files per bucket (level-wise in quick mode,
+every bucket in full mode) and keeps results; refreshes and optimizations write events
+readable through hs.events(); vacuumIndex on an ACTIVE index removes unreferenced versions; a
+query running during a refresh reads one version, never a mix."""
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+
+from accelerator import IndexConfig, InvalidIndexConfigError
+from tests.helpers import rows, vanilla
+from tests.test_hybrid_scan import SCHEMA, append, data, split_files
+
+
+@pytest.fixture
+def source(spark, tmp_path):
+    path = str(tmp_path / "src")
+    spark.createDataFrame(data(range(600)), SCHEMA).repartition(3).write.parquet(path)
+    return path
+
+
+def index_files(hs, name="ix"):
+    content = hs._lifecycle().get(name).content
+    return sorted(f for f in os.listdir(content["path"].replace("file:", ""))
+                  if f.endswith(".parquet"))
+
+
+def query(spark, path):
+    return spark.read.parquet(path).filter("id % 7 = 3").select("id", "payload.size")
+
+
+def assert_query(spark, path):
+    df = query(spark, path)
+    assert rows(df) == vanilla(spark, lambda: query(spark, path))
+    return df
+
+
+def create(spark, hs, path, buckets):
+    hs.createIndex(spark.read.parquet(path),
+                   IndexConfig("ix", ["id"], ["payload.size"], numBuckets=buckets))
+
+
+def test_quick_optimize_compacts_level_groups_and_converges(spark, hs, source):
+    create(spark, hs, source, 2)
+    for start in (1000, 3000):
+        append(spark, source, range(start, start + 1000))
+        hs.refreshIndex("ix", mode="incremental")
+    assert len(index_files(hs)) == 6          # per bucket: ~300 + ~500 + ~500 rows, level 2
+    hs.optimizeIndex("ix")                    # together past 1000 rows: compacted
+    entry = hs._lifecycle().get("ix")
+    assert entry.content["dataVersion"] == 3 and len(index_files(hs)) == 2
+    assert entry.content["numRows"] == 2600 and entry.content["numFiles"] == 2
+    df = assert_query(spark, source)
+    assert len(split_files(df, "ix")[0]) == 2
+    hs.optimizeIndex("ix")                    # nothing qualifies now: a no-op
+    assert hs._lifecycle().get("ix").content["dataVersion"] == 3
+
+    events = hs.events().collect()
+    assert [(e["name"], e["mode"], e["dataVersion"]) for e in events] == [
+        ("create", "full", 0), ("refresh", "incremental", 1), ("refresh", "incremental", 2),
+        ("optimize", "quick", 3)]
+    optimize = events[-1]
+    assert optimize["input"]["files"] == 6 and optimize["output"]["files"] == 2
+    assert optimize["input"]["rows"] == optimize["output"]["rows"] == 2600
+    assert set(optimize["input"]["levels"]) == {2} and optimize["output"]["levels"] == [3, 3]
+    assert events[1]["input"]["rows"] == 600 and events[1]["output"]["rows"] == 1600
+    assert all(e["finished"] >= e["started"] for e in events)
+    assert os.listdir(os.path.join(hs._settings().system_path, "_events"))
+
+
+def test_full_optimize_compacts_every_bucket(spark, hs, source):
+    create(spark, hs, source, 4)
+    append(spark, source, range(1000, 1040))
+    hs.refreshIndex("ix", mode="incremental")
+    before = len(index_files(hs))
+    assert before == 8
+    hs.optimizeIndex("ix", mode="quick")      # 150-row and 10-row files: different levels
+    assert len(index_files(hs)) == before
+    hs.optimizeIndex("ix", mode="full")
+    assert len(index_files(hs)) == 4
+    df = assert_query(spark, source)
+    assert len(split_files(df, "ix")[0]) == 4
+
+
+def test_optimize_errors(spark, hs, source):
+    create(spark, hs, source, 2)
+    with pytest.raises(InvalidIndexConfigError, match="'all' is not supported.*quick, full"):
+        hs.optimizeIndex("ix", mode="all")
+    hs.deleteIndex("ix")
+    with pytest.raises(Exception, match="DELETED.*ACTIVE"):
+        hs.optimizeIndex("ix")
+
+
+def test_vacuum_of_an_active_index_removes_unreferenced_versions(spark, hs, source):
+    create(spark, hs, source, 2)
+    append(spark, source, range(1000, 1040))
+    hs.refreshIndex("ix", mode="incremental")
+    hs.optimizeIndex("ix", mode="full")
+    index_dir = os.path.join(hs._settings().system_path, "ix")
+    assert sorted(d for d in os.listdir(index_dir) if d.startswith("v__")) == \
+        ["v__=0", "v__=1", "v__=2"]
+    hs.vacuumIndex("ix")
+    assert [d for d in os.listdir(index_dir) if d.startswith("v__")] == ["v__=2"]
+    entry = hs._lifecycle().get("ix")
+    assert entry.state.name == "ACTIVE" and entry.content["dataVersion"] == 2
+    df = assert_query(spark, source)
+    assert split_files(df, "ix")[0]
+
+
+def test_query_during_a_refresh_reads_one_version(spark, hs, source):
+    create(spark, hs, source, 2)
+    append(spark, source, range(1000, 1200))
+    expected = vanilla(spark, lambda: query(spark, source))
+    failure: list[BaseException] = []
+
+    def refresh():
+        try:
+            hs.refreshIndex("ix", mode="incremental")
+        except BaseException as e:   # reported by the main thread
+            failure.append(e)
+
+    worker = threading.Thread(target=refresh)
+    worker.start()
+    versions = set()
+    while True:
+        done = not worker.is_alive()
+        df = query(spark, source)
+        assert rows(df) == expected
+        indexed = split_files(df, "ix")[0]
+        read = {f.split("/v__=")[1].split("/")[0] for f in indexed}
+        assert len(read) == 1                 # never files of two versions
+        versions |= read
+        if done:
+            break
+    worker.join()
+    assert not failure
+    assert "1" in versions
