@@ -246,6 +246,7 @@ def _run_workload(spark: SparkSession, workload: Workload, ctx: Context, work_di
     shuffles_accelerated = shuffles(build(facts["path"]))
     used = [r.index for r in why_not(spark, build(facts["path"])) if r.code == "APPLIED"]
     Hyperspace.disable(spark)
+    refresh = _refresh_cost(hs, indexes) if workload.refresh_cost else None
 
     ratios = [v / a for v, a in zip(vanilla, accelerated)]
     ratio = statistics.median(ratios)
@@ -269,7 +270,22 @@ def _run_workload(spark: SparkSession, workload: Workload, ctx: Context, work_di
         "shuffles": {"vanilla": shuffles_vanilla, "accelerated": shuffles_accelerated},
         "indexes": indexes,
         "indexes_used": sorted(set(used)),
+        **({"refresh": refresh} if refresh is not None else {}),
     }
+
+
+def _refresh_cost(hs: Hyperspace, indexes: list[dict]) -> list[dict]:
+    """Seconds of an incremental refresh of each index after the workload's change, and their
+    share of the index's build (None when this run did not build it); the indexes are then
+    dropped, as the next run restores the source they were refreshed to."""
+    out = []
+    for index in indexes:
+        seconds, _ = _timed(lambda: hs.refreshIndex(index["name"], mode="incremental"))
+        built = index.get("build_s")
+        out.append({"name": index["name"], "incremental_s": seconds, "build_s": built,
+                    "ratio_incremental_over_build": seconds / built if built else None})
+        _drop_index(hs, index["name"])
+    return out
 
 
 def planning_overhead(spark: SparkSession, plans: dict[str, Callable[[int], DataFrame]],

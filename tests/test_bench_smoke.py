@@ -33,6 +33,9 @@ def test_every_workload_runs_with_identical_results(tmp_path):
     hybrid = by_name["tpch_lineitem_partkey_lookup_appended"]   # the index + the appended files
     assert hybrid["indexes_used"] == ["bench_lineitem_partkey_appended"]
     assert hybrid["read"]["accelerated"]["bytes_read"] < hybrid["read"]["vanilla"]["bytes_read"]
+    (refresh,) = hybrid["refresh"]       # then refreshed incrementally, against its build
+    assert refresh["name"] == "bench_lineitem_partkey_appended" and refresh["incremental_s"] > 0
+    assert refresh["ratio_incremental_over_build"] > 0
     assert by_name["tpch_lineitem_no_index_applies"]["indexes_used"] == []
     skipping = ["eventlog_payload_time_window", "eventlog_trace_id_bloom", "eventlog_session_id_bloom"]
     for name in skipping:
