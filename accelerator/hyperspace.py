@@ -211,11 +211,7 @@ class Hyperspace:
             else:
                 added = (write_buckets(rows, keys, entry.config["numBuckets"], data_path, self._fs)
                          if appended else {"files": []})
-                self._fs.mkdirs(data_path)
-                for info in self._fs.list(previous):
-                    if not info.is_dir and info.name.endswith(".parquet"):
-                        self._fs.copy(info.path, f"{data_path.rstrip('/')}/{info.name}")
-                files = self._data_files(entry) + added["files"]
+                files = self._copy_data(entry, self._data_files(entry), data_path) + added["files"]
                 content = {"schema": entry.content["schema"], "files": files,
                            "numRows": sum(f[2] for f in files), "numFiles": len(files),
                            "sizeInBytes": sum(f[3] for f in files)}
@@ -230,6 +226,15 @@ class Hyperspace:
             with session.rewriter(self.spark).suspended():
                 files = data_facts(self.spark, entry.content["path"], self._fs)["files"]
         return [list(f) for f in files]
+
+    def _copy_data(self, entry: Any, files: list[list], data_path: str) -> list[list]:
+        """Copies ``files`` (``[name, ...]`` records) of ``entry``'s data version into
+        ``data_path``; returns them."""
+        previous = entry.content["path"].rstrip("/")
+        self._fs.mkdirs(data_path)
+        for name, *_ in files:
+            self._fs.copy(f"{previous}/{name}", f"{data_path.rstrip('/')}/{name}")
+        return files
 
     @staticmethod
     def _quick(entry: Any, source: dict) -> tuple[dict, dict]:
@@ -435,9 +440,7 @@ class Hyperspace:
             written = write_buckets(rows, [c.name for c in indexed], entry.config["numBuckets"],
                                     data_path, self._fs)
         kept = [f for f in self._data_files(entry) if f[0] not in chosen]
-        for name, *_ in kept:
-            self._fs.copy(f"{previous}/{name}", f"{data_path.rstrip('/')}/{name}")
-        files = written["files"] + kept
+        files = written["files"] + self._copy_data(entry, kept, data_path)
         content = {**entry.content, "files": files, "numFiles": len(files),
                    "numRows": sum(f[2] for f in files), "sizeInBytes": sum(f[3] for f in files)}
         return entry.source, content

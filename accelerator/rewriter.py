@@ -191,12 +191,14 @@ class Rewriter:
             if isinstance(chosen, skipping_rule.Pruning):
                 result.plan = plans.pruneFiles(result.plan, decision.ordinal, "\n".join(chosen.kept))
             elif chosen is not None:
-                bucketed = decision.ordinal in joined or settings.filter_rule_bucket_spec
+                joins = decision.ordinal in joined
+                bucketed = joins or settings.filter_rule_bucket_spec
                 result.plan = plans.replaceRelation(result.plan, decision.ordinal,
                                                     self.index_relation(chosen.index, bucketed),
                                                     "\n".join(chosen.specs), chosen.restore_order,
                                                     "\n".join(chosen.appended),
-                                                    "\n".join(map(str, chosen.deleted_ids)))
+                                                    "\n".join(map(str, chosen.deleted_ids)),
+                                                    joins and bool(payload.get("bucketUnion")))
         if record and settings.history_enabled:
             self.recorder(settings.system_path).record_plan(
                 root, [(r, d.description) for r, d in zip(relations, decisions)], result.applied)

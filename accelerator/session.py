@@ -45,6 +45,8 @@ def install(spark: Any) -> Rewriter:
             helpers = jvm.helpers(spark)
             if not helpers.preinstalled:   # else spark.sql.extensions injected it already
                 extensions.injectPreCBORule(helpers.builder)
+                # the physical operators it plans travel inside tasks: executors need the jar
+                spark._jsc.addJar(str(jvm.build_jar(spark.version)))
             _installed.add(key)
     return found
 
@@ -55,6 +57,8 @@ def enable(spark: Any) -> None:
     DataFrames built before this call are rewritten when they run.
     """
     install(spark)
+    # the planner of the bucket-aware union hybrid scan uses under the join rule
+    jvm.helpers(spark).plans.installBucketUnion(spark._jsparkSession)
     spark.conf.set(ENABLED, "true")
     log.info("accelerator enabled")
 

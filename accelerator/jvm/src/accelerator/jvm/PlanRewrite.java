@@ -29,6 +29,7 @@ import org.apache.spark.sql.catalyst.plans.logical.Filter;
 import org.apache.spark.sql.catalyst.plans.logical.Join;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
+import org.apache.spark.sql.catalyst.plans.logical.RepartitionByExpression$;
 import org.apache.spark.sql.catalyst.plans.logical.Union;
 import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
 import org.apache.spark.sql.execution.datasources.LogicalRelation;
@@ -97,7 +98,8 @@ public final class PlanRewrite {
    * description of each file relation without its files ({@code relations}, in pre-order; with
    * the fingerprint when an index is over its root paths) and the plan itself ({@code plan}, as
    * {@code toJSON}), with the settings that change what is read from files ({@code
-   * readSettings}) and the hints of its joins ({@code joinHints}, in pre-order: "" for none).
+   * readSettings}), the hints of its joins ({@code joinHints}, in pre-order: "" for none) and
+   * whether the session plans a {@link BucketUnion} ({@code bucketUnion}).
    */
   public static String payload(LogicalPlan plan, SparkSession session) {
     StringBuilder sb = new StringBuilder(4096).append("{\"conf\":{");
@@ -116,7 +118,8 @@ public final class PlanRewrite {
     }
     sb.append("\"spark.sql.warehouse.dir\":")
         .append(quote(session.conf().get("spark.sql.warehouse.dir")));
-    sb.append("},\"readSettings\":").append(readSettings(session));
+    sb.append("},\"bucketUnion\":").append(BucketUnion.installed(session));
+    sb.append(",\"readSettings\":").append(readSettings(session));
     sb.append(",\"relations\":[");
     List<LogicalPlan> relations = new ArrayList<>();
     collect(plan, relations);
@@ -255,11 +258,14 @@ public final class PlanRewrite {
    * drops. {@code appendedLines} (newline-separated paths, or empty) are source files the index
    * does not hold: the Filter right above the replacement (or the replacement itself when no
    * Filter is) becomes the union of itself and the same plan over those files alone, projected
-   * to the index's columns under the same attribute ids. (Spark's UnionExec does not keep the
-   * partitioning of a bucketed scan, so a join over that union shuffles it.)
+   * to the index's columns under the same attribute ids. With {@code bucketUnion}, that second
+   * branch is hash-partitioned on the index's bucket columns into its buckets and the union is a
+   * {@link BucketUnion}, which keeps the index scan's partitioning, so a join over it needs no
+   * shuffle of this side (Spark's own Union does not keep a bucketed scan's partitioning).
    */
   public LogicalPlan replaceRelation(LogicalPlan plan, int ordinal, LogicalPlan indexRelation,
-      String specLines, boolean restoreOrder, String appendedLines, String excludedIdLines) {
+      String specLines, boolean restoreOrder, String appendedLines, String excludedIdLines,
+      boolean bucketUnion) {
     String[] specs = specLines.split("\n", -1);
     LogicalPlan original = fileRelations(plan)[ordinal];
     Map<Long, Attribute> originalById = new HashMap<>();
@@ -327,9 +333,39 @@ public final class PlanRewrite {
       appended = filter.withNewChildren(
           CollectionConverters.asScala(Arrays.asList(appended)).toSeq());
     }
-    List<LogicalPlan> branches = Arrays.asList(anchor, appended);
-    Union union = new Union(CollectionConverters.asScala(branches).toSeq(), false, false);
+    if (bucketUnion) {
+      appended = bucketed(appended, (LogicalRelation) indexRelation, freshOut, output);
+    }
+    scala.collection.immutable.Seq<LogicalPlan> branches =
+        CollectionConverters.asScala(Arrays.asList(anchor, appended)).toSeq();
+    LogicalPlan union = bucketUnion ? new BucketUnion(branches) : new Union(branches, false, false);
     return (LogicalPlan) swapped.transformUp(new SameNode(anchor, union));
+  }
+
+  /**
+   * {@code plan} hash-partitioned like the buckets of {@code indexRelation}: on the attributes
+   * that stand for its bucket columns, into as many partitions as it has buckets (Spark's
+   * bucket id is the partition id of that hash partitioning).
+   */
+  private static LogicalPlan bucketed(LogicalPlan plan, LogicalRelation indexRelation,
+      scala.collection.Seq<AttributeReference> freshOut, List<AttributeReference> output) {
+    BucketSpec spec = ((HadoopFsRelation) indexRelation.relation()).bucketSpec().get();
+    List<Expression> keys = new ArrayList<>();
+    scala.collection.Seq<String> columns = spec.bucketColumnNames();
+    for (int c = 0; c < columns.size(); c++) {
+      for (int i = 0; i < freshOut.size(); i++) {
+        if (freshOut.apply(i).name().equals(columns.apply(c))) {
+          keys.add(output.get(i));
+        }
+      }
+    }
+    return RepartitionByExpression$.MODULE$.apply(
+        CollectionConverters.asScala(keys).toSeq(), plan, spec.numBuckets());
+  }
+
+  /** Lets the session plan {@link BucketUnion} (see {@link BucketUnion#install}). */
+  public void installBucketUnion(SparkSession session) {
+    BucketUnion.install(session);
   }
 
   /** A Project giving {@code columns} (the original relation's output) over {@code child}. */

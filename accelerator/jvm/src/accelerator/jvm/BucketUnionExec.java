@@ -1,0 +1,91 @@
+package accelerator.jvm;
+
+import java.util.ArrayList;
+import java.util.List;
+
+import org.apache.spark.rdd.RDD;
+import org.apache.spark.rdd.SQLPartitioningAwareUnionRDD;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.Attribute;
+import org.apache.spark.sql.catalyst.plans.physical.Partitioning;
+import org.apache.spark.sql.execution.SparkPlan;
+
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * Physical {@link BucketUnion}: partition i is partition i of every child, concatenated. The
+ * children must have as many partitions as the first has buckets (the index scan reads one
+ * bucket per partition, the other child is hash-partitioned into that many), so the output keeps
+ * the first child's partitioning.
+ */
+public final class BucketUnionExec extends SparkPlan {
+  private final scala.collection.immutable.Seq<SparkPlan> children;
+
+  public BucketUnionExec(scala.collection.immutable.Seq<SparkPlan> children) {
+    this.children = children;
+  }
+
+  @Override
+  public scala.collection.immutable.Seq<SparkPlan> children() {
+    return children;
+  }
+
+  @Override
+  public scala.collection.immutable.Seq<Attribute> output() {
+    return BucketUnion.unionOutput(children);
+  }
+
+  @Override
+  public Partitioning outputPartitioning() {
+    return children.apply(0).outputPartitioning();
+  }
+
+  @Override
+  public RDD<InternalRow> doExecute() {
+    List<RDD<InternalRow>> rdds = new ArrayList<>();
+    int partitions = -1;
+    for (int i = 0; i < children.size(); i++) {
+      RDD<InternalRow> rdd = children.apply(i).execute();
+      if (partitions >= 0 && rdd.getNumPartitions() != partitions) {
+        throw new IllegalStateException("bucket union: " + rdd.getNumPartitions()
+            + " partitions next to " + partitions + " buckets");
+      }
+      partitions = rdd.getNumPartitions();
+      rdds.add(rdd);
+    }
+    // a Spark class: the accelerator's own classes are not on the executors' class path
+    return new SQLPartitioningAwareUnionRDD<>(sparkContext(),
+        CollectionConverters.asScala(rdds).toSeq(), partitions,
+        scala.reflect.ClassTag$.MODULE$.apply(InternalRow.class));
+  }
+
+  @Override
+  public SparkPlan withNewChildrenInternal(scala.collection.immutable.IndexedSeq<SparkPlan> c) {
+    return new BucketUnionExec(c.toSeq());
+  }
+
+  @Override
+  public int productArity() {
+    return 1;
+  }
+
+  @Override
+  public Object productElement(int n) {
+    return children;
+  }
+
+  @Override
+  public boolean canEqual(Object that) {
+    return that instanceof BucketUnionExec;
+  }
+
+  @Override
+  public boolean equals(Object that) {
+    return that instanceof BucketUnionExec && ((BucketUnionExec) that).children.equals(children);
+  }
+
+  @Override
+  public int hashCode() {
+    return children.hashCode();
+  }
+}
