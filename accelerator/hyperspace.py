@@ -15,7 +15,7 @@ from accelerator import jvm, session, workers
 from accelerator.catalog import CATALOG
 from accelerator.settings import Settings
 from indexes.covering import compaction
-from indexes.covering.build import data_facts, index_rows, write_buckets
+from indexes.covering.build import data_dirs, data_facts, index_rows, write_buckets
 from indexes.covering.config import KIND as COVERING, CoveringIndexConfig
 from indexes.covering.rule import LINEAGE_COLUMN, index_columns
 from indexes.events import EventLog, file_stats
@@ -198,20 +198,23 @@ class Hyperspace:
             start = max(ids.values(), default=-1) + 1
             ids.update({f[0]: start + i for i, f in enumerate(appended)})
         new_ids = None if ids is None else {f[0]: ids[f[0]] for f in appended}
-        keys = [c.name for c in indexed]
-        previous = entry.content["path"].rstrip("/")
+        keys, buckets = [c.name for c in indexed], entry.config["numBuckets"]
         with session.rewriter(self.spark).suspended():
             rows = index_rows(
                 df.where(F.col("_metadata.file_path").isin([self._uri(f[0]) for f in appended])),
                 indexed, included, self._by_uri(new_ids))
             if gone:
-                kept = self.spark.read.parquet(previous).where(~F.col(LINEAGE_COLUMN).isin(gone))
-                content = write_buckets(kept.unionByName(rows), keys,
-                                        entry.config["numBuckets"], data_path, self._fs)
+                kept = (self.spark.read.parquet(*data_dirs(entry.content))
+                        .where(~F.col(LINEAGE_COLUMN).isin(gone)))
+                content = write_buckets(kept.unionByName(rows), keys, buckets, data_path,
+                                        self._fs)
             else:
-                added = (write_buckets(rows, keys, entry.config["numBuckets"], data_path, self._fs)
+                # the new rows alone, in few tasks; the previous versions' files stay in use
+                added = (write_buckets(rows, keys, buckets, data_path, self._fs,
+                                       tasks=self.spark.sparkContext.defaultParallelism)
                          if appended else {"files": []})
-                files = self._copy_data(entry, self._data_files(entry), data_path) + added["files"]
+                self._fs.mkdirs(data_path)
+                files = self._data_files(entry) + added["files"]
                 content = {"schema": entry.content["schema"], "files": files,
                            "numRows": sum(f[2] for f in files), "numFiles": len(files),
                            "sizeInBytes": sum(f[3] for f in files)}
@@ -228,13 +231,17 @@ class Hyperspace:
         return [list(f) for f in files]
 
     def _copy_data(self, entry: Any, files: list[list], data_path: str) -> list[list]:
-        """Copies ``files`` (``[name, ...]`` records) of ``entry``'s data version into
-        ``data_path``; returns them."""
-        previous = entry.content["path"].rstrip("/")
+        """Copies ``files`` (``[name, ...]`` records, names relative to the index directory)
+        of ``entry``'s data into ``data_path``; returns their records there."""
+        root = entry.content["path"].rstrip("/").rsplit("/", 1)[0]
+        version = data_path.rstrip("/").rsplit("/", 1)[-1]
         self._fs.mkdirs(data_path)
-        for name, *_ in files:
-            self._fs.copy(f"{previous}/{name}", f"{data_path.rstrip('/')}/{name}")
-        return files
+        copied = []
+        for name, *facts in files:
+            base = name.rsplit("/", 1)[-1]
+            self._fs.copy(f"{root}/{name}", f"{data_path.rstrip('/')}/{base}")
+            copied.append([f"{version}/{base}", *facts])
+        return copied
 
     @staticmethod
     def _quick(entry: Any, source: dict) -> tuple[dict, dict]:
@@ -432,11 +439,11 @@ class Hyperspace:
     def _compact(self, entry: Any, chosen: set[str], data_path: str) -> tuple[dict, dict]:
         """The new data version of an optimize: the ``chosen`` files of ``entry`` rewritten,
         one sorted file per bucket, next to copies of its other files."""
-        previous = entry.content["path"].rstrip("/")
+        root = entry.content["path"].rstrip("/").rsplit("/", 1)[0]
         indexed, _ = index_columns(entry.config)
         schema = StructType.fromJson(json.loads(entry.content["schema"]))
         with session.rewriter(self.spark).suspended():
-            rows = self.spark.read.schema(schema).parquet(*[f"{previous}/{n}" for n in sorted(chosen)])
+            rows = self.spark.read.schema(schema).parquet(*[f"{root}/{n}" for n in sorted(chosen)])
             written = write_buckets(rows, [c.name for c in indexed], entry.config["numBuckets"],
                                     data_path, self._fs)
         kept = [f for f in self._data_files(entry) if f[0] not in chosen]
@@ -483,11 +490,16 @@ class Hyperspace:
         version while it runs fail to read it."""
         lifecycle = self._lifecycle()
         if lifecycle.get(indexName).state is IndexState.ACTIVE:
-            removed = lifecycle.vacuum_outdated(indexName)
+            removed = lifecycle.vacuum_outdated(indexName, self._referenced_dirs)
             log.info("index '%s': removed %d unreferenced data versions", indexName, len(removed))
         else:
             lifecycle.vacuum(indexName)
         self._changed()
+
+    @staticmethod
+    def _referenced_dirs(entry: IndexLogEntry) -> list[str]:
+        """The data version directories an index's current entry reads."""
+        return data_dirs(entry.content) if entry.kind == COVERING else [entry.content["path"]]
 
     def cancel(self, indexName: str) -> None:
         """Rolls back an operation that did not finish, restoring the last stable state."""

@@ -20,6 +20,7 @@ from accelerator.catalog import CATALOG
 from accelerator.history import HistoryRecorder
 from accelerator.settings import Settings
 from indexes.covering import join_rule, rule as covering_rule
+from indexes.covering.build import data_dirs
 from indexes.covering.config import KIND as COVERING
 from indexes.skipping import rule as skipping_rule
 from indexes.skipping.build import sketch_specs
@@ -350,7 +351,8 @@ class Rewriter:
             jvm_ = self._spark.sparkContext._jvm
             schema = jvm_.org.apache.spark.sql.types.DataType.fromJson(entry.content["schema"])
             reader = self._spark._jsparkSession.read().schema(schema).format("parquet")
-            found = reader.load(entry.content["path"]).queryExecution().analyzed()
+            dirs = jvm_.org.apache.spark.api.python.PythonUtils.toSeq(data_dirs(entry.content))
+            found = reader.load(dirs).queryExecution().analyzed()
             if bucketed:
                 indexed, _ = covering_rule.index_columns(entry.config)
                 found = self._helpers.plans.withBucketSpec(

@@ -214,16 +214,20 @@ class IndexLifecycle:
                              content=dict(content))
         return self._end(log, begin, final)
 
-    def vacuum_outdated(self, name: str) -> list[str]:
-        """Removes the data versions of an ACTIVE index older than the one it uses:
-        VACUUMINGOUTDATED → ACTIVE. Returns the removed directories. Queries planned on an
-        older version while this runs fail to read it."""
+    def vacuum_outdated(self, name: str,
+                        referenced: Callable[[IndexLogEntry], list[str]]) -> list[str]:
+        """Removes the data versions of an ACTIVE index older than the one it uses and not
+        among the directories ``referenced(entry)`` it still reads: VACUUMINGOUTDATED → ACTIVE.
+        Returns the removed directories. Queries planned on an older version while this runs
+        fail to read it."""
         log = self.log_manager(name)
         base = self._require(name, IndexState.ACTIVE, "vacuum outdated data of",
                              f"run restore('{name}') first")
         begin = self._begin(log, base, IndexState.VACUUMING_OUTDATED)
         current = base.data_version if base.data_version is not None else -1
-        removed = [d for d in self._data_dirs(log.index_path) if _version(d) < current]
+        keep = {self._fs.qualify(d).rstrip("/") for d in referenced(base)}
+        removed = [d for d in self._data_dirs(log.index_path)
+                   if _version(d) < current and self._fs.qualify(d).rstrip("/") not in keep]
         for data_dir in removed:
             logger.info("removing unreferenced data version %s", data_dir)
             self._fs.delete(data_dir, recursive=True)

@@ -22,9 +22,8 @@ def source(spark, tmp_path):
 
 
 def index_files(hs, name="ix"):
-    content = hs._lifecycle().get(name).content
-    return sorted(f for f in os.listdir(content["path"].replace("file:", ""))
-                  if f.endswith(".parquet"))
+    """The data files the index's current version reads, relative to its directory."""
+    return sorted(f[0] for f in hs._lifecycle().get(name).content["files"])
 
 
 def query(spark, path):
@@ -123,17 +122,17 @@ def test_query_during_a_refresh_reads_one_version(spark, hs, source):
 
     worker = threading.Thread(target=refresh)
     worker.start()
-    versions = set()
+    old = index_files(hs)
+    seen = []
     while True:
         done = not worker.is_alive()
         df = query(spark, source)
         assert rows(df) == expected
-        indexed = split_files(df, "ix")[0]
-        read = {f.split("/v__=")[1].split("/")[0] for f in indexed}
-        assert len(read) == 1                 # never files of two versions
-        versions |= read
+        seen.append(sorted("v__=" + f.split("/v__=")[1] for f in split_files(df, "ix")[0]))
         if done:
             break
     worker.join()
     assert not failure
-    assert "1" in versions
+    new = index_files(hs)
+    assert new != old and seen[-1] == new
+    assert all(files in (old, new) for files in seen)   # one version or the other, never a mix
