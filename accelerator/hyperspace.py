@@ -211,7 +211,7 @@ class Hyperspace:
             else:
                 # the new rows alone, in few tasks; the previous versions' files stay in use
                 added = (write_buckets(rows, keys, buckets, data_path, self._fs,
-                                       tasks=self.spark.sparkContext.defaultParallelism)
+                                       tasks=4 * self.spark.sparkContext.defaultParallelism)
                          if appended else {"files": []})
                 self._fs.mkdirs(data_path)
                 files = self._data_files(entry) + added["files"]
