@@ -186,9 +186,10 @@ class Hyperspace:
     def _build_incremental(self, df: DataFrame, entry: Any, source: dict,
                            data_path: str) -> tuple[dict, dict]:
         """A covering index's new data version after files were appended, deleted or modified:
-        the rows of the new files, bucketed like the index; the previous version's files are
-        copied next to them (a bucket may then span several files, which bucketed reads
-        allow), or, when files were deleted, rewritten without those files' rows."""
+        the rows of the new files, bucketed like the index; the previous version's files stay
+        in use where they are (the version then spans several directories and a bucket
+        several files, which bucketed reads allow), or, when files were deleted, are
+        rewritten without those files' rows."""
         indexed, included = index_columns(entry.config)
         appended, deleted = file_changes(entry, source["files"])
         ids = dict(entry.content.get("fileIds") or {}) if entry.config.get("lineage") else None
@@ -338,7 +339,7 @@ class Hyperspace:
 
         ``mode="full"`` rebuilds it into a new data version. ``mode="incremental"`` indexes only
         the files appended (or modified) since, into a new data version: a covering index adds
-        their rows next to copies of its previous files, and drops the rows of deleted or
+        their rows to its previous files (which it keeps using), and drops the rows of deleted or
         modified files when it has a lineage column (without one, those need a full
         refresh); a data-skipping index sketches the new files and drops deleted ones; a text
         index indexes the new files and ignores deleted ones. ``mode="quick"`` only records

@@ -94,5 +94,6 @@ def test_create_rejects_a_non_config(spark, system_path, tmp_path):
 
 
 def test_refresh_mode_validated(spark, system_path):
-    with pytest.raises(InvalidIndexConfigError, match="refresh mode 'quick' is not supported"):
-        Hyperspace(spark).refreshIndex("idx", mode="quick")
+    with pytest.raises(InvalidIndexConfigError,
+                       match="refresh mode 'fast' is not supported; use one of full, incremental, quick"):
+        Hyperspace(spark).refreshIndex("idx", mode="fast")
