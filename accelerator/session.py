@@ -57,8 +57,9 @@ def enable(spark: Any) -> None:
     DataFrames built before this call are rewritten when they run.
     """
     install(spark)
-    # the planner of the bucket-aware union hybrid scan uses under the join rule
-    jvm.helpers(spark).plans.installBucketUnion(spark._jsparkSession)
+    # the planners of the bucket-aware union (hybrid scan under the join rule) and of index
+    # scans that report their buckets' sort order
+    jvm.helpers(spark).plans.installStrategies(spark._jsparkSession)
     spark.conf.set(ENABLED, "true")
     log.info("accelerator enabled")
 

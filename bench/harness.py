@@ -14,7 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from accelerator import Hyperspace, IndexNotFoundError
 from accelerator.explain import why_not
-from bench.workloads import BuildCost, Context, PruningCost, Workload
+from bench.workloads import SHUFFLE_PARTITIONS, BuildCost, Context, PruningCost, Workload
 
 log = logging.getLogger("bench.harness")
 
@@ -31,7 +31,7 @@ def make_spark(work_dir: str, buckets: int, extra: dict[str, str] | None = None)
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.driver.memory", "8g")
-               .config("spark.sql.shuffle.partitions", "8")
+               .config("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS))
                .config("spark.accelerator.system.path", os.path.join(work_dir, "indexes"))
                .config("spark.accelerator.index.numBuckets", str(buckets)))
     for key, value in (extra or {}).items():

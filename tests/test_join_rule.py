@@ -3,6 +3,8 @@ spec, so the physical plan has no Exchange; results equal vanilla Spark's; each 
 form is left alone, and whyNot says why."""
 from __future__ import annotations
 
+import re
+
 import pytest
 from pyspark.sql import functions as F
 
@@ -150,3 +152,42 @@ def test_point_lookup_side_keeps_the_filter_rule(spark, hs, tables):
     assert_same(spark, df)
     assert "li_id" in applied(hs, df) and joined(hs, df) == set()
     assert "with literals" in " ".join(r.reason for r in hs.whyNot(df, "li_id"))
+
+
+def sorts(df) -> int:
+    """Sort operators in the physical plan of ``df`` (sort-merge joins not counted)."""
+    return len(re.findall(r"\bSort \[", df._jdf.queryExecution().executedPlan().toString()))
+
+
+@pytest.mark.parametrize("key_type, key", [
+    ("long", lambda i: None if i % 13 == 0 else i % 40),
+    ("string", lambda i: None if i % 11 == 0 else ["b", "B", "a", "é", "", "zz", "a b"][i % 7] + str(i % 5)),
+])
+def test_index_buckets_of_one_sorted_file_join_without_sort(spark, hs, tmp_path, no_broadcast,
+                                                           key_type, key):
+    left, right = str(tmp_path / "l"), str(tmp_path / "r")
+    spark.createDataFrame([(i, key(i), f"v{i}") for i in range(500)],
+                          f"id long, k {key_type}, v string").repartition(3).write.parquet(left)
+    spark.createDataFrame([(i, key(i * 7), f"w{i}") for i in range(300)],
+                          f"rid long, k2 {key_type}, w string").repartition(2).write.parquet(right)
+    hs.createIndex(spark.read.parquet(left), IndexConfig("ls", ["k"], ["v"]))
+    hs.createIndex(spark.read.parquet(right), IndexConfig("rs", ["k2"], ["w"]))
+    query = lambda: (spark.read.parquet(left)  # noqa: E731
+                     .join(spark.read.parquet(right), F.col("k") == F.col("k2")).select("k", "v", "w"))
+    df = query()
+    assert exchanges(df) == 0 and sorts(df) == 0
+    assert_same(spark, df)
+    assert joined(hs, df) == {"ls", "rs"}
+    # an incremental refresh adds a second file to buckets: they are no longer one sorted run
+    spark.createDataFrame([(1000 + i, key(i + 3), f"n{i}") for i in range(60)],
+                          f"id long, k {key_type}, v string").write.mode("append").parquet(left)
+    hs.refreshIndex("ls", mode="incremental")
+    df = query()
+    assert exchanges(df) == 0 and sorts(df) == 1
+    assert_same(spark, df)
+    assert joined(hs, df) == {"ls", "rs"}
+    # a full optimization compacts each bucket into one sorted file again
+    hs.optimizeIndex("ls", mode="full")
+    df = query()
+    assert exchanges(df) == 0 and sorts(df) == 0
+    assert_same(spark, df)

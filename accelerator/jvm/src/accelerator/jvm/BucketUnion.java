@@ -80,23 +80,12 @@ public final class BucketUnion extends LogicalPlan {
 
   /** Adds the {@link Strategy} to the session's planner (once). */
   public static void install(SparkSession session) {
-    if (!installed(session)) {
-      List<SparkStrategy> strategies = new ArrayList<>(
-          CollectionConverters.asJava(session.experimental().extraStrategies()));
-      strategies.add(new Strategy());
-      session.experimental().extraStrategies_$eq(CollectionConverters.asScala(strategies).toSeq());
-    }
+    Strategies.install(session, new Strategy());
   }
 
   /** Whether the session's planner knows how to plan a BucketUnion. */
   public static boolean installed(SparkSession session) {
-    scala.collection.Seq<SparkStrategy> strategies = session.experimental().extraStrategies();
-    for (int i = 0; i < strategies.size(); i++) {
-      if (strategies.apply(i) instanceof Strategy) {
-        return true;
-      }
-    }
-    return false;
+    return Strategies.installed(session, Strategy.class);
   }
 
   /** Plans a {@link BucketUnion} as a {@link BucketUnionExec}. */

@@ -363,9 +363,13 @@ public final class PlanRewrite {
         CollectionConverters.asScala(keys).toSeq(), plan, spec.numBuckets());
   }
 
-  /** Lets the session plan {@link BucketUnion} (see {@link BucketUnion#install}). */
-  public void installBucketUnion(SparkSession session) {
+  /**
+   * Adds the accelerator's planner strategies to the session: {@link BucketUnion} and the sorted
+   * bucketed scans of index relations ({@link SortedBucketScanExec}).
+   */
+  public void installStrategies(SparkSession session) {
     BucketUnion.install(session);
+    Strategies.install(session, new SortedBucketScanExec.Strategy());
   }
 
   /** A Project giving {@code columns} (the original relation's output) over {@code child}. */
@@ -500,7 +504,9 @@ public final class PlanRewrite {
   /**
    * The same file relation, declared bucketed by {@code columns} (and sorted by them) into
    * {@code numBuckets} buckets, so Spark prunes buckets on equality filters and joins two such
-   * relations without a shuffle. Its files must carry their bucket id in their names.
+   * relations without a shuffle. Its files must carry their bucket id in their names and be
+   * sorted by {@code columns}: the relation is marked for {@link SortedBucketScanExec}, which
+   * reports that order when each bucket is one file.
    */
   public LogicalPlan withBucketSpec(LogicalPlan relation, int numBuckets, String columnLines) {
     String[] columns = columnLines.split("\n", -1);
@@ -509,8 +515,11 @@ public final class PlanRewrite {
     scala.collection.immutable.Seq<String> cols =
         CollectionConverters.asScala(Arrays.asList(columns)).toSeq();
     BucketSpec spec = new BucketSpec(numBuckets, cols, cols);
-    Object bucketed = copyCaseClass(fs, 3, scala.Option.apply(spec), fs.sparkSession());
-    return (LogicalPlan) copyCaseClass(rel, 0, bucketed);
+    HadoopFsRelation bucketed = (HadoopFsRelation) copyCaseClass(
+        fs, 3, scala.Option.apply(spec), fs.sparkSession());
+    Object marked = copyCaseClass(bucketed, 5,
+        bucketed.options().updated(SortedBucketScanExec.MARKER, "true"), fs.sparkSession());
+    return (LogicalPlan) copyCaseClass(rel, 0, marked);
   }
 
   /** Copies a LogicalRelation with another output, by field name (its arity varies by version). */

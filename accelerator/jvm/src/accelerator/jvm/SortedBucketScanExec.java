@@ -1,0 +1,238 @@
+package accelerator.jvm;
+
+import java.lang.reflect.Method;
+import java.util.ArrayList;
+import java.util.List;
+
+import org.apache.spark.rdd.RDD;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.catalog.BucketSpec;
+import org.apache.spark.sql.catalyst.expressions.Ascending$;
+import org.apache.spark.sql.catalyst.expressions.Attribute;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.NullsFirst$;
+import org.apache.spark.sql.catalyst.expressions.SortOrder;
+import org.apache.spark.sql.catalyst.plans.logical.Filter;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.Project;
+import org.apache.spark.sql.catalyst.plans.physical.ClusteredDistribution$;
+import org.apache.spark.sql.catalyst.plans.physical.Distribution;
+import org.apache.spark.sql.catalyst.plans.physical.Partitioning;
+import org.apache.spark.sql.catalyst.plans.physical.UnspecifiedDistribution$;
+import org.apache.spark.sql.execution.FileSourceScanExec;
+import org.apache.spark.sql.execution.SparkPlan;
+import org.apache.spark.sql.execution.SparkStrategy;
+import org.apache.spark.sql.execution.datasources.FileSourceStrategy$;
+import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
+import org.apache.spark.sql.execution.datasources.LogicalRelation;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
+
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * A bucketed scan of a covering index whose files the accelerator wrote sorted by the index's
+ * sort columns, reporting that order: with one file per bucket, each partition (one bucket, read
+ * front to back) is sorted, so a sort-merge join over it needs no sort. Spark reports this order
+ * itself only under a legacy setting for every bucketed table; this node reports it for index
+ * scans only, whose files are known to be sorted ({@link #MARKER}).
+ *
+ * <p>It passes its child's rows or batches through unchanged, and requires its child clustered on
+ * the bucket columns (which the bucketed scan already is), so Spark's rule that turns unneeded
+ * bucketed scans into plain ones never changes the scan under an order it reported.
+ */
+public final class SortedBucketScanExec extends SparkPlan {
+  /** The relation option marking an index relation whose bucket files are sorted. */
+  public static final String MARKER = "spark.accelerator.sortedBuckets";
+
+  private final SparkPlan child;
+
+  public SortedBucketScanExec(SparkPlan child) {
+    this.child = child;
+  }
+
+  /** Whether {@code relation} is marked as an index relation whose bucket files are sorted. */
+  static boolean marked(HadoopFsRelation relation) {
+    return relation.options().get(MARKER).contains("true") && relation.bucketSpec().isDefined();
+  }
+
+  /** The scan below, while it reads one bucket per partition, each from a single file. */
+  private FileSourceScanExec sortedScan() {
+    if (!(child instanceof FileSourceScanExec)) {
+      return null;
+    }
+    FileSourceScanExec scan = (FileSourceScanExec) child;
+    boolean sorted = scan.bucketedScan() && scan.optionalNumCoalescedBuckets().isEmpty()
+        && marked(scan.relation()) && scan.selectedPartitions().bucketsContainSingleFile();
+    return sorted ? scan : null;
+  }
+
+  /** The scan's attributes named {@code names}, up to the first one it does not output. */
+  private static List<Attribute> attributes(FileSourceScanExec scan,
+                                            scala.collection.Seq<String> names) {
+    List<Attribute> found = new ArrayList<>();
+    for (int i = 0; i < names.size(); i++) {
+      Attribute match = null;
+      for (int j = 0; j < scan.output().size() && match == null; j++) {
+        if (scan.output().apply(j).name().equals(names.apply(i))) {
+          match = scan.output().apply(j);
+        }
+      }
+      if (match == null) {
+        break;
+      }
+      found.add(match);
+    }
+    return found;
+  }
+
+  @Override
+  public scala.collection.immutable.Seq<SortOrder> outputOrdering() {
+    List<SortOrder> order = new ArrayList<>();
+    FileSourceScanExec scan = sortedScan();
+    if (scan != null) {
+      BucketSpec spec = scan.relation().bucketSpec().get();
+      scala.collection.immutable.Seq<Expression> none =
+          CollectionConverters.asScala(new ArrayList<Expression>()).toSeq();
+      for (Attribute a : attributes(scan, spec.sortColumnNames())) {
+        order.add(new SortOrder(a, Ascending$.MODULE$, NullsFirst$.MODULE$, none));
+      }
+    }
+    return CollectionConverters.asScala(order).toSeq();
+  }
+
+  @Override
+  public scala.collection.immutable.Seq<Distribution> requiredChildDistribution() {
+    Distribution required = UnspecifiedDistribution$.MODULE$;
+    if (child instanceof FileSourceScanExec && ((FileSourceScanExec) child).bucketedScan()) {
+      FileSourceScanExec scan = (FileSourceScanExec) child;
+      List<Attribute> keys = attributes(scan, scan.relation().bucketSpec().get().bucketColumnNames());
+      if (keys.size() == scan.relation().bucketSpec().get().bucketColumnNames().size()) {
+        required = clustered(CollectionConverters.asScala(new ArrayList<Expression>(keys)).toSeq());
+      }
+    }
+    return CollectionConverters.asScala(List.of(required)).toSeq();
+  }
+
+  /** ClusteredDistribution over {@code keys} with its defaults (its arity varies by version). */
+  private static Distribution clustered(scala.collection.immutable.Seq<Expression> keys) {
+    try {
+      Object companion = ClusteredDistribution$.MODULE$;
+      for (Method m : companion.getClass().getMethods()) {
+        if (m.getName().equals("apply") && m.getParameterTypes()[0] != Object.class) {
+          Object[] args = new Object[m.getParameterCount()];
+          args[0] = keys;
+          for (int i = 1; i < args.length; i++) {
+            args[i] = companion.getClass().getMethod("apply$default$" + (i + 1)).invoke(companion);
+          }
+          return (Distribution) m.invoke(companion, args);
+        }
+      }
+      throw new IllegalStateException("no ClusteredDistribution.apply");
+    } catch (ReflectiveOperationException e) {
+      throw new IllegalStateException("cannot make a ClusteredDistribution", e);
+    }
+  }
+
+  @Override
+  public scala.collection.immutable.Seq<SparkPlan> children() {
+    return CollectionConverters.asScala(List.of(child)).toSeq();
+  }
+
+  @Override
+  public scala.collection.immutable.Seq<Attribute> output() {
+    return child.output();
+  }
+
+  @Override
+  public Partitioning outputPartitioning() {
+    return child.outputPartitioning();
+  }
+
+  @Override
+  public boolean supportsColumnar() {
+    return child.supportsColumnar();
+  }
+
+  @Override
+  public scala.Option<scala.collection.immutable.Seq<String>> vectorTypes() {
+    return child.vectorTypes();
+  }
+
+  @Override
+  public RDD<InternalRow> doExecute() {
+    return child.execute();
+  }
+
+  @Override
+  public RDD<ColumnarBatch> doExecuteColumnar() {
+    return child.executeColumnar();
+  }
+
+  @Override
+  public SparkPlan withNewChildrenInternal(scala.collection.immutable.IndexedSeq<SparkPlan> c) {
+    return new SortedBucketScanExec(c.apply(0));
+  }
+
+  @Override
+  public int productArity() {
+    return 1;
+  }
+
+  @Override
+  public Object productElement(int n) {
+    return child;
+  }
+
+  @Override
+  public boolean canEqual(Object that) {
+    return that instanceof SortedBucketScanExec;
+  }
+
+  @Override
+  public boolean equals(Object that) {
+    return that instanceof SortedBucketScanExec && ((SortedBucketScanExec) that).child.equals(child);
+  }
+
+  @Override
+  public int hashCode() {
+    return child.hashCode();
+  }
+
+  /**
+   * Plans a Project/Filter chain over a marked index relation as Spark's file source strategy
+   * does, with each scan under a {@link SortedBucketScanExec}.
+   */
+  public static final class Strategy extends SparkStrategy {
+    @Override
+    public scala.collection.immutable.Seq<SparkPlan> apply(LogicalPlan plan) {
+      List<SparkPlan> out = new ArrayList<>();
+      if (overMarkedRelation(plan)) {
+        scala.collection.Seq<SparkPlan> planned = FileSourceStrategy$.MODULE$.apply(plan);
+        for (int i = 0; i < planned.size(); i++) {
+          out.add(wrapScans(planned.apply(i)));
+        }
+      }
+      return CollectionConverters.asScala(out).toSeq();
+    }
+
+    private static boolean overMarkedRelation(LogicalPlan plan) {
+      while (plan instanceof Project || plan instanceof Filter) {
+        plan = plan.children().apply(0);
+      }
+      return plan instanceof LogicalRelation
+          && ((LogicalRelation) plan).relation() instanceof HadoopFsRelation
+          && marked((HadoopFsRelation) ((LogicalRelation) plan).relation());
+    }
+
+    private static SparkPlan wrapScans(SparkPlan plan) {
+      if (plan instanceof FileSourceScanExec) {
+        return new SortedBucketScanExec(plan);
+      }
+      List<SparkPlan> children = new ArrayList<>();
+      for (int i = 0; i < plan.children().size(); i++) {
+        children.add(wrapScans(plan.children().apply(i)));
+      }
+      return plan.withNewChildren(CollectionConverters.asScala(children).toSeq());
+    }
+  }
+}
