@@ -194,8 +194,8 @@ class Rewriter:
             elif chosen is not None:
                 joins = decision.ordinal in joined
                 bucketed = joins or settings.filter_rule_bucket_spec
-                result.plan = plans.replaceRelation(result.plan, decision.ordinal,
-                                                    self.index_relation(chosen.index, bucketed),
+                relation = self.index_relation(chosen.index, bucketed, sorted_scan=joins)
+                result.plan = plans.replaceRelation(result.plan, decision.ordinal, relation,
                                                     "\n".join(chosen.specs), chosen.restore_order,
                                                     "\n".join(chosen.appended),
                                                     "\n".join(map(str, chosen.deleted_ids)),
@@ -336,16 +336,21 @@ class Rewriter:
                 found = self._recorders[system_path] = HistoryRecorder(self._fs, system_path)
             return found
 
-    def index_relation(self, entry: Any, bucketed: bool = True) -> Any:
+    def index_relation(self, entry: Any, bucketed: bool = True, sorted_scan: bool = False) -> Any:
         """The JVM relation reading an index's data version, bucketed by the indexed columns
         (Spark then prunes buckets on equality filters and joins two such relations without a
-        shuffle) unless ``bucketed`` is false.
+        shuffle) unless ``bucketed`` is false. With ``sorted_scan`` (for a join), its scan
+        stays bucketed and reports the buckets' sort order where each bucket is one file, so a
+        sort-merge join does not sort it; without, Spark may read a bucketed relation as plain
+        files where no operator needs its buckets (a lookup reading one bucket of 200 in one
+        task, not 200).
 
         Cached per data version path while the log entry stays the same: a vacuumed and
         recreated index reuses the path with other files, and a cached relation lists files."""
         path = entry.content["path"]
         stamp = (entry.id, entry.timestamp, entry.content["schema"])
-        cached = self._index_relations.get((path, bucketed))
+        key = (path, bucketed, bucketed and sorted_scan)
+        cached = self._index_relations.get(key)
         found = cached[1] if cached is not None and cached[0] == stamp else None
         if found is None:
             jvm_ = self._spark.sparkContext._jvm
@@ -356,6 +361,7 @@ class Rewriter:
             if bucketed:
                 indexed, _ = covering_rule.index_columns(entry.config)
                 found = self._helpers.plans.withBucketSpec(
-                    found, int(entry.config["numBuckets"]), "\n".join(c.name for c in indexed))
-            self._index_relations[(path, bucketed)] = (stamp, found)
+                    found, int(entry.config["numBuckets"]), "\n".join(c.name for c in indexed),
+                    sorted_scan)
+            self._index_relations[key] = (stamp, found)
         return found

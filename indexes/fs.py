@@ -29,9 +29,11 @@ class HadoopFs:
     def __init__(self, spark: Any):
         self._jvm = spark.sparkContext._jvm
         self._conf = spark._jsparkSession.sessionState().newHadoopConf()
+        # resolved once: each step of a py4j package path is a round trip to the JVM
+        self._path_class = self._jvm.org.apache.hadoop.fs.Path
 
     def _path(self, path: str) -> Any:
-        return self._jvm.org.apache.hadoop.fs.Path(path)
+        return self._path_class(path)
 
     def _fs(self, jpath: Any) -> Any:
         return jpath.getFileSystem(self._conf)

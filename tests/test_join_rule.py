@@ -176,8 +176,14 @@ def test_index_buckets_of_one_sorted_file_join_without_sort(spark, hs, tmp_path,
                      .join(spark.read.parquet(right), F.col("k") == F.col("k2")).select("k", "v", "w"))
     df = query()
     assert exchanges(df) == 0 and sorts(df) == 0
+    assert df._jdf.queryExecution().executedPlan().toString().count("SortedBucketScan") == 2
     assert_same(spark, df)
     assert joined(hs, df) == {"ls", "rs"}
+    # a lookup needs no buckets: Spark reads the index as plain files (the one bucket's file)
+    lookup = spark.read.parquet(left).filter(F.col("k") == key(1)).select("v")
+    plan = lookup._jdf.queryExecution().executedPlan().toString()
+    assert "SortedBucketScan" not in plan and "Bucketed: false" in plan
+    assert_same(spark, lookup)
     # an incremental refresh adds a second file to buckets: they are no longer one sorted run
     spark.createDataFrame([(1000 + i, key(i + 3), f"n{i}") for i in range(60)],
                           f"id long, k {key_type}, v string").write.mode("append").parquet(left)

@@ -504,11 +504,13 @@ public final class PlanRewrite {
   /**
    * The same file relation, declared bucketed by {@code columns} (and sorted by them) into
    * {@code numBuckets} buckets, so Spark prunes buckets on equality filters and joins two such
-   * relations without a shuffle. Its files must carry their bucket id in their names and be
-   * sorted by {@code columns}: the relation is marked for {@link SortedBucketScanExec}, which
-   * reports that order when each bucket is one file.
+   * relations without a shuffle. Its files must carry their bucket id in their names. With
+   * {@code sortedScan}, they must also be sorted by {@code columns}: the relation is marked for
+   * {@link SortedBucketScanExec}, which keeps its scan bucketed and reports that order when
+   * each bucket is one file.
    */
-  public LogicalPlan withBucketSpec(LogicalPlan relation, int numBuckets, String columnLines) {
+  public LogicalPlan withBucketSpec(LogicalPlan relation, int numBuckets, String columnLines,
+                                    boolean sortedScan) {
     String[] columns = columnLines.split("\n", -1);
     LogicalRelation rel = (LogicalRelation) relation;
     HadoopFsRelation fs = (HadoopFsRelation) rel.relation();
@@ -517,6 +519,9 @@ public final class PlanRewrite {
     BucketSpec spec = new BucketSpec(numBuckets, cols, cols);
     HadoopFsRelation bucketed = (HadoopFsRelation) copyCaseClass(
         fs, 3, scala.Option.apply(spec), fs.sparkSession());
+    if (!sortedScan) {
+      return (LogicalPlan) copyCaseClass(rel, 0, bucketed);
+    }
     Object marked = copyCaseClass(bucketed, 5,
         bucketed.options().updated(SortedBucketScanExec.MARKER, "true"), fs.sparkSession());
     return (LogicalPlan) copyCaseClass(rel, 0, marked);

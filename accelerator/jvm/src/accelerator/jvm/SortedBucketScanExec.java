@@ -33,12 +33,14 @@ import scala.jdk.javaapi.CollectionConverters;
  * A bucketed scan of a covering index whose files the accelerator wrote sorted by the index's
  * sort columns, reporting that order: with one file per bucket, each partition (one bucket, read
  * front to back) is sorted, so a sort-merge join over it needs no sort. Spark reports this order
- * itself only under a legacy setting for every bucketed table; this node reports it for index
- * scans only, whose files are known to be sorted ({@link #MARKER}).
+ * itself only under a legacy setting for every bucketed table; this node reports it only for
+ * the index relations the join rule reads, marked ({@link #MARKER}) because the accelerator wrote
+ * their files sorted.
  *
  * <p>It passes its child's rows or batches through unchanged, and requires its child clustered on
  * the bucket columns (which the bucketed scan already is), so Spark's rule that turns unneeded
- * bucketed scans into plain ones never changes the scan under an order it reported.
+ * bucketed scans into plain ones never changes the scan under an order it reported (a join
+ * needs the buckets anyway).
  */
 public final class SortedBucketScanExec extends SparkPlan {
   /** The relation option marking an index relation whose bucket files are sorted. */
