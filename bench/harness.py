@@ -102,12 +102,11 @@ def _scan_files(df: DataFrame) -> int:
             return walk(node.executedPlan())
         if kind.endswith("QueryStageExec"):
             return walk(node.plan())
-        if kind == "FileSourceScanExec":
-            # the files it lists (its numFiles metric stays 0 in bucketed scans)
-            total = int(node.selectedPartitions().totalNumberOfFiles())
-        else:
-            metric = node.metrics().get("numFiles")
-            total = int(metric.get().value()) if metric.isDefined() else 0
+        metric = node.metrics().get("numFiles")
+        total = int(metric.get().value()) if metric.isDefined() else 0
+        if kind == "FileSourceScanExec" and node.bucketedScan():
+            # Spark leaves the metric at 0 in bucketed scans; those read indexes (no partitions)
+            total = len(node.relation().location().inputFiles())
         children = node.children()
         return total + sum(walk(children.apply(i)) for i in range(children.size()))
 

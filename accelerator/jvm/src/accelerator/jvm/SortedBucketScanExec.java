@@ -2,7 +2,9 @@ package accelerator.jvm;
 
 import java.lang.reflect.Method;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 
 import org.apache.spark.rdd.RDD;
 import org.apache.spark.sql.catalyst.InternalRow;
@@ -22,6 +24,7 @@ import org.apache.spark.sql.catalyst.plans.physical.UnspecifiedDistribution$;
 import org.apache.spark.sql.execution.FileSourceScanExec;
 import org.apache.spark.sql.execution.SparkPlan;
 import org.apache.spark.sql.execution.SparkStrategy;
+import org.apache.spark.sql.execution.datasources.BucketingUtils;
 import org.apache.spark.sql.execution.datasources.FileSourceStrategy$;
 import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
 import org.apache.spark.sql.execution.datasources.LogicalRelation;
@@ -64,8 +67,21 @@ public final class SortedBucketScanExec extends SparkPlan {
     }
     FileSourceScanExec scan = (FileSourceScanExec) child;
     boolean sorted = scan.bucketedScan() && scan.optionalNumCoalescedBuckets().isEmpty()
-        && marked(scan.relation()) && scan.selectedPartitions().bucketsContainSingleFile();
+        && marked(scan.relation()) && singleFileBuckets(scan.relation());
     return sorted ? scan : null;
+  }
+
+  /** Whether no two files of {@code relation} (an index: not partitioned) share a bucket. */
+  private static boolean singleFileBuckets(HadoopFsRelation relation) {
+    Set<Object> buckets = new HashSet<>();
+    for (String file : relation.location().inputFiles()) {
+      String name = file.substring(file.lastIndexOf('/') + 1);
+      scala.Option<Object> bucket = BucketingUtils.getBucketId(name);
+      if (bucket.isEmpty() || !buckets.add(bucket.get())) {
+        return false;
+      }
+    }
+    return true;
   }
 
   /** The scan's attributes named {@code names}, up to the first one it does not output. */
