@@ -261,7 +261,8 @@ WORKLOADS: list[Workload] = [
             IndexConfig("bench_lineitem_orderkey", indexedColumns=["l_orderkey"],
                         includedColumns=["l_extendedprice"], numBuckets=JOIN_BUCKETS),
             (facts["orders"], IndexConfig("bench_orders_orderkey", indexedColumns=["o_orderkey"],
-                                          includedColumns=["o_orderdate"], numBuckets=JOIN_BUCKETS))],
+                                          includedColumns=["o_orderdate"],
+                                          numBuckets=JOIN_BUCKETS))],
         query=_lineitem_join_orders,
         min_ratio=2.0,
         # a sort-merge join on both sides: without this, Spark may broadcast the orders quarter

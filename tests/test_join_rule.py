@@ -161,7 +161,8 @@ def sorts(df) -> int:
 
 @pytest.mark.parametrize("key_type, key", [
     ("long", lambda i: None if i % 13 == 0 else i % 40),
-    ("string", lambda i: None if i % 11 == 0 else ["b", "B", "a", "é", "", "zz", "a b"][i % 7] + str(i % 5)),
+    ("string", lambda i: None if i % 11 == 0
+     else ["b", "B", "a", "é", "", "zz", "a b"][i % 7] + str(i % 5)),
 ])
 def test_index_buckets_of_one_sorted_file_join_without_sort(spark, hs, tmp_path, no_broadcast,
                                                            key_type, key):
@@ -173,7 +174,8 @@ def test_index_buckets_of_one_sorted_file_join_without_sort(spark, hs, tmp_path,
     hs.createIndex(spark.read.parquet(left), IndexConfig("ls", ["k"], ["v"]))
     hs.createIndex(spark.read.parquet(right), IndexConfig("rs", ["k2"], ["w"]))
     query = lambda: (spark.read.parquet(left)  # noqa: E731
-                     .join(spark.read.parquet(right), F.col("k") == F.col("k2")).select("k", "v", "w"))
+                     .join(spark.read.parquet(right), F.col("k") == F.col("k2"))
+                     .select("k", "v", "w"))
     df = query()
     assert exchanges(df) == 0 and sorts(df) == 0
     assert df._jdf.queryExecution().executedPlan().toString().count("SortedBucketScan") == 2

@@ -14,7 +14,7 @@ import scala.jdk.javaapi.CollectionConverters;
  * The union of a bucketed index scan (the first child) and rows hash-partitioned into the same
  * buckets (the second child): unlike Spark's Union, it is planned ({@link BucketUnionExec}) to
  * keep the index scan's partitioning, so a join over it needs no shuffle of that side. Planned
- * by {@link Strategy}, which {@link #install} adds to a session.
+ * by {@link Strategy}, which {@link PlanRewrite#installStrategies} adds to a session.
  */
 public final class BucketUnion extends LogicalPlan {
   private final scala.collection.immutable.Seq<LogicalPlan> children;
@@ -76,11 +76,6 @@ public final class BucketUnion extends LogicalPlan {
   @Override
   public int hashCode() {
     return children.hashCode();
-  }
-
-  /** Adds the {@link Strategy} to the session's planner (once). */
-  public static void install(SparkSession session) {
-    Strategies.install(session, new Strategy());
   }
 
   /** Whether the session's planner knows how to plan a BucketUnion. */

@@ -368,7 +368,7 @@ public final class PlanRewrite {
    * bucketed scans of index relations ({@link SortedBucketScanExec}).
    */
   public void installStrategies(SparkSession session) {
-    BucketUnion.install(session);
+    Strategies.install(session, new BucketUnion.Strategy());
     Strategies.install(session, new SortedBucketScanExec.Strategy());
   }
 

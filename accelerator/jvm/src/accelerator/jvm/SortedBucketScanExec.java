@@ -50,6 +50,9 @@ public final class SortedBucketScanExec extends SparkPlan {
   public static final String MARKER = "spark.accelerator.sortedBuckets";
 
   private final SparkPlan child;
+  // computed once per node: the planner asks for them several times
+  private transient scala.collection.immutable.Seq<SortOrder> ordering;
+  private transient scala.collection.immutable.Seq<Distribution> required;
 
   public SortedBucketScanExec(SparkPlan child) {
     this.child = child;
@@ -105,30 +108,39 @@ public final class SortedBucketScanExec extends SparkPlan {
 
   @Override
   public scala.collection.immutable.Seq<SortOrder> outputOrdering() {
-    List<SortOrder> order = new ArrayList<>();
-    FileSourceScanExec scan = sortedScan();
-    if (scan != null) {
-      BucketSpec spec = scan.relation().bucketSpec().get();
-      scala.collection.immutable.Seq<Expression> none =
-          CollectionConverters.asScala(new ArrayList<Expression>()).toSeq();
-      for (Attribute a : attributes(scan, spec.sortColumnNames())) {
-        order.add(new SortOrder(a, Ascending$.MODULE$, NullsFirst$.MODULE$, none));
+    if (ordering == null) {
+      List<SortOrder> order = new ArrayList<>();
+      FileSourceScanExec scan = sortedScan();
+      if (scan != null) {
+        BucketSpec spec = scan.relation().bucketSpec().get();
+        scala.collection.immutable.Seq<Expression> none =
+            CollectionConverters.asScala(new ArrayList<Expression>()).toSeq();
+        for (Attribute a : attributes(scan, spec.sortColumnNames())) {
+          order.add(new SortOrder(a, Ascending$.MODULE$, NullsFirst$.MODULE$, none));
+        }
       }
+      ordering = CollectionConverters.asScala(order).toSeq();
     }
-    return CollectionConverters.asScala(order).toSeq();
+    return ordering;
   }
 
   @Override
   public scala.collection.immutable.Seq<Distribution> requiredChildDistribution() {
-    Distribution required = UnspecifiedDistribution$.MODULE$;
-    if (child instanceof FileSourceScanExec && ((FileSourceScanExec) child).bucketedScan()) {
-      FileSourceScanExec scan = (FileSourceScanExec) child;
-      List<Attribute> keys = attributes(scan, scan.relation().bucketSpec().get().bucketColumnNames());
-      if (keys.size() == scan.relation().bucketSpec().get().bucketColumnNames().size()) {
-        required = clustered(CollectionConverters.asScala(new ArrayList<Expression>(keys)).toSeq());
+    if (required == null) {
+      Distribution distribution = UnspecifiedDistribution$.MODULE$;
+      if (child instanceof FileSourceScanExec && ((FileSourceScanExec) child).bucketedScan()) {
+        FileSourceScanExec scan = (FileSourceScanExec) child;
+        scala.collection.Seq<String> columns =
+            scan.relation().bucketSpec().get().bucketColumnNames();
+        List<Attribute> keys = attributes(scan, columns);
+        if (keys.size() == columns.size()) {
+          distribution = clustered(
+              CollectionConverters.asScala(new ArrayList<Expression>(keys)).toSeq());
+        }
       }
+      required = CollectionConverters.asScala(List.of(distribution)).toSeq();
     }
-    return CollectionConverters.asScala(List.of(required)).toSeq();
+    return required;
   }
 
   /** ClusteredDistribution over {@code keys} with its defaults (its arity varies by version). */
@@ -208,7 +220,8 @@ public final class SortedBucketScanExec extends SparkPlan {
 
   @Override
   public boolean equals(Object that) {
-    return that instanceof SortedBucketScanExec && ((SortedBucketScanExec) that).child.equals(child);
+    return that instanceof SortedBucketScanExec
+        && ((SortedBucketScanExec) that).child.equals(child);
   }
 
   @Override
