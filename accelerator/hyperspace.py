@@ -15,7 +15,13 @@ from accelerator import jvm, session, workers
 from accelerator.catalog import CATALOG
 from accelerator.settings import Settings
 from indexes.covering import compaction
-from indexes.covering.build import data_dirs, data_facts, index_rows, write_buckets
+from indexes.covering.build import (
+    data_dirs,
+    data_facts,
+    index_rows,
+    write_buckets,
+    write_delta,
+)
 from indexes.covering.config import KIND as COVERING, CoveringIndexConfig
 from indexes.covering.rule import LINEAGE_COLUMN, index_columns
 from indexes.events import EventLog, file_stats
@@ -186,10 +192,11 @@ class Hyperspace:
     def _build_incremental(self, df: DataFrame, entry: Any, source: dict,
                            data_path: str) -> tuple[dict, dict]:
         """A covering index's new data version after files were appended, deleted or modified:
-        the rows of the new files, bucketed like the index; the previous version's files stay
-        in use where they are (the version then spans several directories and a bucket
-        several files, which bucketed reads allow), or, when files were deleted, are
-        rewritten without those files' rows."""
+        the rows of the new files, written as a few delta files sorted by the indexed columns
+        (see :func:`write_delta`; bucketed reads add them to the buckets, ``optimizeIndex``
+        folds them in); the previous version's files stay in use where they are (the version
+        then spans several directories). When files were deleted, all rows but those files'
+        are rewritten into buckets."""
         indexed, included = index_columns(entry.config)
         appended, deleted = file_changes(entry, source["files"])
         ids = dict(entry.content.get("fileIds") or {}) if entry.config.get("lineage") else None
@@ -210,12 +217,10 @@ class Hyperspace:
                 content = write_buckets(kept.unionByName(rows), keys, buckets, data_path,
                                         self._fs)
             else:
-                # the new rows alone, in few tasks; the previous versions' files stay in use
-                added = (write_buckets(rows, keys, buckets, data_path, self._fs,
-                                       tasks=4 * self.spark.sparkContext.defaultParallelism)
-                         if appended else {"files": []})
+                # the new rows alone, as delta files; the previous versions' files stay in use
+                added = write_delta(rows, keys, data_path, self._fs) if appended else []
                 self._fs.mkdirs(data_path)
-                files = self._data_files(entry) + added["files"]
+                files = self._data_files(entry) + added
                 content = {"schema": entry.content["schema"], "files": files,
                            "numRows": sum(f[2] for f in files), "numFiles": len(files),
                            "sizeInBytes": sum(f[3] for f in files)}
@@ -405,8 +410,10 @@ class Hyperspace:
         files of one bucket and level are compacted once together they reach the next level),
         lowest level first, up to ``spark.accelerator.index.optimize.bytesPerIteration`` bytes,
         so repeated calls converge instead of rewriting the same files. ``mode="full"``
-        compacts every bucket with more than one file. When nothing qualifies, nothing is done
-        and a message is logged. Writes an event (see :meth:`events`).
+        compacts every bucket with more than one file. Either mode folds the delta files of
+        incremental refreshes into the buckets (in full mode, every bucket then ends as one
+        file). When nothing qualifies, nothing is done and a message is logged. Writes an event
+        (see :meth:`events`).
         """
         if mode not in compaction.MODES:
             raise InvalidIndexConfigError(
@@ -423,7 +430,8 @@ class Hyperspace:
                 f"cannot optimize index '{entry.name}': it is {entry.state}, and optimize needs "
                 "it ACTIVE")
         files = [compaction.DataFile.of(f) for f in self._data_files(entry)]
-        groups = compaction.select(files, mode, self._settings().optimize_bytes)
+        groups = compaction.select(files, mode, self._settings().optimize_bytes,
+                                  int(entry.config["numBuckets"]))
         if not groups:
             log.info("index '%s': no data files to compact (mode=%s)", entry.name, mode)
             return

@@ -20,7 +20,7 @@ from accelerator.catalog import CATALOG
 from accelerator.history import HistoryRecorder
 from accelerator.settings import Settings
 from indexes.covering import join_rule, rule as covering_rule
-from indexes.covering.build import data_dirs
+from indexes.covering.build import BUCKET_FILES, DELTA_FILES, data_dirs, delta_dirs
 from indexes.covering.config import KIND as COVERING
 from indexes.skipping import rule as skipping_rule
 from indexes.skipping.build import sketch_specs
@@ -72,9 +72,9 @@ class Rewriter:
         self._spark = spark
         self._helpers = jvm.helpers(spark)
         self._fs = HadoopFs(spark)
-        # (data version path, bucketed) → (log entry stamp, JVM relation); a recreated index
+        # (data version path, kind) → (log entry stamp, JVM relation); a recreated index
         # reuses paths
-        self._index_relations: dict[tuple[str, bool], tuple[tuple, Any]] = {}
+        self._index_relations: dict[tuple[str, str], tuple[tuple, Any]] = {}
         # fingerprint → files of a source whose files no index recorded (oldest dropped first)
         self._file_lists: dict[str, list] = {}
         # data version path → (log entry stamp, statistics of a data-skipping index)
@@ -195,10 +195,12 @@ class Rewriter:
                 joins = decision.ordinal in joined
                 bucketed = joins or settings.filter_rule_bucket_spec
                 relation = self.index_relation(chosen.index, bucketed, sorted_scan=joins)
+                deltas = self.delta_relation(chosen.index) if bucketed else None
                 result.plan = plans.replaceRelation(result.plan, decision.ordinal, relation,
                                                     "\n".join(chosen.specs), chosen.restore_order,
                                                     "\n".join(chosen.appended),
                                                     "\n".join(map(str, chosen.deleted_ids)),
+                                                    deltas,
                                                     joins and bool(payload.get("bucketUnion")))
         if record and settings.history_enabled:
             self.recorder(settings.system_path).record_plan(
@@ -339,29 +341,50 @@ class Rewriter:
     def index_relation(self, entry: Any, bucketed: bool = True, sorted_scan: bool = False) -> Any:
         """The JVM relation reading an index's data version, bucketed by the indexed columns
         (Spark then prunes buckets on equality filters and joins two such relations without a
-        shuffle) unless ``bucketed`` is false. With ``sorted_scan`` (for a join), its scan
-        stays bucketed and reports the buckets' sort order where each bucket is one file, so a
-        sort-merge join does not sort it; without, Spark may read a bucketed relation as plain
-        files where no operator needs its buckets (a lookup reading one bucket of 200 in one
-        task, not 200).
+        shuffle) unless ``bucketed`` is false. A bucketed relation reads only the bucket files;
+        the delta files of incremental refreshes are read by :meth:`delta_relation`. With
+        ``sorted_scan`` (for a join), its scan stays bucketed and reports the buckets' sort
+        order where each bucket is one file, so a sort-merge join does not sort it; without,
+        Spark may read a bucketed relation as plain files where no operator needs its buckets
+        (a lookup reading one bucket of 200 in one task, not 200)."""
+        kind = ("sorted" if sorted_scan else "bucketed") if bucketed else "plain"
+        return self._cached_relation(entry, kind, lambda: self._read_index(
+            entry, data_dirs(entry.content), BUCKET_FILES if bucketed else None, kind))
 
-        Cached per data version path while the log entry stays the same: a vacuumed and
-        recreated index reuses the path with other files, and a cached relation lists files."""
-        path = entry.content["path"]
+    def delta_relation(self, entry: Any) -> Any | None:
+        """The JVM relation reading only the delta files of an index's data version (rows of
+        files an incremental refresh indexed, in any bucket), which a bucketed read of the index
+        unions with its bucket files; None when it has none."""
+        dirs = delta_dirs(entry.content)
+        if not dirs:
+            return None
+        return self._cached_relation(entry, "delta",
+                                     lambda: self._read_index(entry, dirs, DELTA_FILES, "delta"))
+
+    def _cached_relation(self, entry: Any, kind: str, read: Any) -> Any:
+        """A relation over an index's data, cached per data version path and kind while the log
+        entry stays the same: a vacuumed and recreated index reuses the path with other files,
+        and a cached relation lists files."""
         stamp = (entry.id, entry.timestamp, entry.content["schema"])
-        key = (path, bucketed, bucketed and sorted_scan)
+        key = (entry.content["path"], kind)
         cached = self._index_relations.get(key)
-        found = cached[1] if cached is not None and cached[0] == stamp else None
-        if found is None:
-            jvm_ = self._spark.sparkContext._jvm
-            schema = jvm_.org.apache.spark.sql.types.DataType.fromJson(entry.content["schema"])
-            reader = self._spark._jsparkSession.read().schema(schema).format("parquet")
-            dirs = jvm_.org.apache.spark.api.python.PythonUtils.toSeq(data_dirs(entry.content))
-            found = reader.load(dirs).queryExecution().analyzed()
-            if bucketed:
-                indexed, _ = covering_rule.index_columns(entry.config)
-                found = self._helpers.plans.withBucketSpec(
-                    found, int(entry.config["numBuckets"]), "\n".join(c.name for c in indexed),
-                    sorted_scan)
-            self._index_relations[key] = (stamp, found)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        found = read()
+        self._index_relations[key] = (stamp, found)
+        return found
+
+    def _read_index(self, entry: Any, dirs: list[str], files_glob: str | None, kind: str) -> Any:
+        jvm_ = self._spark.sparkContext._jvm
+        schema = jvm_.org.apache.spark.sql.types.DataType.fromJson(entry.content["schema"])
+        reader = self._spark._jsparkSession.read().schema(schema).format("parquet")
+        if files_glob is not None:
+            reader = reader.option("pathGlobFilter", files_glob)
+        found = reader.load(jvm_.org.apache.spark.api.python.PythonUtils.toSeq(dirs)) \
+            .queryExecution().analyzed()
+        if kind in ("bucketed", "sorted"):
+            indexed, _ = covering_rule.index_columns(entry.config)
+            found = self._helpers.plans.withBucketSpec(
+                found, int(entry.config["numBuckets"]), "\n".join(c.name for c in indexed),
+                kind == "sorted")
         return found

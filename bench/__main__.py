@@ -53,15 +53,17 @@ def _table(report: dict) -> str:
                          f"{(format(i['text_mb_per_s'], '.2f') if text else '-'):>10} "
                          f"{(format(i['bytes_over_text'], '.2f') if text else '-'):>6} "
                          f"{(format(i['bytes_over_column'], '.2f') if text else '-'):>8}")
-    refreshed = [r for w in report["workloads"] for r in w.get("refresh", [])]
+    refreshed = [(r, w["after_refresh"]) for w in report["workloads"] for r in w.get("refresh", [])]
     if refreshed:
         lines.append("")
-        lines.append(f"{'incremental refresh':34} {'seconds':>9} {'build s':>8} {'/build':>8}")
-        for r in refreshed:
+        lines.append(f"{'incremental refresh':34} {'seconds':>9} {'build s':>8} {'/build':>8} "
+                     f"{'then vanilla/accel':>19}")
+        for r, after in refreshed:
             share = r["ratio_incremental_over_build"]
             lines.append(f"{r['name'][:34]:34} {r['incremental_s']:9.1f} "
                          f"{(format(r['build_s'], '.1f') if r['build_s'] else '-'):>8} "
-                         f"{(format(share, '.2f') if share is not None else '-'):>8}")
+                         f"{(format(share, '.2f') if share is not None else '-'):>8} "
+                         f"{after['ratio_vanilla_over_accelerated']:19.2f}")
     if report.get("builds"):
         lines.append("")
         lines.append(f"{'build (median s)':34} {'index':>9} {'scan':>8} {'i/scan':>8} {'target':>8} {'met':>5}")

@@ -249,7 +249,19 @@ def _run_workload(spark: SparkSession, workload: Workload, ctx: Context, work_di
     shuffles_accelerated = shuffles(build(facts["path"]))
     used = [r.index for r in why_not(spark, build(facts["path"])) if r.code == "APPLIED"]
     Hyperspace.disable(spark)
-    refresh = _refresh_cost(hs, indexes) if workload.refresh_cost else None
+    refresh = after_refresh = None
+    if workload.refresh_cost:
+        def measure() -> dict:
+            side(False, facts["path"], "vanilla warm-up after refresh")
+            side(True, facts["path"], "accelerated warm-up after refresh")
+            runs = [(side(False, facts["path"], f"vanilla run {i} after refresh"),
+                     side(True, facts["path"], f"accelerated run {i} after refresh"))
+                    for i in range(pairs)]
+            Hyperspace.disable(spark)
+            return {"vanilla_s": _stats([v for v, _ in runs]),
+                    "accelerated_s": _stats([a for _, a in runs]),
+                    "ratio_vanilla_over_accelerated": statistics.median(v / a for v, a in runs)}
+        refresh, after_refresh = _refresh_cost(hs, indexes, measure)
 
     ratios = [v / a for v, a in zip(vanilla, accelerated)]
     ratio = statistics.median(ratios)
@@ -273,22 +285,26 @@ def _run_workload(spark: SparkSession, workload: Workload, ctx: Context, work_di
         "shuffles": {"vanilla": shuffles_vanilla, "accelerated": shuffles_accelerated},
         "indexes": indexes,
         "indexes_used": sorted(set(used)),
-        **({"refresh": refresh} if refresh is not None else {}),
+        **({"refresh": refresh, "after_refresh": after_refresh} if refresh is not None else {}),
     }
 
 
-def _refresh_cost(hs: Hyperspace, indexes: list[dict]) -> list[dict]:
+def _refresh_cost(hs: Hyperspace, indexes: list[dict],
+                  measure: Callable[[], dict]) -> tuple[list[dict], dict]:
     """Seconds of an incremental refresh of each index after the workload's change, and their
-    share of the index's build (None when this run did not build it); the indexes are then
-    dropped, as the next run restores the source they were refreshed to."""
+    share of the index's build (None when this run did not build it); then the query measured
+    (``measure``) over the refreshed indexes. The indexes are then dropped, as the next run
+    restores the source they were refreshed to."""
     out = []
     for index in indexes:
         seconds, _ = _timed(lambda: hs.refreshIndex(index["name"], mode="incremental"))
         built = index.get("build_s")
         out.append({"name": index["name"], "incremental_s": seconds, "build_s": built,
                     "ratio_incremental_over_build": seconds / built if built else None})
+    after = measure()
+    for index in indexes:
         _drop_index(hs, index["name"])
-    return out
+    return out, after
 
 
 def planning_overhead(spark: SparkSession, plans: dict[str, Callable[[int], DataFrame]],

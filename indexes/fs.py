@@ -135,6 +135,16 @@ class HadoopFs:
         jpath = self._path(path)
         return int(self._fs(jpath).getFileStatus(jpath).getLen())
 
+    def parquet_rows(self, path: str) -> int:
+        """The number of rows of a Parquet file, read from its footer (no Spark job)."""
+        parquet = self._jvm.org.apache.parquet.hadoop
+        reader = parquet.ParquetFileReader.open(
+            parquet.util.HadoopInputFile.fromPath(self._path(path), self._conf))
+        try:
+            return int(reader.getRecordCount())
+        finally:
+            reader.close()
+
     def copy(self, src: str, dst: str) -> None:
         """Copies one file (across file systems too); fails if ``dst`` exists."""
         jsrc, jdst = self._path(src), self._path(dst)

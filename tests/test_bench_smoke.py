@@ -36,6 +36,8 @@ def test_every_workload_runs_with_identical_results(tmp_path):
     (refresh,) = hybrid["refresh"]       # then refreshed incrementally, against its build
     assert refresh["name"] == "bench_lineitem_partkey_appended" and refresh["incremental_s"] > 0
     assert refresh["ratio_incremental_over_build"] > 0
+    # then the lookup ran again over the refreshed index (its rows checked like every run's)
+    assert hybrid["after_refresh"]["accelerated_s"]["median"] > 0
     assert by_name["tpch_lineitem_no_index_applies"]["indexes_used"] == []
     skipping = ["eventlog_payload_time_window", "eventlog_trace_id_bloom", "eventlog_session_id_bloom"]
     for name in skipping:

@@ -46,6 +46,28 @@ def test_full_compacts_every_bucket_with_more_than_one_file():
     assert names(select(files, "full", 1)) == [["a", "b"], ["d", "e"]]
 
 
+def test_delta_files_are_folded_with_every_bucket_at_their_share_level_or_lower():
+    files = [DataFile.of(["v__=1/delta-1", None, 1500, 15_000]),
+             DataFile.of(["v__=2/delta-2", None, 500, 5_000]),   # 2000 rows: 500 per bucket
+             f("a", 0, 300), f("b", 1, 40), f("c", 2, 900),      # levels 2, 1, 2: folded
+             f("d", 3, 5_000), f("e", 3, 6_000)]                  # level 3 group: its own
+    assert names(select(files, "quick", 10**9, num_buckets=4)) == [
+        ["v__=1/delta-1", "v__=2/delta-2"], ["a"], ["b"], ["c"], ["d", "e"]]
+    # the deltas are always folded, whatever the byte budget
+    assert names(select(files, "quick", 1, num_buckets=4)) == [
+        ["v__=1/delta-1", "v__=2/delta-2"], ["a"], ["b"], ["c"]]
+    # few delta rows per bucket: the larger files stay
+    small = [DataFile.of(["v__=1/delta-1", None, 40, 400]), f("a", 0, 300), f("b", 1, 9)]
+    assert names(select(small, "quick", 10**9, num_buckets=4)) == [["v__=1/delta-1"], ["b"]]
+
+
+def test_full_with_delta_files_compacts_every_bucket():
+    files = [DataFile.of(["v__=1/delta-1", None, 40, 400]), f("a", 0, 300), f("b", 1, 9),
+             f("c", 1, 5)]
+    assert names(select(files, "full", 1, num_buckets=2)) == [
+        ["v__=1/delta-1"], ["a"], ["b", "c"]]
+
+
 def test_unknown_mode():
     with pytest.raises(ValueError, match="'fast'"):
         select([], "fast", 1)

@@ -142,8 +142,13 @@ def test_incremental_refresh_indexes_only_the_appended_files(spark, hs, source):
     # the new version reads the first version's files and its own (the appended rows)
     assert others == [] and {f.split("/v__=")[1][0] for f in indexed} == {"0", "1"}
     assert why(hs, df, "ix") == ("APPLIED", "the index is used (filter rule)")
-    # every file holds only rows of the bucket its name carries, as Spark computes bucket ids
-    stored = spark.read.parquet(*{f.rsplit("/", 1)[0] for f in indexed})
+    # the appended rows are one delta file of the new version, sorted by the indexed column
+    deltas = [f for f in indexed if f.rsplit("/", 1)[1].startswith("delta-")]
+    assert len(deltas) == 1 and "/v__=1/" in deltas[0]
+    codes = [r[0] for r in spark.read.parquet(deltas[0]).select("payload__code").collect()]
+    assert len(codes) == 40 and codes == sorted(codes)
+    # every bucket file holds only rows of the bucket its name carries, as Spark computes ids
+    stored = spark.read.parquet(*[f for f in indexed if f not in deltas])
     misplaced = stored.where(F.expr("pmod(hash(payload__code), 4)") != F.regexp_extract(
         F.col("_metadata.file_name"), r"_(\d+)\.c\d+", 1).cast("int"))
     assert misplaced.count() == 0

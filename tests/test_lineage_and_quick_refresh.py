@@ -168,6 +168,56 @@ def test_incremental_refresh_drops_the_rows_of_deleted_files(spark, hs, source):
     assert why(hs, df, "ix") == ("APPLIED", "the index is used (filter rule)")
 
 
+def test_delta_rows_of_a_file_deleted_after_the_refresh_are_filtered_out(spark, hs, source):
+    create(spark, hs, source)
+    (first,) = [f for f in append(spark, source, range(5000, 5050)) if f.endswith(".parquet")]
+    hs.refreshIndex("ix", mode="incremental")          # the appended rows: a delta file
+    os.remove(os.path.join(source, first))             # then that file is deleted ...
+    append(spark, source, range(6000, 6030))           # ... and another appended
+    for bucketed in ("true", "false"):
+        with session_conf(spark, spark__accelerator__index__filterRule__useBucketSpec=bucketed):
+            df = assert_query(spark, source)
+            indexed, appended = split_files(df, "ix")
+            assert len(appended) == 1
+            assert sum(f.rsplit("/", 1)[1].startswith("delta-") for f in indexed) == 1
+            plan = df._jdf.queryExecution().executedPlan().toString()
+            # the bucketed read unions index, delta and appended files; each index part is
+            # filtered by lineage
+            assert plan.count("Not(In(_data_file_id") == (2 if bucketed == "true" else 1)
+
+
+def test_join_over_delta_appended_and_deleted_files(spark, hs, join_tables):
+    left, right = join_tables
+    with session_conf(spark, **LINEAGE):
+        hs.createIndex(spark.read.parquet(left), IndexConfig("li", ["k"], ["v"]))
+        hs.createIndex(spark.read.parquet(right), IndexConfig("ri", ["k2"], ["w"]))
+
+    def append_left(ids):
+        return append_rows(spark, left, [(i, i % 50, f"v{i}") for i in ids])
+
+    (first,) = append_left(range(1000, 1030))
+    hs.refreshIndex("li", mode="incremental")
+    os.remove(os.path.join(left, first))
+    append_left(range(2000, 2020))
+    with session_conf(spark, spark__sql__autoBroadcastJoinThreshold="-1"):
+        df = (spark.read.parquet(left).join(spark.read.parquet(right), F.col("k") == F.col("k2"))
+              .select("k", "v", "w"))
+        assert_same(spark, df)
+        assert joined(hs, df) == {"li", "ri"}
+        plan = df._jdf.queryExecution().executedPlan().toString().split("== Initial Plan ==")[-1]
+        # delta and appended rows are hashed into the buckets: one union of three parts
+        assert plan.count("REPARTITION_BY_NUM") == 2 and plan.count("Exchange") == 2
+        assert plan.count("BucketUnion") == 1 and "NOT _data_file_id" in plan
+
+
+def append_rows(spark, path, rows_):
+    """Appends one file of ``(id, k, v)`` rows to ``path``; returns its name."""
+    before = set(os.listdir(path))
+    spark.createDataFrame(rows_, "id long, k long, v string").coalesce(1) \
+        .write.mode("append").parquet(path)
+    return {f for f in set(os.listdir(path)) - before if f.endswith(".parquet")}
+
+
 def test_incremental_refresh_without_lineage_asks_for_a_full_one(spark, hs, source):
     create(spark, hs, source, lineage=False)
     os.remove(os.path.join(source, parquet_files(source)[0]))

@@ -46,8 +46,10 @@ def test_quick_optimize_compacts_level_groups_and_converges(spark, hs, source):
     for start in (1000, 3000):
         append(spark, source, range(start, start + 1000))
         hs.refreshIndex("ix", mode="incremental")
-    assert len(index_files(hs)) == 6          # per bucket: ~300 + ~500 + ~500 rows, level 2
-    hs.optimizeIndex("ix")                    # together past 1000 rows: compacted
+    # per bucket one ~300-row file (level 2); each refresh added one 1000-row delta file
+    files = index_files(hs)
+    assert len(files) == 4 and sum("/delta-" in n for n in files) == 2
+    hs.optimizeIndex("ix")      # the deltas, ~1000 rows per bucket, folded with the level-2 files
     entry = hs._lifecycle().get("ix")
     assert entry.content["dataVersion"] == 3 and len(index_files(hs)) == 2
     assert entry.content["numRows"] == 2600 and entry.content["numFiles"] == 2
@@ -61,9 +63,9 @@ def test_quick_optimize_compacts_level_groups_and_converges(spark, hs, source):
         ("create", "full", 0), ("refresh", "incremental", 1), ("refresh", "incremental", 2),
         ("optimize", "quick", 3)]
     optimize = events[-1]
-    assert optimize["input"]["files"] == 6 and optimize["output"]["files"] == 2
+    assert optimize["input"]["files"] == 4 and optimize["output"]["files"] == 2
     assert optimize["input"]["rows"] == optimize["output"]["rows"] == 2600
-    assert set(optimize["input"]["levels"]) == {2} and optimize["output"]["levels"] == [3, 3]
+    assert optimize["input"]["levels"] == [2, 2, 3, 3] and optimize["output"]["levels"] == [3, 3]
     assert events[1]["input"]["rows"] == 600 and events[1]["output"]["rows"] == 1600
     assert all(e["finished"] >= e["started"] for e in events)
     assert os.listdir(os.path.join(hs._settings().system_path, "_events"))
@@ -73,10 +75,14 @@ def test_full_optimize_compacts_every_bucket(spark, hs, source):
     create(spark, hs, source, 4)
     append(spark, source, range(1000, 1040))
     hs.refreshIndex("ix", mode="incremental")
-    before = len(index_files(hs))
-    assert before == 8
-    hs.optimizeIndex("ix", mode="quick")      # 150-row and 10-row files: different levels
-    assert len(index_files(hs)) == before
+    assert len(index_files(hs)) == 5           # 4 buckets' files and one delta file
+    # quick: the delta's ~10 rows per bucket are a level below the 150-row files: folded into
+    # the buckets as files of their own
+    hs.optimizeIndex("ix", mode="quick")
+    files = index_files(hs)
+    assert len(files) == 8 and not any("/delta-" in n for n in files)
+    df = assert_query(spark, source)
+    assert len(split_files(df, "ix")[0]) == 8
     hs.optimizeIndex("ix", mode="full")
     assert len(index_files(hs)) == 4
     df = assert_query(spark, source)

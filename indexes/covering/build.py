@@ -12,9 +12,12 @@ from indexes.fs import HadoopFs
 from indexes.names import quote_path
 
 _TASK_FILE = re.compile(r"^part-(\d+)-(.+)-(c\d+)(\..+)$")
-_PARTITION_TASK_FILE = re.compile(r"^part-(\d+)-(.+)\.(c\d+)(\..+)$")   # in a partition dir
 _BUCKET_FILE = re.compile(r"^part-\d+-.+_(\d+)\.c\d+\..+$")
-_BUCKET = "__bucket"   # the bucket id column of a write with fewer tasks than buckets
+DELTA_PREFIX = "delta-"
+# File name globs (Spark's pathGlobFilter) of a data version's two kinds of files: bucket files
+# (one bucket each, named as Spark's bucketed writes name them) and delta files (any bucket).
+BUCKET_FILES = "part-*"
+DELTA_FILES = DELTA_PREFIX + "*"
 # Small Parquet pages: with the rows sorted, Spark's page index then reads only the few pages
 # that can hold a looked-up key instead of the whole column chunk of a bucket.
 PAGE_OPTIONS = {"parquet.page.row.count.limit": "1000", "parquet.page.size": "65536"}
@@ -53,56 +56,63 @@ def index_rows(df: DataFrame, indexed: list[IndexColumn], included: list[IndexCo
 
 
 def write_buckets(rows: DataFrame, keys: list[str], num_buckets: int, data_path: str,
-                  fs: HadoopFs, tasks: int | None = None) -> dict[str, Any]:
+                  fs: HadoopFs) -> dict[str, Any]:
     """Writes ``rows`` (index columns) into ``data_path``, bucketed and sorted by the columns
     ``keys``; returns the content facts of what was written there.
 
     Rows are hash-partitioned by the key columns with Spark's own bucketing hash (Murmur3,
     pmod), sorted by the keys, in small pages, and each file is renamed to carry its bucket id,
-    as Spark's bucketed writes do, so readers can prune buckets and join without a shuffle. By
-    default task i writes exactly the rows of bucket i; with fewer ``tasks`` (for a few rows,
-    such as those of appended files), each task writes the files of several buckets.
+    as Spark's bucketed writes do, so readers can prune buckets and join without a shuffle.
     """
     columns = [F.col(f"`{k}`") for k in keys]
-    if tasks is None or tasks >= num_buckets:
-        (rows.repartition(num_buckets, *columns)
-             .sortWithinPartitions(*columns)
-             .write.mode("errorifexists").options(**PAGE_OPTIONS).parquet(data_path))
-        for info in fs.list(data_path):
-            target = bucket_file_name(info.name) if not info.is_dir else None
-            if target is not None:
-                fs.rename(info.path, f"{data_path}/{target}")
-    else:
-        # the bucket id as Spark computes it: pmod(murmur3 hash with seed 42, buckets)
-        bucket = F.expr(f"pmod(hash({', '.join(f'`{k}`' for k in keys)}), {num_buckets})")
-        (rows.withColumn(_BUCKET, bucket)
-             .repartition(tasks, F.col(_BUCKET))
-             .sortWithinPartitions(F.col(_BUCKET), *columns)
-             .write.mode("errorifexists").options(**PAGE_OPTIONS).partitionBy(_BUCKET)
-             .parquet(data_path))
-        for part in fs.list(data_path):
-            if not (part.is_dir and part.name.startswith(f"{_BUCKET}=")):
-                continue
-            bucket_id = int(part.name.split("=", 1)[1])
-            for info in fs.list(part.path):
-                m = _PARTITION_TASK_FILE.match(info.name)
-                if m is not None:
-                    task, rest, chunk, ext = m.groups()
-                    target = f"{data_path}/part-{task}-{rest}_{bucket_id:05d}.{chunk}{ext}"
-                    if not fs.rename(info.path, target):
-                        raise OSError(f"could not move {info.path} to {target}")
-                elif not info.name.startswith("."):
-                    raise OSError(f"unexpected file {info.path} in a bucket write")
-            fs.delete(part.path, recursive=True)
+    (rows.repartition(num_buckets, *columns)
+         .sortWithinPartitions(*columns)
+         .write.mode("errorifexists").options(**PAGE_OPTIONS).parquet(data_path))
+    for info in fs.list(data_path):
+        target = bucket_file_name(info.name) if not info.is_dir else None
+        if target is not None:
+            fs.rename(info.path, f"{data_path}/{target}")
     return data_facts(rows.sparkSession, data_path, fs)
+
+
+def write_delta(rows: DataFrame, keys: list[str], data_path: str, fs: HadoopFs) -> list[list]:
+    """Writes ``rows`` (index columns) into ``data_path`` as delta files: not bucketed, each
+    sorted by the columns ``keys``, in small pages; returns their ``[name, None, rows, bytes]``
+    records (see :func:`data_facts`).
+
+    One file per task of ``rows``' own partitioning (Spark packs small source files into one
+    task), with no shuffle: what an incremental refresh writes for appended source files, at a
+    cost that follows their rows, not the bucket count. Bucketed reads add these files next to
+    the bucket files (see :data:`BUCKET_FILES`); ``optimizeIndex`` folds them into buckets.
+    """
+    (rows.sortWithinPartitions(*[F.col(f"`{k}`") for k in keys])
+         .write.mode("errorifexists").options(**PAGE_OPTIONS).parquet(data_path))
+    version = data_path.rstrip("/").rsplit("/", 1)[-1]
+    files = []
+    for info in fs.list(data_path):
+        if info.is_dir or _TASK_FILE.match(info.name) is None:
+            continue
+        name = DELTA_PREFIX + info.name[len("part-"):]
+        target = f"{data_path.rstrip('/')}/{name}"
+        if not fs.rename(info.path, target):
+            raise OSError(f"could not move {info.path} to {target}")
+        files.append([f"{version}/{name}", None, fs.parquet_rows(target), info.size])
+    return sorted(files)
 
 
 def data_dirs(content: dict) -> list[str]:
     """The data version directories a covering index's data spans: an incremental refresh
     writes the new rows into a new version next to the previous versions' files."""
     files = content.get("files")
-    if not files:
-        return [content["path"]]
+    return _version_dirs(content, files) if files else [content["path"]]
+
+
+def delta_dirs(content: dict) -> list[str]:
+    """The data version directories that hold delta files (see :func:`write_delta`)."""
+    return _version_dirs(content, [f for f in content.get("files") or [] if f[1] is None])
+
+
+def _version_dirs(content: dict, files: list[list]) -> list[str]:
     root = content["path"].rstrip("/").rsplit("/", 1)[0]
     return [f"{root}/{d}" for d in sorted({f[0].split("/", 1)[0] for f in files})]
 
@@ -110,7 +120,8 @@ def data_dirs(content: dict) -> list[str]:
 def data_facts(spark: Any, data_path: str, fs: HadoopFs) -> dict[str, Any]:
     """What a data version directory holds: schema, rows, files and bytes, and each file as
     ``[name, bucket, rows, bytes]``, the name relative to the index directory
-    (``v__=3/part-...``), which is what optimizeIndex and the events work from."""
+    (``v__=3/part-...``), which is what optimizeIndex and the events work from (a delta
+    file's bucket is None)."""
     version = data_path.rstrip("/").rsplit("/", 1)[-1]
     sizes = {i.name: i.size for i in fs.list(data_path)
              if not i.is_dir and bucket_of(i.name) is not None}

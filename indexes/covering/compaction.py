@@ -7,6 +7,12 @@ qualifies when it has more than one file and together they reach the next level 
 optimizations converge instead of rewriting the same files. Groups are taken lowest level
 first until ``bytes_per_iteration`` is reached. Full mode compacts every bucket that has more
 than one file. Each bucket's selected files become one sorted file.
+
+Delta files (written by an incremental refresh, not bucketed: their rows may belong to any
+bucket) are always selected, as a group of their own: folding them into the buckets is what
+lets bucketed reads drop the union they need. Each bucket's share of their rows makes a new
+file at some level, so in quick mode the files of every bucket at that level or lower are
+folded with them; in full mode every bucket's files are, so each bucket ends as one file.
 """
 from __future__ import annotations
 
@@ -22,7 +28,7 @@ class DataFile:
     """One data file of an index version, as its content records it."""
 
     name: str
-    bucket: int
+    bucket: int | None   # None for a delta file
     rows: int
     bytes: int
 
@@ -34,7 +40,7 @@ class DataFile:
     def of(record: Iterable) -> "DataFile":
         """From the ``[name, bucket, rows, bytes]`` lists of an index's content."""
         name, bucket, rows, size = record
-        return DataFile(str(name), int(bucket), int(rows), int(size))
+        return DataFile(str(name), None if bucket is None else int(bucket), int(rows), int(size))
 
 
 def level(rows: int) -> int:
@@ -42,20 +48,28 @@ def level(rows: int) -> int:
     return int(math.floor(math.log10(rows))) if rows > 0 else 0
 
 
-def select(files: list[DataFile], mode: str, bytes_per_iteration: int) -> list[list[DataFile]]:
-    """The groups of files to compact, each within one bucket (see the module docstring)."""
+def select(files: list[DataFile], mode: str, bytes_per_iteration: int,
+           num_buckets: int = 1) -> list[list[DataFile]]:
+    """The groups of files to compact, each within one bucket or all the delta files (see the
+    module docstring); ``num_buckets`` is the index's bucket count, over which delta rows
+    spread."""
     if mode not in MODES:
         raise ValueError(f"optimize mode {mode!r} is not one of {', '.join(MODES)}")
-    by_bucket: dict[int, list[DataFile]] = {}
-    for f in files:
-        by_bucket.setdefault(f.bucket, []).append(f)
+    deltas = sorted((f for f in files if f.bucket is None), key=lambda f: f.name)
+    bucketed = [f for f in files if f.bucket is not None]
+    chosen = [deltas] if deltas else []
     if mode == "full":
-        return [sorted(fs, key=lambda f: f.name) for _, fs in sorted(by_bucket.items())
-                if len(fs) > 1]
+        return chosen + _by_bucket(bucketed, None if deltas else 2)
+    # each bucket's share of the delta rows becomes a file at this level: lower and equal
+    # levels of every bucket are folded with it, as one group would be
+    share = sum(f.rows for f in deltas) // max(1, num_buckets)
+    folded = [f for f in bucketed if deltas and f.level <= level(share)]
+    chosen += _by_bucket(folded, 1)
+    budget = sum(f.bytes for g in chosen for f in g)
     groups: dict[tuple[int, int], list[DataFile]] = {}
-    for f in files:
-        groups.setdefault((f.level, f.bucket), []).append(f)
-    chosen, budget = [], 0
+    for f in bucketed:
+        if f not in folded:
+            groups.setdefault((f.level, f.bucket), []).append(f)
     for (lvl, _), group in sorted(groups.items()):
         if len(group) < 2 or sum(f.rows for f in group) < 10 ** (lvl + 1):
             continue
@@ -64,3 +78,13 @@ def select(files: list[DataFile], mode: str, bytes_per_iteration: int) -> list[l
         chosen.append(sorted(group, key=lambda f: f.name))
         budget += sum(f.bytes for f in group)
     return chosen
+
+
+def _by_bucket(files: list[DataFile], at_least: int | None) -> list[list[DataFile]]:
+    """``files`` grouped per bucket, by name, keeping buckets of ``at_least`` files (all buckets
+    with None)."""
+    by_bucket: dict[int, list[DataFile]] = {}
+    for f in files:
+        by_bucket.setdefault(f.bucket, []).append(f)
+    return [sorted(fs, key=lambda f: f.name) for _, fs in sorted(by_bucket.items())
+            if at_least is None or len(fs) >= at_least]

@@ -262,10 +262,15 @@ public final class PlanRewrite {
    * branch is hash-partitioned on the index's bucket columns into its buckets and the union is a
    * {@link BucketUnion}, which keeps the index scan's partitioning, so a join over it needs no
    * shuffle of this side (Spark's own Union does not keep a bucketed scan's partitioning).
+   *
+   * <p>{@code deltaRelation} (or null) reads the index's delta files (rows an incremental
+   * refresh added, in any bucket) with the index's schema: it joins the union as a third
+   * branch, treated like the index scan (same attributes, same lineage filter), under the same
+   * Filter and, with {@code bucketUnion}, hash-partitioned into the buckets.
    */
   public LogicalPlan replaceRelation(LogicalPlan plan, int ordinal, LogicalPlan indexRelation,
       String specLines, boolean restoreOrder, String appendedLines, String excludedIdLines,
-      boolean bucketUnion) {
+      LogicalPlan deltaRelation, boolean bucketUnion) {
     String[] specs = specLines.split("\n", -1);
     LogicalPlan original = fileRelations(plan)[ordinal];
     Map<Long, Attribute> originalById = new HashMap<>();
@@ -300,7 +305,7 @@ public final class PlanRewrite {
       }
       output.add(attr);
     }
-    LogicalPlan replacement = withOutput(fresh, output);
+    Expression excluded = null;
     if (!excludedIdLines.isEmpty()) {
       if (lineage == null) {
         throw new IllegalArgumentException("excluding files needs the lineage column");
@@ -309,37 +314,59 @@ public final class PlanRewrite {
       for (String id : excludedIdLines.split("\n")) {
         ids.add(Literal.create(Long.parseLong(id), lineage.dataType()));
       }
-      replacement = new Filter(new Not(new In(lineage,
-          CollectionConverters.asScala(ids).toSeq())), replacement);
+      excluded = new Not(new In(lineage, CollectionConverters.asScala(ids).toSeq()));
     }
-    if (restoreOrder) {
-      replacement = restored(origOut, replacement);
-    }
+    LogicalPlan replacement = indexBranch(fresh, output, excluded, restoreOrder, origOut);
     LogicalPlan swapped = (LogicalPlan) plan.transformUp(new SameNode(original, replacement));
     if (!chains.isEmpty()) {
       swapped = (LogicalPlan) swapped.transformAllExpressions(new ChainReplacement(chains));
     }
-    if (appendedLines.isEmpty()) {
-      return swapped;
+    List<LogicalPlan> extra = new ArrayList<>();
+    if (!appendedLines.isEmpty()) {
+      LogicalPlan appended = appendedPart((LogicalRelation) original, lineSet(appendedLines),
+          specs, originalById, output);
+      extra.add(restoreOrder ? restored(origOut, appended) : appended);
     }
-    LogicalPlan appended = appendedPart((LogicalRelation) original, lineSet(appendedLines),
-        specs, originalById, output);
-    if (restoreOrder) {
-      appended = restored(origOut, appended);
+    if (deltaRelation != null) {
+      extra.add(indexBranch(((LogicalRelation) deltaRelation).newInstance(), output, excluded,
+          restoreOrder, origOut));
+    }
+    if (extra.isEmpty()) {
+      return swapped;
     }
     LogicalPlan filter = parentOf(swapped, replacement);
     LogicalPlan anchor = filter instanceof Filter ? filter : replacement;
-    if (anchor != replacement) {
-      appended = filter.withNewChildren(
-          CollectionConverters.asScala(Arrays.asList(appended)).toSeq());
+    List<LogicalPlan> branches = new ArrayList<>();
+    branches.add(anchor);
+    for (LogicalPlan branch : extra) {
+      if (anchor != replacement) {
+        branch = filter.withNewChildren(
+            CollectionConverters.asScala(Arrays.asList(branch)).toSeq());
+      }
+      if (bucketUnion) {
+        branch = bucketed(branch, (LogicalRelation) indexRelation, freshOut, output);
+      }
+      branches.add(branch);
     }
-    if (bucketUnion) {
-      appended = bucketed(appended, (LogicalRelation) indexRelation, freshOut, output);
-    }
-    scala.collection.immutable.Seq<LogicalPlan> branches =
-        CollectionConverters.asScala(Arrays.asList(anchor, appended)).toSeq();
-    LogicalPlan union = bucketUnion ? new BucketUnion(branches) : new Union(branches, false, false);
+    scala.collection.immutable.Seq<LogicalPlan> children =
+        CollectionConverters.asScala(branches).toSeq();
+    LogicalPlan union = bucketUnion ? new BucketUnion(children) : new Union(children, false, false);
     return (LogicalPlan) swapped.transformUp(new SameNode(anchor, union));
+  }
+
+  /**
+   * {@code relation} (a fresh instance of an index relation) with the attributes {@code output}
+   * (positionally), without the rows {@code excluded} (or null) rejects, and with
+   * {@code restoreOrder}, under a Project giving {@code origOut}.
+   */
+  private static LogicalPlan indexBranch(LogicalRelation relation,
+      List<AttributeReference> output, Expression excluded, boolean restoreOrder,
+      scala.collection.Seq<Attribute> origOut) {
+    LogicalPlan branch = withOutput(relation, output);
+    if (excluded != null) {
+      branch = new Filter(excluded, branch);
+    }
+    return restoreOrder ? restored(origOut, branch) : branch;
   }
 
   /**
