@@ -141,7 +141,9 @@ def test_incremental_refresh_indexes_only_the_appended_files(spark, hs, source):
     indexed, others = split_files(df, "ix")
     # the new version reads the first version's files and its own (the appended rows)
     assert others == [] and {f.split("/v__=")[1][0] for f in indexed} == {"0", "1"}
-    assert why(hs, df, "ix") == ("APPLIED", "the index is used (filter rule)")
+    assert why(hs, df, "ix") == ("APPLIED", "the index is used (filter rule; 1 delta files of "
+                                 "incremental refreshes read next to its buckets until "
+                                 "optimizeIndex folds them in)")
     # the appended rows are one delta file of the new version, sorted by the indexed column
     deltas = [f for f in indexed if f.rsplit("/", 1)[1].startswith("delta-")]
     assert len(deltas) == 1 and "/v__=1/" in deltas[0]

@@ -48,6 +48,10 @@ class Applicable:
         if self.deleted_ids:
             how += (f"; hybrid scan: rows of {len(self.deleted_ids)} deleted or modified source "
                     "files filtered out by lineage")
+        deltas = sum(f[1] is None for f in self.index.content.get("files") or [])
+        if deltas:
+            how += (f"; {deltas} delta files of incremental refreshes read next to its buckets "
+                    "until optimizeIndex folds them in")
         return f"the index is used ({how}{'; ' + self.note if self.note else ''})"
 
     @property
