@@ -2,10 +2,11 @@
 and see which indexes a query uses and why others are not used."""
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 from datetime import datetime
-from typing import Any
+from typing import Any, Iterator
 
 from pyspark.sql import DataFrame, SparkSession, functions as F
 from pyspark.sql.types import StructField, StructType, _parse_datatype_json_value
@@ -152,8 +153,8 @@ class Hyperspace:
                      lambda path: self._build(df, cfg, source, path))
 
     def _create(self, name: str, kind: str, cfg: dict, build: Any) -> None:
-        started = now_ms()
-        entry = self._lifecycle().create(name, kind, cfg, build)
+        with self._failure_event("create", name, "full", None) as started:
+            entry = self._lifecycle().create(name, kind, cfg, build)
         self._event("create", None, entry, "full", started)
         self._changed()
 
@@ -368,11 +369,11 @@ class Hyperspace:
             return
         if mode != "full":
             self._check_refreshable(entry, source, mode)
-        started = now_ms()
-        if mode == "quick":
-            new = lifecycle.record(indexName, lambda e: self._quick(e, source))
-        else:
-            new = lifecycle.refresh(indexName, self._refresh_build(df, entry, source, mode))
+        with self._failure_event("refresh", entry.name, mode, entry) as started:
+            if mode == "quick":
+                new = lifecycle.record(indexName, lambda e: self._quick(e, source))
+            else:
+                new = lifecycle.refresh(indexName, self._refresh_build(df, entry, source, mode))
         self._event("refresh", entry, new, mode, started)
         self._changed()
 
@@ -396,11 +397,28 @@ class Hyperspace:
         """Records a finished operation; ``stats`` (input, output) default to the data of the
         versions before (none for a create) and after."""
         if stats is None:
-            stats = (file_stats([]) if before is None
-                     else file_stats(before.content.get("files"), before.content),
-                     file_stats(after.content.get("files"), after.content))
+            stats = (_input_stats(before), file_stats(after.content.get("files"), after.content))
         EventLog(self._fs, self._settings().system_path).write(
             name, after.name, mode, started, now_ms(), after.data_version, *stats)
+
+    @contextlib.contextmanager
+    def _failure_event(self, name: str, index: str, mode: str,
+                       before: IndexLogEntry | list[list] | None) -> Iterator[int]:
+        """Yields the start time of operation ``name`` on ``index``; when the block raises,
+        records a failed event (input: ``before``, the entry or the data files the operation
+        read; no output) and lets the error through unchanged."""
+        started = now_ms()
+        try:
+            yield started
+        except Exception as exc:
+            try:
+                EventLog(self._fs, self._settings().system_path).write(
+                    name, index, mode, started, now_ms(), None, _input_stats(before),
+                    file_stats([]), error=f"{type(exc).__name__}: {exc}")
+            except Exception:   # the operation's own error is the one to report
+                log.warning("could not record the failed %s of index '%s'", name, index,
+                            exc_info=True)
+            raise
 
     def optimizeIndex(self, indexName: str, mode: str = "quick") -> None:
         """Compacts a covering index's small data files, per bucket, into one sorted file each,
@@ -436,10 +454,10 @@ class Hyperspace:
             log.info("index '%s': no data files to compact (mode=%s)", entry.name, mode)
             return
         chosen = {f.name for g in groups for f in g}
-        started = now_ms()
-        new = lifecycle.refresh(indexName, lambda path: self._compact(entry, chosen, path),
-                                IndexState.OPTIMIZING)
         before = [[f.name, f.bucket, f.rows, f.bytes] for f in files if f.name in chosen]
+        with self._failure_event("optimize", entry.name, mode, before) as started:
+            new = lifecycle.refresh(indexName, lambda path: self._compact(entry, chosen, path),
+                                    IndexState.OPTIMIZING)
         old = {f.name for f in files}
         after = [f for f in new.content["files"] if f[0] not in old]
         self._event("optimize", entry, new, mode, started, (file_stats(before), file_stats(after)))
@@ -464,7 +482,9 @@ class Hyperspace:
     def events(self) -> DataFrame:
         """The events of index operations (create, refresh, optimize) under the system path,
         oldest first: operation name, index, mode, start and end time, data version written,
-        and the input and output data files' stats (files, levels, rows, bytes)."""
+        the input and output data files' stats (files, levels, rows, bytes), and the status
+        ("succeeded" or "failed") with, for a failure, the error it raised (a failed operation
+        leaves the index in a transient state until ``cancel``)."""
         rows = []
         for e in EventLog(self._fs, self._settings().system_path).read():
             stats = [(s["files"], s["levels"], s["rows"], s["bytes"])
@@ -472,7 +492,8 @@ class Hyperspace:
             rows.append((e["name"], e["index"], e["mode"],
                          datetime.fromtimestamp(e["started"] / 1000),
                          datetime.fromtimestamp(e["finished"] / 1000),
-                         e.get("dataVersion"), *stats))
+                         e.get("dataVersion"), *stats, e.get("status", "succeeded"),
+                         e.get("error")))
         return self.spark.createDataFrame(rows, _EVENTS_SCHEMA)
 
     def _read_source(self, source: dict) -> DataFrame:
@@ -605,11 +626,20 @@ def _summary(e: IndexLogEntry) -> tuple:
             e.content.get("numFiles"), e.content.get("sizeInBytes"))
 
 
+def _input_stats(before: IndexLogEntry | list[list] | None) -> dict:
+    """The stats of what an operation read: an index version's data files (none before a
+    create), or the data files given."""
+    if before is None or isinstance(before, list):
+        return file_stats(before or [])
+    return file_stats(before.content.get("files"), before.content)
+
+
 _SUMMARY_SCHEMA = ("name string, kind string, indexedColumns array<string>, "
                    "includedColumns array<string>, numBuckets int, state string, location string, "
                    "numFiles long, sizeInBytes long")
 _STATS = "struct<files:long, levels:array<int>, rows:long, bytes:long>"
 _EVENTS_SCHEMA = (f"name string, index string, mode string, started timestamp, "
-                  f"finished timestamp, dataVersion int, input {_STATS}, output {_STATS}")
+                  f"finished timestamp, dataVersion int, input {_STATS}, output {_STATS}, "
+                  "status string, error string")
 _DETAIL_SCHEMA = _SUMMARY_SCHEMA + (", sourceFiles long, sourceFormat string, sourcePaths array<string>,"
                                     " dataVersion int, numRows long, logVersion int")

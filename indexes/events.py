@@ -31,12 +31,15 @@ class EventLog:
         self.path = f"{fs.qualify(system_path).rstrip('/')}/{EVENTS_DIR}"
 
     def write(self, name: str, index: str, mode: str, started: int, finished: int,
-              data_version: int | None, input_stats: dict, output_stats: dict) -> dict[str, Any]:
+              data_version: int | None, input_stats: dict, output_stats: dict,
+              error: str | None = None) -> dict[str, Any]:
         """Records one finished operation ``name`` ("create", "refresh", "optimize") on
-        ``index``; times in epoch milliseconds. Returns the event."""
+        ``index``; times in epoch milliseconds. With ``error`` (what it raised), the operation
+        failed: its status is "failed", else "succeeded". Returns the event."""
         event = {"name": name, "index": index, "mode": mode, "started": started,
                  "finished": finished, "dataVersion": data_version,
-                 "input": input_stats, "output": output_stats}
+                 "input": input_stats, "output": output_stats,
+                 "status": "failed" if error is not None else "succeeded", "error": error}
         self._fs.mkdirs(self.path)
         self._fs.write_text(f"{self.path}/{started:013d}-{uuid.uuid4().hex}.json",
                             json.dumps(event, sort_keys=True), overwrite=False)

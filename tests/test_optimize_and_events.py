@@ -89,6 +89,38 @@ def test_full_optimize_compacts_every_bucket(spark, hs, source):
     assert len(split_files(df, "ix")[0]) == 4
 
 
+def test_failed_operations_are_events_too(spark, hs, source, monkeypatch):
+    import accelerator.hyperspace as hyperspace_module
+
+    def crash(*args, **kwargs):
+        raise RuntimeError("executor lost")
+
+    monkeypatch.setattr(hyperspace_module, "write_buckets", crash)
+    with pytest.raises(RuntimeError, match="executor lost"):
+        create(spark, hs, source, 2)
+    hs.cancel("ix")
+    monkeypatch.undo()
+    create(spark, hs, source, 2)
+    append(spark, source, range(1000, 1040))
+    monkeypatch.setattr(hyperspace_module, "write_delta", crash)
+    with pytest.raises(RuntimeError, match="executor lost"):
+        hs.refreshIndex("ix", mode="incremental")
+    assert hs._lifecycle().get("ix").state.name == "REFRESHING"
+    hs.cancel("ix")
+    monkeypatch.undo()
+    hs.refreshIndex("ix", mode="incremental")
+    events = hs.events().collect()
+    assert [(e["name"], e["mode"], e["status"], e["dataVersion"]) for e in events] == [
+        ("create", "full", "failed", None), ("create", "full", "succeeded", 0),
+        ("refresh", "incremental", "failed", None), ("refresh", "incremental", "succeeded", 1)]
+    assert [e["error"] for e in events] == [
+        "RuntimeError: executor lost", None, "RuntimeError: executor lost", None]
+    # a failed refresh read the version it started from and wrote nothing
+    assert events[2]["input"] == events[3]["input"] and events[2]["input"]["rows"] == 600
+    assert events[2]["output"]["files"] == 0 and events[0]["input"]["files"] == 0
+    assert rows(query(spark, source)) == vanilla(spark, lambda: query(spark, source))
+
+
 def test_optimize_errors(spark, hs, source):
     create(spark, hs, source, 2)
     with pytest.raises(InvalidIndexConfigError, match="'all' is not supported.*quick, full"):
