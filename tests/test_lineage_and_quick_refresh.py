@@ -184,6 +184,14 @@ def test_delta_rows_of_a_file_deleted_after_the_refresh_are_filtered_out(spark, 
             # the bucketed read unions index, delta and appended files; each index part is
             # filtered by lineage
             assert plan.count("Not(In(_data_file_id") == (2 if bucketed == "true" else 1)
+    # refreshing drops the deleted file's rows: the delta file's others are rewritten into
+    # the buckets with the rest
+    hs.refreshIndex("ix", mode="incremental")
+    content = hs._lifecycle().get("ix").content
+    assert all(f[1] is not None for f in content["files"])
+    assert content["numRows"] == spark.read.parquet(source).count()
+    df = assert_query(spark, source)
+    assert split_files(df, "ix")[1] == []
 
 
 def test_join_over_delta_appended_and_deleted_files(spark, hs, join_tables):
