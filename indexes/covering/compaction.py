@@ -66,9 +66,10 @@ def select(files: list[DataFile], mode: str, bytes_per_iteration: int,
     folded = [f for f in bucketed if deltas and f.level <= level(share)]
     chosen += _by_bucket(folded, 1)
     budget = sum(f.bytes for g in chosen for f in g)
+    folded_names = {f.name for f in folded}
     groups: dict[tuple[int, int], list[DataFile]] = {}
     for f in bucketed:
-        if f not in folded:
+        if f.name not in folded_names:
             groups.setdefault((f.level, f.bucket), []).append(f)
     for (lvl, _), group in sorted(groups.items()):
         if len(group) < 2 or sum(f.rows for f in group) < 10 ** (lvl + 1):
