@@ -20,6 +20,13 @@ def vanilla(spark, build):
         Hyperspace.enable(spark)
 
 
+def bucket_union(spark) -> bool:
+    """Whether this Spark runs the accelerator's bucket union (4.1 and later: it needs Spark's
+    partitioning-aware union RDD); on Spark 4.0, hybrid scans and delta files under the join
+    rule go through Spark's Union, whose output the join shuffles."""
+    return tuple(int(p) for p in spark.version.split(".")[:2]) >= (4, 1)
+
+
 @contextlib.contextmanager
 def using_system_path(spark, path: str):
     """Sets the accelerator system path on the session for the duration of the block."""

@@ -9,7 +9,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from accelerator import Hyperspace, IndexConfig
-from tests.helpers import rows, vanilla
+from tests.helpers import bucket_union, rows, vanilla
 
 LEFT = "id long, k long, v string, nested struct<cnt:int, tag:string>"
 RIGHT = "rid long, k2 long, w string, nested struct<cnt:int, note:string>"
@@ -194,7 +194,8 @@ def test_index_buckets_of_one_sorted_file_join_without_sort(spark, hs, tmp_path,
     df = query()
     plan = df._jdf.queryExecution().executedPlan().toString()
     assert exchanges(df) == 1 and sorts(df) == 1
-    assert "BucketUnion" in plan and "REPARTITION_BY_NUM" in plan
+    # (on Spark 4.0, through Spark's Union, which the join shuffles whole)
+    assert ("BucketUnion" in plan and "REPARTITION_BY_NUM" in plan) == bucket_union(spark)
     assert_same(spark, df)
     assert joined(hs, df) == {"ls", "rs"}
     # a full optimization compacts each bucket into one sorted file again

@@ -4,7 +4,6 @@ import java.util.ArrayList;
 import java.util.List;
 
 import org.apache.spark.rdd.RDD;
-import org.apache.spark.rdd.SQLPartitioningAwareUnionRDD;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.plans.physical.Partitioning;
@@ -54,9 +53,41 @@ public final class BucketUnionExec extends SparkPlan {
       rdds.add(rdd);
     }
     // a Spark class: the accelerator's own classes are not on the executors' class path
-    return new SQLPartitioningAwareUnionRDD<>(sparkContext(),
-        CollectionConverters.asScala(rdds).toSeq(), partitions,
-        scala.reflect.ClassTag$.MODULE$.apply(InternalRow.class));
+    try {
+      @SuppressWarnings("unchecked")
+      RDD<InternalRow> union = (RDD<InternalRow>) unionRddConstructor().newInstance(
+          sparkContext(), CollectionConverters.asScala(rdds).toSeq(), partitions,
+          scala.reflect.ClassTag$.MODULE$.apply(InternalRow.class));
+      return union;
+    } catch (ReflectiveOperationException e) {
+      throw new IllegalStateException("bucket union: cannot build its RDD", e);
+    }
+  }
+
+  private static final String UNION_RDD = "org.apache.spark.rdd.SQLPartitioningAwareUnionRDD";
+
+  /**
+   * The constructor {@code (SparkContext, Seq, int, ClassTag)} of Spark's union RDD that keeps
+   * partition i of every child as partition i (Spark 4.1 and later).
+   */
+  private static java.lang.reflect.Constructor<?> unionRddConstructor()
+      throws ReflectiveOperationException {
+    for (java.lang.reflect.Constructor<?> c : Class.forName(UNION_RDD).getConstructors()) {
+      if (c.getParameterCount() == 4) {
+        return c;
+      }
+    }
+    throw new NoSuchMethodException(UNION_RDD + " has no 4-argument constructor");
+  }
+
+  /** Whether this Spark can run a bucket union (its union RDD is there: Spark 4.1+). */
+  static boolean supported() {
+    try {
+      unionRddConstructor();
+      return true;
+    } catch (ReflectiveOperationException e) {
+      return false;
+    }
   }
 
   @Override

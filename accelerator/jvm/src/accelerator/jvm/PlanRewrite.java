@@ -391,11 +391,14 @@ public final class PlanRewrite {
   }
 
   /**
-   * Adds the accelerator's planner strategies to the session: {@link BucketUnion} and the sorted
-   * bucketed scans of index relations ({@link SortedBucketScanExec}).
+   * Adds the accelerator's planner strategies to the session: {@link BucketUnion} (where Spark
+   * can run it, 4.1 and later; elsewhere hybrid scans under the join rule use Spark's Union)
+   * and the sorted bucketed scans of index relations ({@link SortedBucketScanExec}).
    */
   public void installStrategies(SparkSession session) {
-    Strategies.install(session, new BucketUnion.Strategy());
+    if (BucketUnionExec.supported()) {
+      Strategies.install(session, new BucketUnion.Strategy());
+    }
     Strategies.install(session, new SortedBucketScanExec.Strategy());
   }
 
