@@ -230,17 +230,23 @@ def _run_workload(spark: SparkSession, workload: Workload, ctx: Context, work_di
             failures.append(f"{label}: {len(rows)} rows differ from vanilla's {len(expected)}")
         return seconds
 
-    for i in range(warmups):
-        side(False, facts["path"], f"vanilla warm-up {i}")
-        side(True, facts["path"], f"accelerated warm-up {i}")
-        if limit_path:
-            side(False, limit_path, f"limit warm-up {i}")
-    vanilla, accelerated, limit = [], [], []
-    for i in range(pairs):
-        vanilla.append(side(False, facts["path"], f"vanilla run {i}"))
-        accelerated.append(side(True, facts["path"], f"accelerated run {i}"))
-        if limit_path:
-            limit.append(side(False, limit_path, f"limit run {i}"))
+    def alternate(rounds: int, warm: int, limit_path: str | None, after: str = ""):
+        """``warm`` untimed rounds, then ``rounds`` timed ones, each running vanilla, accelerated
+        and (with ``limit_path``) the limit; their seconds."""
+        for i in range(warm):
+            side(False, facts["path"], f"vanilla warm-up {i}{after}")
+            side(True, facts["path"], f"accelerated warm-up {i}{after}")
+            if limit_path:
+                side(False, limit_path, f"limit warm-up {i}{after}")
+        vanilla, accelerated, limit = [], [], []
+        for i in range(rounds):
+            vanilla.append(side(False, facts["path"], f"vanilla run {i}{after}"))
+            accelerated.append(side(True, facts["path"], f"accelerated run {i}{after}"))
+            if limit_path:
+                limit.append(side(False, limit_path, f"limit run {i}{after}"))
+        return vanilla, accelerated, limit
+
+    vanilla, accelerated, limit = alternate(pairs, warmups, limit_path)
     Hyperspace.disable(spark)
     shuffles_vanilla = shuffles(build(facts["path"]))
     read_vanilla = scan_stats(spark, build(facts["path"]))
@@ -251,17 +257,14 @@ def _run_workload(spark: SparkSession, workload: Workload, ctx: Context, work_di
     Hyperspace.disable(spark)
     refresh = after_refresh = None
     if workload.refresh_cost:
-        def measure() -> dict:
-            side(False, facts["path"], "vanilla warm-up after refresh")
-            side(True, facts["path"], "accelerated warm-up after refresh")
-            runs = [(side(False, facts["path"], f"vanilla run {i} after refresh"),
-                     side(True, facts["path"], f"accelerated run {i} after refresh"))
-                    for i in range(pairs)]
-            Hyperspace.disable(spark)
-            return {"vanilla_s": _stats([v for v, _ in runs]),
-                    "accelerated_s": _stats([a for _, a in runs]),
-                    "ratio_vanilla_over_accelerated": statistics.median(v / a for v, a in runs)}
-        refresh, after_refresh = _refresh_cost(hs, indexes, measure)
+        refresh = _refresh_cost(hs, indexes)
+        v_after, a_after, _ = alternate(pairs, 1, None, " after refresh")
+        Hyperspace.disable(spark)
+        after_refresh = {"vanilla_s": _stats(v_after), "accelerated_s": _stats(a_after),
+                         "ratio_vanilla_over_accelerated": statistics.median(
+                             v / a for v, a in zip(v_after, a_after))}
+        for index in indexes:   # the next run restores the source they were refreshed to
+            _drop_index(hs, index["name"])
 
     ratios = [v / a for v, a in zip(vanilla, accelerated)]
     ratio = statistics.median(ratios)
@@ -289,22 +292,16 @@ def _run_workload(spark: SparkSession, workload: Workload, ctx: Context, work_di
     }
 
 
-def _refresh_cost(hs: Hyperspace, indexes: list[dict],
-                  measure: Callable[[], dict]) -> tuple[list[dict], dict]:
+def _refresh_cost(hs: Hyperspace, indexes: list[dict]) -> list[dict]:
     """Seconds of an incremental refresh of each index after the workload's change, and their
-    share of the index's build (None when this run did not build it); then the query measured
-    (``measure``) over the refreshed indexes. The indexes are then dropped, as the next run
-    restores the source they were refreshed to."""
+    share of the index's build (None when this run did not build it)."""
     out = []
     for index in indexes:
         seconds, _ = _timed(lambda: hs.refreshIndex(index["name"], mode="incremental"))
         built = index.get("build_s")
         out.append({"name": index["name"], "incremental_s": seconds, "build_s": built,
                     "ratio_incremental_over_build": seconds / built if built else None})
-    after = measure()
-    for index in indexes:
-        _drop_index(hs, index["name"])
-    return out, after
+    return out
 
 
 def planning_overhead(spark: SparkSession, plans: dict[str, Callable[[int], DataFrame]],

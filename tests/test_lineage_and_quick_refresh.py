@@ -134,28 +134,48 @@ def join_tables(spark, tmp_path):
     return left, right
 
 
-def test_join_with_appended_and_deleted_files_keeps_the_index_sides_unshuffled(
-        spark, hs, join_tables):
-    left, right = join_tables
+def create_join_indexes(spark, hs, left, right):
+    """Covering indexes with lineage on each side's join key: ``li`` on left, ``ri`` on right."""
     with session_conf(spark, **LINEAGE):
         hs.createIndex(spark.read.parquet(left), IndexConfig("li", ["k"], ["v"]))
         hs.createIndex(spark.read.parquet(right), IndexConfig("ri", ["k2"], ["w"]))
-    spark.createDataFrame([(i, i % 50, f"v{i}") for i in range(1000, 1030)],
-                          "id long, k long, v string").coalesce(1).write.mode("append").parquet(left)
-    os.remove(os.path.join(right, parquet_files(right)[0]))
+
+
+def lineage_join_plan(spark, hs, left, right) -> str:
+    """Runs the join of the two tables (no broadcast), checks it against vanilla Spark, served
+    by both indexes with rows of deleted files filtered out; returns its physical plan."""
     with session_conf(spark, spark__sql__autoBroadcastJoinThreshold="-1"):
         df = (spark.read.parquet(left).join(spark.read.parquet(right), F.col("k") == F.col("k2"))
               .select("k", "v", "w"))
         assert_same(spark, df)
         assert joined(hs, df) == {"li", "ri"}
         plan = df._jdf.queryExecution().executedPlan().toString().split("== Initial Plan ==")[-1]
-        assert "NOT _data_file_id" in plan
-        if bucket_union(spark):
-            # the only shuffle hashes the appended file into the index's buckets
-            assert plan.count("Exchange") == 1 and "REPARTITION_BY_NUM" in plan
-            assert "BucketUnion" in plan
-        else:   # Spark 4.0: the join shuffles the union of index and appended file
-            assert plan.count("Exchange") == 1 and "REPARTITION_BY_NUM" not in plan
+    assert "NOT _data_file_id" in plan
+    return plan
+
+
+def append_left(spark, left, ids):
+    """Appends one file of rows ``ids`` to the left join table; returns its name."""
+    before = set(os.listdir(left))
+    spark.createDataFrame([(i, i % 50, f"v{i}") for i in ids], "id long, k long, v string") \
+        .coalesce(1).write.mode("append").parquet(left)
+    (name,) = [f for f in set(os.listdir(left)) - before if f.endswith(".parquet")]
+    return name
+
+
+def test_join_with_appended_and_deleted_files_keeps_the_index_sides_unshuffled(
+        spark, hs, join_tables):
+    left, right = join_tables
+    create_join_indexes(spark, hs, left, right)
+    append_left(spark, left, range(1000, 1030))
+    os.remove(os.path.join(right, parquet_files(right)[0]))
+    plan = lineage_join_plan(spark, hs, left, right)
+    if bucket_union(spark):
+        # the only shuffle hashes the appended file into the index's buckets
+        assert plan.count("Exchange") == 1 and "REPARTITION_BY_NUM" in plan
+        assert "BucketUnion" in plan
+    else:   # Spark 4.0: the join shuffles the union of index and appended file
+        assert plan.count("Exchange") == 1 and "REPARTITION_BY_NUM" not in plan
 
 
 def test_incremental_refresh_drops_the_rows_of_deleted_files(spark, hs, source):
@@ -200,38 +220,18 @@ def test_delta_rows_of_a_file_deleted_after_the_refresh_are_filtered_out(spark, 
 
 def test_join_over_delta_appended_and_deleted_files(spark, hs, join_tables):
     left, right = join_tables
-    with session_conf(spark, **LINEAGE):
-        hs.createIndex(spark.read.parquet(left), IndexConfig("li", ["k"], ["v"]))
-        hs.createIndex(spark.read.parquet(right), IndexConfig("ri", ["k2"], ["w"]))
-
-    def append_left(ids):
-        return append_rows(spark, left, [(i, i % 50, f"v{i}") for i in ids])
-
-    (first,) = append_left(range(1000, 1030))
+    create_join_indexes(spark, hs, left, right)
+    first = append_left(spark, left, range(1000, 1030))
     hs.refreshIndex("li", mode="incremental")
     os.remove(os.path.join(left, first))
-    append_left(range(2000, 2020))
-    with session_conf(spark, spark__sql__autoBroadcastJoinThreshold="-1"):
-        df = (spark.read.parquet(left).join(spark.read.parquet(right), F.col("k") == F.col("k2"))
-              .select("k", "v", "w"))
-        assert_same(spark, df)
-        assert joined(hs, df) == {"li", "ri"}
-        plan = df._jdf.queryExecution().executedPlan().toString().split("== Initial Plan ==")[-1]
-        assert "NOT _data_file_id" in plan
-        if bucket_union(spark):
-            # delta and appended rows are hashed into the buckets: one union of three parts
-            assert plan.count("REPARTITION_BY_NUM") == 2 and plan.count("Exchange") == 2
-            assert plan.count("BucketUnion") == 1
-        else:   # Spark 4.0: the join shuffles the union of the three parts
-            assert plan.count("REPARTITION_BY_NUM") == 0 and plan.count("Exchange") == 1
-
-
-def append_rows(spark, path, rows_):
-    """Appends one file of ``(id, k, v)`` rows to ``path``; returns its name."""
-    before = set(os.listdir(path))
-    spark.createDataFrame(rows_, "id long, k long, v string").coalesce(1) \
-        .write.mode("append").parquet(path)
-    return {f for f in set(os.listdir(path)) - before if f.endswith(".parquet")}
+    append_left(spark, left, range(2000, 2020))
+    plan = lineage_join_plan(spark, hs, left, right)
+    if bucket_union(spark):
+        # delta and appended rows are hashed into the buckets: one union of three parts
+        assert plan.count("REPARTITION_BY_NUM") == 2 and plan.count("Exchange") == 2
+        assert plan.count("BucketUnion") == 1
+    else:   # Spark 4.0: the join shuffles the union of the three parts
+        assert plan.count("REPARTITION_BY_NUM") == 0 and plan.count("Exchange") == 1
 
 
 def test_incremental_refresh_without_lineage_asks_for_a_full_one(spark, hs, source):

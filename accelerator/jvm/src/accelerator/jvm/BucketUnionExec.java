@@ -53,9 +53,12 @@ public final class BucketUnionExec extends SparkPlan {
       rdds.add(rdd);
     }
     // a Spark class: the accelerator's own classes are not on the executors' class path
+    if (UNION_RDD == null) {
+      throw new IllegalStateException("bucket union: this Spark has no " + UNION_RDD_CLASS);
+    }
     try {
       @SuppressWarnings("unchecked")
-      RDD<InternalRow> union = (RDD<InternalRow>) unionRddConstructor().newInstance(
+      RDD<InternalRow> union = (RDD<InternalRow>) UNION_RDD.newInstance(
           sparkContext(), CollectionConverters.asScala(rdds).toSeq(), partitions,
           scala.reflect.ClassTag$.MODULE$.apply(InternalRow.class));
       return union;
@@ -64,30 +67,30 @@ public final class BucketUnionExec extends SparkPlan {
     }
   }
 
-  private static final String UNION_RDD = "org.apache.spark.rdd.SQLPartitioningAwareUnionRDD";
-
+  private static final String UNION_RDD_CLASS =
+      "org.apache.spark.rdd.SQLPartitioningAwareUnionRDD";
   /**
    * The constructor {@code (SparkContext, Seq, int, ClassTag)} of Spark's union RDD that keeps
-   * partition i of every child as partition i (Spark 4.1 and later).
+   * partition i of every child as partition i (Spark 4.1 and later), or null.
    */
-  private static java.lang.reflect.Constructor<?> unionRddConstructor()
-      throws ReflectiveOperationException {
-    for (java.lang.reflect.Constructor<?> c : Class.forName(UNION_RDD).getConstructors()) {
-      if (c.getParameterCount() == 4) {
-        return c;
+  private static final java.lang.reflect.Constructor<?> UNION_RDD = unionRddConstructor();
+
+  private static java.lang.reflect.Constructor<?> unionRddConstructor() {
+    try {
+      for (java.lang.reflect.Constructor<?> c : Class.forName(UNION_RDD_CLASS).getConstructors()) {
+        if (c.getParameterCount() == 4) {
+          return c;
+        }
       }
+    } catch (ClassNotFoundException e) {
+      // Spark 4.0
     }
-    throw new NoSuchMethodException(UNION_RDD + " has no 4-argument constructor");
+    return null;
   }
 
   /** Whether this Spark can run a bucket union (its union RDD is there: Spark 4.1+). */
   static boolean supported() {
-    try {
-      unionRddConstructor();
-      return true;
-    } catch (ReflectiveOperationException e) {
-      return false;
-    }
+    return UNION_RDD != null;
   }
 
   @Override
