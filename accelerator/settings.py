@@ -53,7 +53,7 @@ class Settings:
     max_appended_ratio: float     # appended bytes over the source's bytes, for hybrid scan
     max_deleted_ratio: float      # deleted bytes over the indexed bytes, for hybrid scan
     lineage: bool                 # new covering indexes record each row's source file
-    optimize_bytes: int           # bytes optimizeIndex(mode="quick") compacts at most
+    optimize_bytes: int           # bytes after which optimizeIndex(mode="quick") takes no more files
     broadcast_threshold: int      # bytes; negative: Spark never broadcasts by size
     bucketing: bool
 

@@ -35,7 +35,7 @@ DATA_DIR_PREFIX = "v__="
 TRASH_DIR = "_trash"
 
 
-def _version(data_dir: str) -> int:
+def data_version(data_dir: str) -> int:
     """The version number of a ``.../v__=<n>`` data directory."""
     return int(data_dir.rstrip("/").rsplit("=", 1)[-1])
 
@@ -227,7 +227,7 @@ class IndexLifecycle:
         current = base.data_version if base.data_version is not None else -1
         keep = {self._fs.qualify(d).rstrip("/") for d in referenced(base)}
         removed = [d for d in self._data_dirs(log.index_path)
-                   if _version(d) < current and self._fs.qualify(d).rstrip("/") not in keep]
+                   if data_version(d) < current and self._fs.qualify(d).rstrip("/") not in keep]
         for data_dir in removed:
             logger.info("removing unreferenced data version %s", data_dir)
             self._fs.delete(data_dir, recursive=True)
@@ -322,7 +322,7 @@ class IndexLifecycle:
     def _remove_newer_data(self, index_path: str, version: int | None) -> None:
         keep = -1 if version is None else version
         for data_dir in self._data_dirs(index_path):
-            if _version(data_dir) > keep:
+            if data_version(data_dir) > keep:
                 logger.info("removing data of a cancelled operation: %s", data_dir)
                 self._fs.delete(data_dir, recursive=True)
 

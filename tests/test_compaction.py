@@ -53,12 +53,23 @@ def test_delta_files_are_folded_with_every_bucket_at_their_share_level_or_lower(
              f("d", 3, 5_000), f("e", 3, 6_000)]                  # level 3 group: its own
     assert names(select(files, "quick", 10**9, num_buckets=4)) == [
         ["v__=1/delta-1", "v__=2/delta-2"], ["a"], ["b"], ["c"], ["d", "e"]]
-    # the deltas are always folded, whatever the byte budget
+    # a budget below the first delta file's bytes: that file alone (375 rows per bucket)
     assert names(select(files, "quick", 1, num_buckets=4)) == [
-        ["v__=1/delta-1", "v__=2/delta-2"], ["a"], ["b"], ["c"]]
+        ["v__=1/delta-1"], ["a"], ["b"], ["c"]]
     # few delta rows per bucket: the larger files stay
     small = [DataFile.of(["v__=1/delta-1", None, 40, 400]), f("a", 0, 300), f("b", 1, 9)]
     assert names(select(small, "quick", 10**9, num_buckets=4)) == [["v__=1/delta-1"], ["b"]]
+
+
+def test_quick_takes_delta_files_oldest_first_within_the_byte_budget():
+    deltas = [DataFile.of([f"v__={v}/delta-{v}", None, 100, 1_000]) for v in (10, 9, 2, 11)]
+    assert names(select(deltas, "quick", 1_500, num_buckets=1)) == [
+        ["v__=2/delta-2", "v__=9/delta-9"]]
+    assert names(select(deltas, "quick", 10**9, num_buckets=1)) == [
+        ["v__=2/delta-2", "v__=9/delta-9", "v__=10/delta-10", "v__=11/delta-11"]]
+    # full mode folds them all, whatever the budget
+    assert names(select(deltas, "full", 1, num_buckets=1)) == [
+        ["v__=2/delta-2", "v__=9/delta-9", "v__=10/delta-10", "v__=11/delta-11"]]
 
 
 def test_full_with_delta_files_compacts_every_bucket():

@@ -10,7 +10,7 @@ import threading
 import pytest
 
 from accelerator import IndexConfig, InvalidIndexConfigError
-from tests.helpers import rows, vanilla
+from tests.helpers import rows, session_conf, vanilla
 from tests.test_hybrid_scan import SCHEMA, append, data, split_files
 
 
@@ -69,6 +69,26 @@ def test_quick_optimize_compacts_level_groups_and_converges(spark, hs, source):
     assert events[1]["input"]["rows"] == 600 and events[1]["output"]["rows"] == 1600
     assert all(e["finished"] >= e["started"] for e in events)
     assert os.listdir(os.path.join(hs._settings().system_path, "_events"))
+
+
+def test_quick_optimize_folds_delta_files_oldest_first_within_its_byte_budget(spark, hs, source):
+    create(spark, hs, source, 2)
+    for start in (1000, 3000):
+        append(spark, source, range(start, start + 1000))
+        hs.refreshIndex("ix", mode="incremental")
+    with session_conf(spark, spark__accelerator__index__optimize__bytesPerIteration="1"):
+        hs.optimizeIndex("ix")       # the first refresh's delta file only
+        files = index_files(hs)
+        assert [n for n in files if "/delta-" in n] and len(files) == 3
+        df = assert_query(spark, source)
+        assert len(split_files(df, "ix")[0]) == 3
+        hs.optimizeIndex("ix")       # then the second one's
+    assert not [n for n in index_files(hs) if "/delta-" in n]
+    assert hs._lifecycle().get("ix").content["numRows"] == 2600
+    assert_query(spark, source)
+    events = hs.events().collect()
+    assert [e["input"]["rows"] for e in events if e["name"] == "optimize"] == [
+        600 + 1000, 1600 + 1000]
 
 
 def test_full_optimize_compacts_every_bucket(spark, hs, source):

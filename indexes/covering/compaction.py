@@ -9,16 +9,20 @@ first until ``bytes_per_iteration`` is reached. Full mode compacts every bucket 
 than one file. Each bucket's selected files become one sorted file.
 
 Delta files (written by an incremental refresh, not bucketed: their rows may belong to any
-bucket) are always selected, as a group of their own: folding them into the buckets is what
-lets bucketed reads drop the union they need. Each bucket's share of their rows makes a new
-file at some level, so in quick mode the files of every bucket at that level or lower are
-folded with them; in full mode every bucket's files are, so each bucket ends as one file.
+bucket) come first, as a group of their own: folding them into the buckets is what lets
+bucketed reads drop the union they need. Quick mode takes them oldest first while the bytes
+taken are under ``bytes_per_iteration`` (at least one; the rest wait for the next call). Each
+bucket's share of the taken delta rows makes a new file at some level, so the files of every
+bucket at that level or lower are folded with them. Full mode folds every delta file and
+every bucket's files, so each bucket ends as one file.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 from typing import Iterable
+
+from indexes.lifecycle import data_version
 
 MODES = ("quick", "full")
 
@@ -55,11 +59,13 @@ def select(files: list[DataFile], mode: str, bytes_per_iteration: int,
     spread."""
     if mode not in MODES:
         raise ValueError(f"optimize mode {mode!r} is not one of {', '.join(MODES)}")
-    deltas = sorted((f for f in files if f.bucket is None), key=lambda f: f.name)
+    deltas = sorted((f for f in files if f.bucket is None),
+                    key=lambda f: (data_version(f.name.split("/", 1)[0]), f.name))
     bucketed = [f for f in files if f.bucket is not None]
-    chosen = [deltas] if deltas else []
     if mode == "full":
-        return chosen + _by_bucket(bucketed, None if deltas else 2)
+        return ([deltas] if deltas else []) + _by_bucket(bucketed, None if deltas else 2)
+    deltas = _oldest_within(deltas, bytes_per_iteration)
+    chosen = [deltas] if deltas else []
     # each bucket's share of the delta rows becomes a file at this level: lower and equal
     # levels of every bucket are folded with it, as one group would be
     share = sum(f.rows for f in deltas) // max(1, num_buckets)
@@ -79,6 +85,16 @@ def select(files: list[DataFile], mode: str, bytes_per_iteration: int,
         chosen.append(sorted(group, key=lambda f: f.name))
         budget += sum(f.bytes for f in group)
     return chosen
+
+
+def _oldest_within(deltas: list[DataFile], bytes_per_iteration: int) -> list[DataFile]:
+    """The first of ``deltas`` taken while the bytes taken are under the budget (at least one)."""
+    taken: list[DataFile] = []
+    for f in deltas:
+        if taken and sum(t.bytes for t in taken) >= bytes_per_iteration:
+            break
+        taken.append(f)
+    return taken
 
 
 def _by_bucket(files: list[DataFile], at_least: int | None) -> list[list[DataFile]]:
