@@ -219,17 +219,42 @@ def plan_references(root: PlanNode, ids: set[int], skip: PlanNode | None = None)
 _INPUT_FILE_FUNCTIONS = {"InputFileName", "InputFileBlockStart", "InputFileBlockLength"}
 
 
+def subquery_plan(expr: Expr) -> PlanNode | None:
+    """The plan of a subquery expression (``IN``/``EXISTS``/scalar), or None for other
+    expressions. Spark optimizes it on its own, before the plan that holds it."""
+    plan = expr.fields.get("plan")
+    if _is_node_list(plan) and ("Subquery" in expr.cls or expr.cls in ("Exists", "ListQuery")):
+        return parse_plan(plan)
+    return None
+
+
+def _refers_outside(root: PlanNode) -> bool:
+    """Whether the plan, or a subquery's plan within it, holds an outer reference."""
+    for node in root.walk():
+        for tree in node.all_exprs():
+            for e in tree.walk():
+                inner = subquery_plan(e)
+                if e.cls == "OuterReference" or (inner is not None and _refers_outside(inner)):
+                    return True
+    return False
+
+
 def unsupported_reason(root: PlanNode) -> str | None:
     """Why no relation of this plan may be replaced, or None.
 
-    A subquery's plan is not part of this JSON, so its references cannot be checked; the input
-    file functions would name the index's files instead of the source's.
+    A subquery expression is fine when its plan refers to none of the outer query's columns:
+    its correlation (outer attributes, join condition) is then among the expression's own
+    children, which the rules check like any other reference. An outer reference left inside
+    its plan could not be rewritten. The input file functions would name the index's files
+    instead of the source's.
     """
     for node in root.walk():
         for tree in node.all_exprs():
             for e in tree.walk():
-                if "Subquery" in e.cls or e.cls in ("Exists", "ListQuery", "InSubquery"):
-                    return "the plan holds a subquery, which the rewriter does not analyse yet"
+                inner = subquery_plan(e)
+                if inner is not None and _refers_outside(inner):
+                    return ("a subquery refers to the outer query's columns inside its plan, "
+                            "which the rewriter cannot rewrite")
                 if e.cls in _INPUT_FILE_FUNCTIONS:
                     return (f"the query uses {e.cls} (e.g. input_file_name()), which must name "
                             "the source's files")
