@@ -14,7 +14,7 @@ from pyspark.sql.types import StructField, StructType, _parse_datatype_json_valu
 from accelerator import explain as explain_mod
 from accelerator import jvm, session, workers
 from accelerator.catalog import CATALOG
-from accelerator.settings import Settings
+from accelerator.settings import VACUUM_RETENTION, Settings
 from indexes.covering import compaction
 from indexes.covering.build import (
     data_dirs,
@@ -514,14 +514,28 @@ class Hyperspace:
         self._lifecycle().restore(indexName)
         self._changed()
 
-    def vacuumIndex(self, indexName: str) -> None:
+    def vacuumIndex(self, indexName: str, retentionSeconds: float | None = None) -> None:
         """Removes a deleted index and its data for good; on an ACTIVE index, removes the data
-        versions it no longer uses (left by refresh and optimize). Queries planned on an older
-        version while it runs fail to read it."""
+        versions it no longer uses (left by refresh and optimize) once they were replaced more
+        than ``retentionSeconds`` ago (default
+        ``spark.accelerator.index.vacuum.retentionSeconds``, one hour): queries planned before
+        a refresh, here or in another process (which sees it within
+        ``spark.accelerator.index.cache.expirySeconds``), may still read the older version.
+        Raises InvalidIndexConfigError for a negative retention."""
+        retention = (self._settings().vacuum_retention_seconds if retentionSeconds is None
+                     else retentionSeconds)
+        if not retention >= 0:
+            raise InvalidIndexConfigError(
+                f"vacuum retention must be 0 seconds or more, got {retention!r}")
         lifecycle = self._lifecycle()
         if lifecycle.get(indexName).state is IndexState.ACTIVE:
-            removed = lifecycle.vacuum_outdated(indexName, self._referenced_dirs)
+            removed, kept = lifecycle.vacuum_outdated(indexName, self._referenced_dirs,
+                                                      int(retention * 1000))
             log.info("index '%s': removed %d unreferenced data versions", indexName, len(removed))
+            if kept:
+                log.info("index '%s': kept %d unreferenced data versions replaced less than "
+                         "%g s ago (%s): %s", indexName, len(kept), retention, VACUUM_RETENTION,
+                         ", ".join(kept))
         else:
             lifecycle.vacuum(indexName)
         self._changed()

@@ -20,11 +20,13 @@ MAX_APPENDED_RATIO = "spark.accelerator.index.hybridScan.maxAppendedRatio"
 MAX_DELETED_RATIO = "spark.accelerator.index.hybridScan.maxDeletedRatio"
 LINEAGE = "spark.accelerator.index.lineage.enabled"
 OPTIMIZE_BYTES = "spark.accelerator.index.optimize.bytesPerIteration"
+VACUUM_RETENTION = "spark.accelerator.index.vacuum.retentionSeconds"
 BROADCAST_THRESHOLD = "spark.sql.autoBroadcastJoinThreshold"
 BUCKETING = "spark.sql.sources.bucketing.enabled"
 
 DEFAULT_NUM_BUCKETS = 200
 DEFAULT_CACHE_EXPIRY_SECONDS = 300
+DEFAULT_VACUUM_RETENTION_SECONDS = 3600
 
 
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
@@ -54,6 +56,7 @@ class Settings:
     max_deleted_ratio: float      # deleted bytes over the indexed bytes, for hybrid scan
     lineage: bool                 # new covering indexes record each row's source file
     optimize_bytes: int           # bytes after which optimizeIndex(mode="quick") takes no more files
+    vacuum_retention_seconds: float   # vacuumIndex keeps versions replaced less long ago
     broadcast_threshold: int      # bytes; negative: Spark never broadcasts by size
     bucketing: bool
 
@@ -78,6 +81,8 @@ class Settings:
             max_deleted_ratio=float(get(MAX_DELETED_RATIO, "0.2")),
             lineage=get(LINEAGE, "false").lower() == "true",
             optimize_bytes=byte_size(get(OPTIMIZE_BYTES, "1g")),
+            vacuum_retention_seconds=float(get(VACUUM_RETENTION,
+                                               str(DEFAULT_VACUUM_RETENTION_SECONDS))),
             broadcast_threshold=byte_size(get(BROADCAST_THRESHOLD, "10MB")),
             bucketing=get(BUCKETING, "true").lower() == "true",
         )

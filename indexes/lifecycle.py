@@ -22,7 +22,7 @@ from indexes.errors import (
     IndexStateError,
 )
 from indexes.fs import HadoopFs
-from indexes.log import IndexLogEntry, IndexLogManager, IndexState
+from indexes.log import IndexLogEntry, IndexLogManager, IndexState, now_ms
 from indexes.names import is_index_dir_name, validate_index_name
 
 logger = logging.getLogger("accelerator.indexes.lifecycle")
@@ -214,25 +214,49 @@ class IndexLifecycle:
                              content=dict(content))
         return self._end(log, begin, final)
 
-    def vacuum_outdated(self, name: str,
-                        referenced: Callable[[IndexLogEntry], list[str]]) -> list[str]:
-        """Removes the data versions of an ACTIVE index older than the one it uses and not
-        among the directories ``referenced(entry)`` it still reads: VACUUMINGOUTDATED → ACTIVE.
-        Returns the removed directories. Queries planned on an older version while this runs
-        fail to read it."""
+    def vacuum_outdated(self, name: str, referenced: Callable[[IndexLogEntry], list[str]],
+                        retention_ms: int = 0) -> tuple[list[str], list[str]]:
+        """Removes the data versions of an ACTIVE index older than the one it uses, not among
+        the directories ``referenced(entry)`` it still reads, and replaced (no longer read by
+        the ACTIVE state of the log) more than ``retention_ms`` ago: queries planned before the
+        replacement may still read a version for a while. VACUUMINGOUTDATED → ACTIVE. Returns
+        (the removed directories, the unreferenced ones kept for the retention)."""
         log = self.log_manager(name)
         base = self._require(name, IndexState.ACTIVE, "vacuum outdated data of",
                              f"run restore('{name}') first")
+        replaced = self._replaced_at(log, referenced)
         begin = self._begin(log, base, IndexState.VACUUMING_OUTDATED)
         current = base.data_version if base.data_version is not None else -1
         keep = {self._fs.qualify(d).rstrip("/") for d in referenced(base)}
-        removed = [d for d in self._data_dirs(log.index_path)
-                   if data_version(d) < current and self._fs.qualify(d).rstrip("/") not in keep]
+        unreferenced = [d for d in self._data_dirs(log.index_path)
+                        if data_version(d) < current and self._fs.qualify(d).rstrip("/") not in keep]
+        cutoff = now_ms() - retention_ms
+        removed = [d for d in unreferenced
+                   if replaced.get(self._fs.qualify(d).rstrip("/"), 0) <= cutoff]
         for data_dir in removed:
             logger.info("removing unreferenced data version %s", data_dir)
             self._fs.delete(data_dir, recursive=True)
         self._end(log, begin, base.derive(begin.id + 1, IndexState.ACTIVE))
-        return removed
+        return removed, [d for d in unreferenced if d not in removed]
+
+    def _replaced_at(self, log: IndexLogManager,
+                     referenced: Callable[[IndexLogEntry], list[str]]) -> dict[str, int]:
+        """When each data directory some ACTIVE entry of the log read stopped being read: the
+        timestamp of the next ACTIVE entry that does not read it (absent while it is read; a
+        directory no ACTIVE entry read, left by a failed operation, is absent too)."""
+        replaced: dict[str, int] = {}
+        reading: set[str] = set()
+        for entry_id in log.ids():
+            entry = log.get(entry_id)
+            if entry is None or entry.state is not IndexState.ACTIVE:
+                continue
+            now_read = {self._fs.qualify(d).rstrip("/") for d in referenced(entry)}
+            for gone in reading - now_read:
+                replaced[gone] = entry.timestamp
+            for d in now_read:
+                replaced.pop(d, None)
+            reading = now_read
+        return replaced
 
     def delete(self, name: str) -> IndexLogEntry:
         """Soft-deletes an ACTIVE index: DELETING → DELETED; its data is kept for restore."""

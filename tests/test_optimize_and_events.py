@@ -1,7 +1,8 @@
 """optimizeIndex compacts a covering index's data files per bucket (level-wise in quick mode,
 every bucket in full mode) and keeps results; refreshes and optimizations write events
-readable through hs.events(); vacuumIndex on an ACTIVE index removes unreferenced versions; a
-query running during a refresh reads one version, never a mix."""
+readable through hs.events(); vacuumIndex on an ACTIVE index removes unreferenced versions
+replaced longer ago than its retention; a query running during a refresh reads one version,
+never a mix."""
 from __future__ import annotations
 
 import os
@@ -158,12 +159,32 @@ def test_vacuum_of_an_active_index_removes_unreferenced_versions(spark, hs, sour
     index_dir = os.path.join(hs._settings().system_path, "ix")
     assert sorted(d for d in os.listdir(index_dir) if d.startswith("v__")) == \
         ["v__=0", "v__=1", "v__=2"]
-    hs.vacuumIndex("ix")
+    hs.vacuumIndex("ix", retentionSeconds=0)
     assert [d for d in os.listdir(index_dir) if d.startswith("v__")] == ["v__=2"]
     entry = hs._lifecycle().get("ix")
     assert entry.state.name == "ACTIVE" and entry.content["dataVersion"] == 2
     df = assert_query(spark, source)
     assert split_files(df, "ix")[0]
+
+
+def test_vacuum_keeps_versions_replaced_within_the_retention(spark, hs, source):
+    create(spark, hs, source, 2)
+    planned = query(spark, source)
+    planned._jdf.queryExecution().executedPlan()      # planned on v__=0, run after the vacuum
+    expected = rows(planned)
+    append(spark, source, range(1000, 1040))
+    hs.refreshIndex("ix", mode="full")
+    index_dir = os.path.join(hs._settings().system_path, "ix")
+    versions = lambda: sorted(d for d in os.listdir(index_dir) if d.startswith("v__"))  # noqa: E731
+    hs.vacuumIndex("ix")                    # v__=0 was replaced just now: within the hour
+    assert versions() == ["v__=0", "v__=1"]
+    assert rows(planned) == expected
+    with pytest.raises(InvalidIndexConfigError, match="retention must be 0 seconds or more"):
+        hs.vacuumIndex("ix", retentionSeconds=-1)
+    with session_conf(spark, spark__accelerator__index__vacuum__retentionSeconds="0"):
+        hs.vacuumIndex("ix")
+    assert versions() == ["v__=1"]
+    assert_query(spark, source)
 
 
 def test_query_during_a_refresh_reads_one_version(spark, hs, source):
