@@ -184,7 +184,7 @@ class Rewriter:
             decision.chosen = covering_rule.choose(decision.results) or skipping_rule.choose(
                 decision.results)
         joined = self._join_rule(root, relations, decisions, indexes, settings,
-                                 payload.get("joinHints", [])) if indexes else set()
+                                 payload.get("joinHints", [])) if indexes else {}
         # last relation first: a hybrid scan adds source relations, which would shift the
         # (pre-order) ordinals of the relations after it
         for decision in reversed(decisions):
@@ -194,7 +194,8 @@ class Rewriter:
             elif chosen is not None:
                 joins = decision.ordinal in joined
                 bucketed = joins or settings.filter_rule_bucket_spec
-                relation = self.index_relation(chosen.index, bucketed, sorted_scan=joins)
+                relation = self.index_relation(chosen.index, bucketed, sorted_scan=joins,
+                                               groups=joined.get(decision.ordinal, 0))
                 deltas = self.delta_relation(chosen.index) if bucketed else None
                 result.plan = plans.replaceRelation(result.plan, decision.ordinal, relation,
                                                     "\n".join(chosen.specs), chosen.restore_order,
@@ -209,15 +210,16 @@ class Rewriter:
 
     def _join_rule(self, root: PlanNode, relations: list[PlanNode],
                    decisions: list[RelationDecision], indexes: list[Any], settings: Settings,
-                   hints: list[str]) -> set[int]:
+                   hints: list[str]) -> dict[int, int]:
         """Serves the plan's equi-joins from pairs of covering indexes bucketed on the join
         keys (see :mod:`indexes.covering.join_rule`): both sides' decisions become the join's
-        indexes. Returns the ordinals of the relations it replaced. A side the filter rule
-        answers by a lookup of literals on its index's first column is left to the filter
-        rule."""
+        indexes. Returns the ordinals of the relations it replaced, each with the number of
+        partitions its buckets are read in (see :func:`join_rule.bucket_groups`). A side the
+        filter rule answers by a lookup of literals on its index's first column is left to the
+        filter rule."""
         ordinal_of = {id(r): i for i, r in enumerate(relations)}
         covering = [e for e in indexes if e.kind == COVERING]
-        joined: set[int] = set()
+        joined: dict[int, int] = {}
         joins = [n for n in root.walk() if n.cls == "Join"]
         for join, hint in zip(joins, hints):
             below = [join_rule.side_relation(child) for child in join.children]
@@ -241,11 +243,12 @@ class Rewriter:
                                            tuple(d.description for d in pair),
                                            settings.case_sensitive, settings.hybrid)
                 if isinstance(found, join_rule.JoinApplicable):
+                    groups = self._bucket_groups(found)
                     for d, applied in zip(pair, (found.left, found.right)):
                         d.results = [applied] + [r for r in d.results
                                                  if r.index.name != applied.index.name]
                         d.chosen = applied
-                        joined.add(d.ordinal)
+                        joined[d.ordinal] = groups
                     continue
                 reason = found
             for d in pair:
@@ -253,6 +256,17 @@ class Rewriter:
                 if isinstance(d.chosen, covering_rule.Applicable):   # the completed verdict
                     d.chosen = next(r for r in d.results if r.index is d.chosen.index)
         return joined
+
+    def _bucket_groups(self, found: Any) -> int:
+        """The partitions a join reads its two indexes' buckets in (as many as buckets while
+        a bucket union adds appended or delta rows to them, hashed into every bucket)."""
+        sides = (found.left, found.right)
+        num_buckets = int(found.left.index.config["numBuckets"])
+        if any(a.appended or delta_dirs(a.index.content) for a in sides):
+            return num_buckets
+        return join_rule.bucket_groups(num_buckets, self._spark.sparkContext.defaultParallelism,
+                                       sum(int(a.index.content.get("sizeInBytes", 0))
+                                           for a in sides))
 
     @staticmethod
     def _join_obstacle(hint: str, pair: list[RelationDecision],
@@ -338,7 +352,8 @@ class Rewriter:
                 found = self._recorders[system_path] = HistoryRecorder(self._fs, system_path)
             return found
 
-    def index_relation(self, entry: Any, bucketed: bool = True, sorted_scan: bool = False) -> Any:
+    def index_relation(self, entry: Any, bucketed: bool = True, sorted_scan: bool = False,
+                       groups: int = 0) -> Any:
         """The JVM relation reading an index's data version, bucketed by the indexed columns
         (Spark then prunes buckets on equality filters and joins two such relations without a
         shuffle) unless ``bucketed`` is false. A bucketed relation reads only the bucket files;
@@ -346,8 +361,12 @@ class Rewriter:
         ``sorted_scan`` (for a join), its scan stays bucketed and reports the buckets' sort
         order where each bucket is one file, so a sort-merge join does not sort it; without,
         Spark may read a bucketed relation as plain files where no operator needs its buckets
-        (a lookup reading one bucket of 200 in one task, not 200)."""
+        (a lookup reading one bucket of 200 in one task, not 200). ``groups`` below the
+        bucket count makes a sorted scan read the buckets in that many groups, unsorted (see
+        :func:`join_rule.bucket_groups`)."""
         kind = ("sorted" if sorted_scan else "bucketed") if bucketed else "plain"
+        if sorted_scan and 0 < groups < int(entry.config["numBuckets"]):
+            kind = f"sorted/{groups}"
         return self._cached_relation(entry, kind, lambda: self._read_index(
             entry, data_dirs(entry.content), BUCKET_FILES if bucketed else None, kind))
 
@@ -382,9 +401,10 @@ class Rewriter:
             reader = reader.option("pathGlobFilter", files_glob)
         found = reader.load(jvm_.org.apache.spark.api.python.PythonUtils.toSeq(dirs)) \
             .queryExecution().analyzed()
-        if kind in ("bucketed", "sorted"):
+        if kind not in ("plain", "delta"):
             indexed, _ = covering_rule.index_columns(entry.config)
+            sorted_scan, _, groups = kind.partition("/")
             found = self._helpers.plans.withBucketSpec(
                 found, int(entry.config["numBuckets"]), "\n".join(c.name for c in indexed),
-                kind == "sorted")
+                sorted_scan == "sorted", int(groups or 0))
         return found

@@ -154,6 +154,22 @@ def test_point_lookup_side_keeps_the_filter_rule(spark, hs, tables):
     assert "with literals" in " ".join(r.reason for r in hs.whyNot(df, "li_id"))
 
 
+def test_far_more_buckets_than_cores_are_read_in_groups(spark, hs, tables):
+    """40 buckets on local[2]: the join reads them in 8 groups (bucket b in group b mod 8, as a
+    hash partitioning into 8 puts them), sorted, still without any exchange."""
+    left, right = tables
+    hs.createIndex(spark.read.parquet(left), IndexConfig("lg", ["k"], ["v"], numBuckets=40))
+    hs.createIndex(spark.read.parquet(right), IndexConfig("rg", ["k2"], ["w"], numBuckets=40))
+    df = (spark.read.parquet(left).join(spark.read.parquet(right), F.col("k") == F.col("k2"))
+          .select("k", "v", "w"))
+    plan = df._jdf.queryExecution().executedPlan().toString()
+    assert exchanges(df) == 0 and sorts(df) == 2
+    assert plan.count("SelectedBucketsCount: 40 out of 40 (Coalesced to 8)") == 2
+    assert df.rdd.getNumPartitions() == 8
+    assert_same(spark, df)
+    assert joined(hs, df) == {"lg", "rg"}
+
+
 def sorts(df) -> int:
     """Sort operators in the physical plan of ``df`` (sort-merge joins not counted)."""
     return len(re.findall(r"\bSort \[", df._jdf.queryExecution().executedPlan().toString()))
@@ -203,3 +219,13 @@ def test_index_buckets_of_one_sorted_file_join_without_sort(spark, hs, tmp_path,
     df = query()
     assert exchanges(df) == 0 and sorts(df) == 0
     assert_same(spark, df)
+
+
+def test_bucket_groups_fit_the_cluster():
+    from indexes.covering.join_rule import bucket_groups
+    assert bucket_groups(8, cores=2, index_bytes=10 << 20) == 8        # few: as they are
+    assert bucket_groups(32, cores=2, index_bytes=10 << 20) == 32
+    assert bucket_groups(200, cores=2, index_bytes=10 << 20) == 8      # 4 per core
+    assert bucket_groups(200, cores=2, index_bytes=3 << 30) == 50      # <= 64 MB a task
+    assert bucket_groups(210, cores=2, index_bytes=0) == 10            # a divisor of 210
+    assert bucket_groups(200, cores=64, index_bytes=0) == 200          # a large cluster

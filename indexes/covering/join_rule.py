@@ -150,6 +150,30 @@ def evaluate(root: PlanNode, sides: tuple[JoinSide, JoinSide],
     return "; ".join(reasons) or "a side of the join has no covering index over its source"
 
 
+#: A join over index buckets aims at this many tasks per core of the cluster...
+TASKS_PER_CORE = 4
+#: ...and at most this many index bytes (both sides) per task.
+BYTES_PER_TASK = 64 << 20
+
+
+def bucket_groups(num_buckets: int, cores: int, index_bytes: int) -> int:
+    """In how many partitions a join reads two indexes of ``num_buckets`` buckets each.
+
+    A bucket is one sorted file, so a join over the buckets as they are needs no sort; but
+    each bucket is a task, and far more buckets than the cluster runs at once cost more in
+    tasks than they save (200 buckets on 2 cores: slower than Spark's own shuffle). Then the
+    buckets are read in fewer groups, bucket ``b`` in group ``b mod n`` for a divisor ``n`` of
+    ``num_buckets`` (so group ``i`` holds the rows a hash partitioning into ``n`` partitions
+    puts in partition ``i``), and each group is sorted: ``n`` is the smallest divisor that
+    still gives each core TASKS_PER_CORE tasks and each task at most BYTES_PER_TASK. The
+    buckets stay as they are when there are no more than 4 times that many.
+    """
+    wanted = max(TASKS_PER_CORE * cores, -(-index_bytes // BYTES_PER_TASK), 1)
+    if num_buckets <= 4 * wanted:
+        return num_buckets
+    return min(n for n in range(wanted, num_buckets + 1) if num_buckets % n == 0)
+
+
 def _shown(keys: tuple[tuple[str, ...], ...]) -> str:
     return ", ".join(".".join(k) for k in keys)
 

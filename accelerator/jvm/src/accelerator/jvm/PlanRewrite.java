@@ -537,10 +537,12 @@ public final class PlanRewrite {
    * relations without a shuffle. Its files must carry their bucket id in their names. With
    * {@code sortedScan}, they must also be sorted by {@code columns}: the relation is marked for
    * {@link SortedBucketScanExec}, which keeps its scan bucketed and reports that order when
-   * each bucket is one file.
+   * each bucket is one file; a {@code coalescedBuckets} count below {@code numBuckets} (one of
+   * its divisors) makes that scan read the buckets in that many groups instead (bucket b in
+   * group b mod the count), unsorted.
    */
   public LogicalPlan withBucketSpec(LogicalPlan relation, int numBuckets, String columnLines,
-                                    boolean sortedScan) {
+                                    boolean sortedScan, int coalescedBuckets) {
     String[] columns = columnLines.split("\n", -1);
     LogicalRelation rel = (LogicalRelation) relation;
     HadoopFsRelation fs = (HadoopFsRelation) rel.relation();
@@ -552,8 +554,12 @@ public final class PlanRewrite {
     if (!sortedScan) {
       return (LogicalPlan) copyCaseClass(rel, 0, bucketed);
     }
-    Object marked = copyCaseClass(bucketed, 5,
-        bucketed.options().updated(SortedBucketScanExec.MARKER, "true"), fs.sparkSession());
+    scala.collection.immutable.Map<String, String> options =
+        bucketed.options().updated(SortedBucketScanExec.MARKER, "true");
+    if (coalescedBuckets > 0 && coalescedBuckets < numBuckets) {
+      options = options.updated(SortedBucketScanExec.COALESCED, Integer.toString(coalescedBuckets));
+    }
+    Object marked = copyCaseClass(bucketed, 5, options, fs.sparkSession());
     return (LogicalPlan) copyCaseClass(rel, 0, marked);
   }
 
@@ -567,7 +573,7 @@ public final class PlanRewrite {
    * and {@code copy$default$N} (their arity differs between Spark versions). Parameters of a
    * second parameter list, which have no defaults, come from {@code curried}.
    */
-  private static Object copyCaseClass(Object obj, int index, Object value, Object... curried) {
+  static Object copyCaseClass(Object obj, int index, Object value, Object... curried) {
     try {
       Method copy = null;
       for (Method m : obj.getClass().getMethods()) {

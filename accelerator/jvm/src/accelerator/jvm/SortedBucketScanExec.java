@@ -48,6 +48,8 @@ import scala.jdk.javaapi.CollectionConverters;
 public final class SortedBucketScanExec extends SparkPlan {
   /** The relation option marking an index relation whose bucket files are sorted. */
   public static final String MARKER = "spark.accelerator.sortedBuckets";
+  /** The relation option asking its bucketed scan to read that many groups of buckets. */
+  public static final String COALESCED = "spark.accelerator.coalescedBuckets";
 
   private final SparkPlan child;
   // computed once per node: the planner asks for them several times
@@ -230,6 +232,38 @@ public final class SortedBucketScanExec extends SparkPlan {
   }
 
   /**
+   * The scan reading its buckets in the number of groups its relation asks for ({@link
+   * #COALESCED}), as Spark's own coalescing of buckets for joins does: partition i holds the
+   * buckets b with b mod n = i, so its rows are those of HashPartitioning(keys, n) when n divides
+   * the bucket count. The scan as it is when the relation asks for none.
+   */
+  private static FileSourceScanExec coalesced(FileSourceScanExec scan) {
+    scala.Option<String> asked = scan.relation().options().get(COALESCED);
+    if (asked.isEmpty() || !scan.bucketedScan()) {
+      return scan;
+    }
+    int groups = Integer.parseInt(asked.get());
+    if (scan.relation().bucketSpec().get().numBuckets() % groups != 0) {
+      return scan;
+    }
+    Method copy = null;
+    for (Method m : scan.getClass().getMethods()) {
+      if (m.getName().equals("copy")) {
+        copy = m;
+      }
+    }
+    java.lang.reflect.Type[] types = copy.getGenericParameterTypes();
+    for (int i = 0; i < types.length; i++) {
+      // optionalNumCoalescedBuckets: the only Option[Int] (its place varies by version)
+      if (types[i].getTypeName().equals("scala.Option<java.lang.Object>")) {
+        return (FileSourceScanExec) PlanRewrite.copyCaseClass(
+            scan, i, scala.Option.apply((Object) Integer.valueOf(groups)));
+      }
+    }
+    return scan;
+  }
+
+  /**
    * Plans a Project/Filter chain over a marked index relation as Spark's file source strategy
    * does, with each scan under a {@link SortedBucketScanExec}.
    */
@@ -257,7 +291,7 @@ public final class SortedBucketScanExec extends SparkPlan {
 
     private static SparkPlan wrapScans(SparkPlan plan) {
       if (plan instanceof FileSourceScanExec) {
-        return new SortedBucketScanExec(plan);
+        return new SortedBucketScanExec(coalesced((FileSourceScanExec) plan));
       }
       List<SparkPlan> children = new ArrayList<>();
       for (int i = 0; i < plan.children().size(); i++) {
