@@ -430,8 +430,9 @@ class Hyperspace:
         so repeated calls converge instead of rewriting the same files. ``mode="full"``
         compacts every bucket with more than one file. Either mode folds the delta files of
         incremental refreshes into the buckets (quick mode oldest first within the same byte
-        budget, at least one; full mode all of them, and every bucket then ends as one file). When nothing qualifies, nothing is done and a message is logged. Writes an event
-        (see :meth:`events`).
+        budget, at least one; full mode all of them, and every bucket then ends as one file).
+        When nothing qualifies, nothing is done and a message is logged. Writes an event (see
+        :meth:`events`).
         """
         if mode not in compaction.MODES:
             raise InvalidIndexConfigError(

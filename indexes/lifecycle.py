@@ -228,11 +228,11 @@ class IndexLifecycle:
         begin = self._begin(log, base, IndexState.VACUUMING_OUTDATED)
         current = base.data_version if base.data_version is not None else -1
         keep = {self._fs.qualify(d).rstrip("/") for d in referenced(base)}
-        unreferenced = [d for d in self._data_dirs(log.index_path)
-                        if data_version(d) < current and self._fs.qualify(d).rstrip("/") not in keep]
+        qualified = {d: self._fs.qualify(d).rstrip("/") for d in self._data_dirs(log.index_path)}
+        unreferenced = [d for d, q in qualified.items()
+                        if data_version(d) < current and q not in keep]
         cutoff = now_ms() - retention_ms
-        removed = [d for d in unreferenced
-                   if replaced.get(self._fs.qualify(d).rstrip("/"), 0) <= cutoff]
+        removed = [d for d in unreferenced if replaced.get(qualified[d], 0) <= cutoff]
         for data_dir in removed:
             logger.info("removing unreferenced data version %s", data_dir)
             self._fs.delete(data_dir, recursive=True)
