@@ -154,10 +154,29 @@ def test_point_lookup_side_keeps_the_filter_rule(spark, hs, tables):
     assert "with literals" in " ".join(r.reason for r in hs.whyNot(df, "li_id"))
 
 
-def test_far_more_buckets_than_cores_are_read_in_groups(spark, hs, tables):
+#: Join keys with nulls, and strings whose order is by bytes (upper case first, then "é").
+KEYS = [
+    ("long", lambda i: None if i % 13 == 0 else i % 40),
+    ("string", lambda i: None if i % 11 == 0
+     else ["b", "B", "a", "é", "", "zz", "a b"][i % 7] + str(i % 5)),
+]
+
+
+def keyed_tables(spark, tmp_path, key_type, key) -> tuple[str, str]:
+    left, right = str(tmp_path / "l"), str(tmp_path / "r")
+    spark.createDataFrame([(i, key(i), f"v{i}") for i in range(500)],
+                          f"id long, k {key_type}, v string").repartition(3).write.parquet(left)
+    spark.createDataFrame([(i, key(i * 7), f"w{i}") for i in range(300)],
+                          f"rid long, k2 {key_type}, w string").repartition(2).write.parquet(right)
+    return left, right
+
+
+@pytest.mark.parametrize("key_type, key", KEYS)
+def test_far_more_buckets_than_cores_are_read_in_groups(spark, hs, tmp_path, no_broadcast,
+                                                        key_type, key):
     """40 buckets on local[2]: the join reads them in 8 groups (bucket b in group b mod 8, as a
     hash partitioning into 8 puts them), sorted, still without any exchange."""
-    left, right = tables
+    left, right = keyed_tables(spark, tmp_path, key_type, key)
     hs.createIndex(spark.read.parquet(left), IndexConfig("lg", ["k"], ["v"], numBuckets=40))
     hs.createIndex(spark.read.parquet(right), IndexConfig("rg", ["k2"], ["w"], numBuckets=40))
     df = (spark.read.parquet(left).join(spark.read.parquet(right), F.col("k") == F.col("k2"))
@@ -170,23 +189,35 @@ def test_far_more_buckets_than_cores_are_read_in_groups(spark, hs, tables):
     assert joined(hs, df) == {"lg", "rg"}
 
 
+def test_buckets_of_several_files_are_sorted_by_the_join(spark, hs, tables):
+    """An index written under ``maxRecordsPerFile`` holds several sorted files per bucket: its
+    buckets, read file after file, are not sorted, so the scan reports no order and the join
+    sorts them (still no exchange)."""
+    left, right = tables
+    spark.conf.set("spark.sql.files.maxRecordsPerFile", "30")
+    try:
+        hs.createIndex(spark.read.parquet(left), IndexConfig("lf", ["k"], ["v"]))
+        hs.createIndex(spark.read.parquet(right), IndexConfig("rf", ["k2"], ["w"]))
+    finally:
+        spark.conf.unset("spark.sql.files.maxRecordsPerFile")
+    assert hs.index("lf").collect()[0].numFiles > 4
+    df = (spark.read.parquet(left).join(spark.read.parquet(right), F.col("k") == F.col("k2"))
+          .select("k", "v", "w"))
+    assert exchanges(df) == 0 and sorts(df) == 2
+    assert df.rdd.getNumPartitions() == 4
+    assert_same(spark, df)
+    assert joined(hs, df) == {"lf", "rf"}
+
+
 def sorts(df) -> int:
     """Sort operators in the physical plan of ``df`` (sort-merge joins not counted)."""
     return len(re.findall(r"\bSort \[", df._jdf.queryExecution().executedPlan().toString()))
 
 
-@pytest.mark.parametrize("key_type, key", [
-    ("long", lambda i: None if i % 13 == 0 else i % 40),
-    ("string", lambda i: None if i % 11 == 0
-     else ["b", "B", "a", "é", "", "zz", "a b"][i % 7] + str(i % 5)),
-])
+@pytest.mark.parametrize("key_type, key", KEYS)
 def test_index_buckets_of_one_sorted_file_join_without_sort(spark, hs, tmp_path, no_broadcast,
                                                            key_type, key):
-    left, right = str(tmp_path / "l"), str(tmp_path / "r")
-    spark.createDataFrame([(i, key(i), f"v{i}") for i in range(500)],
-                          f"id long, k {key_type}, v string").repartition(3).write.parquet(left)
-    spark.createDataFrame([(i, key(i * 7), f"w{i}") for i in range(300)],
-                          f"rid long, k2 {key_type}, w string").repartition(2).write.parquet(right)
+    left, right = keyed_tables(spark, tmp_path, key_type, key)
     hs.createIndex(spark.read.parquet(left), IndexConfig("ls", ["k"], ["v"]))
     hs.createIndex(spark.read.parquet(right), IndexConfig("rs", ["k2"], ["w"]))
     query = lambda: (spark.read.parquet(left)  # noqa: E731
