@@ -74,7 +74,7 @@ class Rewriter:
         self._fs = HadoopFs(spark)
         # (data version path, kind) → (log entry stamp, JVM relation); a recreated index
         # reuses paths
-        self._index_relations: dict[tuple[str, str], tuple[tuple, Any]] = {}
+        self._index_relations: dict[tuple[str, tuple[str, int]], tuple[tuple, Any]] = {}
         # fingerprint → files of a source whose files no index recorded (oldest dropped first)
         self._file_lists: dict[str, list] = {}
         # data version path → (log entry stamp, statistics of a data-skipping index)
@@ -364,11 +364,12 @@ class Rewriter:
         (a lookup reading one bucket of 200 in one task, not 200). ``groups`` below the
         bucket count makes a sorted scan read the buckets in that many groups, unsorted (see
         :func:`join_rule.bucket_groups`)."""
+        if not (bucketed and sorted_scan and 0 < groups < int(entry.config["numBuckets"])):
+            groups = 0
         kind = ("sorted" if sorted_scan else "bucketed") if bucketed else "plain"
-        if sorted_scan and 0 < groups < int(entry.config["numBuckets"]):
-            kind = f"sorted/{groups}"
-        return self._cached_relation(entry, kind, lambda: self._read_index(
-            entry, data_dirs(entry.content), BUCKET_FILES if bucketed else None, kind))
+        return self._cached_relation(entry, (kind, groups), lambda: self._read_index(
+            entry, data_dirs(entry.content), BUCKET_FILES if bucketed else None,
+            (sorted_scan, groups) if bucketed else None))
 
     def delta_relation(self, entry: Any) -> Any | None:
         """The JVM relation reading only the delta files of an index's data version (rows of
@@ -377,10 +378,10 @@ class Rewriter:
         dirs = delta_dirs(entry.content)
         if not dirs:
             return None
-        return self._cached_relation(entry, "delta",
-                                     lambda: self._read_index(entry, dirs, DELTA_FILES, "delta"))
+        return self._cached_relation(entry, ("delta", 0),
+                                     lambda: self._read_index(entry, dirs, DELTA_FILES))
 
-    def _cached_relation(self, entry: Any, kind: str, read: Any) -> Any:
+    def _cached_relation(self, entry: Any, kind: tuple[str, int], read: Any) -> Any:
         """A relation over an index's data, cached per data version path and kind while the log
         entry stays the same: a vacuumed and recreated index reuses the path with other files,
         and a cached relation lists files."""
@@ -393,7 +394,10 @@ class Rewriter:
         self._index_relations[key] = (stamp, found)
         return found
 
-    def _read_index(self, entry: Any, dirs: list[str], files_glob: str | None, kind: str) -> Any:
+    def _read_index(self, entry: Any, dirs: list[str], files_glob: str | None,
+                    bucket_spec: tuple[bool, int] | None = None) -> Any:
+        """The relation over ``dirs`` (files matching ``files_glob``); with ``bucket_spec``
+        (sorted scan, groups), bucketed by the indexed columns (see :meth:`index_relation`)."""
         jvm_ = self._spark.sparkContext._jvm
         schema = jvm_.org.apache.spark.sql.types.DataType.fromJson(entry.content["schema"])
         reader = self._spark._jsparkSession.read().schema(schema).format("parquet")
@@ -401,10 +405,10 @@ class Rewriter:
             reader = reader.option("pathGlobFilter", files_glob)
         found = reader.load(jvm_.org.apache.spark.api.python.PythonUtils.toSeq(dirs)) \
             .queryExecution().analyzed()
-        if kind not in ("plain", "delta"):
+        if bucket_spec is not None:
             indexed, _ = covering_rule.index_columns(entry.config)
-            sorted_scan, _, groups = kind.partition("/")
+            sorted_scan, groups = bucket_spec
             found = self._helpers.plans.withBucketSpec(
                 found, int(entry.config["numBuckets"]), "\n".join(c.name for c in indexed),
-                sorted_scan == "sorted", int(groups or 0))
+                sorted_scan, groups)
         return found

@@ -9,6 +9,7 @@ state (the "crash mid-operation" model): every other action then fails with
 """
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import uuid
@@ -224,23 +225,25 @@ class IndexLifecycle:
         log = self.log_manager(name)
         base = self._require(name, IndexState.ACTIVE, "vacuum outdated data of",
                              f"run restore('{name}') first")
-        replaced = self._replaced_at(log, referenced)
+        # the log's entries name the same few directories again and again: qualify each once
+        qualify = functools.cache(lambda d: self._fs.qualify(d).rstrip("/"))
+        replaced = self._replaced_at(log, referenced, qualify)
         begin = self._begin(log, base, IndexState.VACUUMING_OUTDATED)
         current = base.data_version if base.data_version is not None else -1
-        keep = {self._fs.qualify(d).rstrip("/") for d in referenced(base)}
-        qualified = {d: self._fs.qualify(d).rstrip("/") for d in self._data_dirs(log.index_path)}
-        unreferenced = [d for d, q in qualified.items()
-                        if data_version(d) < current and q not in keep]
+        keep = {qualify(d) for d in referenced(base)}
+        unreferenced = [d for d in self._data_dirs(log.index_path)
+                        if data_version(d) < current and qualify(d) not in keep]
         cutoff = now_ms() - retention_ms
-        removed = [d for d in unreferenced if replaced.get(qualified[d], 0) <= cutoff]
+        removed = [d for d in unreferenced if replaced.get(qualify(d), 0) <= cutoff]
         for data_dir in removed:
             logger.info("removing unreferenced data version %s", data_dir)
             self._fs.delete(data_dir, recursive=True)
         self._end(log, begin, base.derive(begin.id + 1, IndexState.ACTIVE))
         return removed, [d for d in unreferenced if d not in removed]
 
-    def _replaced_at(self, log: IndexLogManager,
-                     referenced: Callable[[IndexLogEntry], list[str]]) -> dict[str, int]:
+    @staticmethod
+    def _replaced_at(log: IndexLogManager, referenced: Callable[[IndexLogEntry], list[str]],
+                     qualify: Callable[[str], str]) -> dict[str, int]:
         """When each data directory some ACTIVE entry of the log read stopped being read: the
         timestamp of the next ACTIVE entry that does not read it (absent while it is read; a
         directory no ACTIVE entry read, left by a failed operation, is absent too)."""
@@ -250,7 +253,7 @@ class IndexLifecycle:
             entry = log.get(entry_id)
             if entry is None or entry.state is not IndexState.ACTIVE:
                 continue
-            now_read = {self._fs.qualify(d).rstrip("/") for d in referenced(entry)}
+            now_read = {qualify(d) for d in referenced(entry)}
             for gone in reading - now_read:
                 replaced[gone] = entry.timestamp
             for d in now_read:

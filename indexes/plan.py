@@ -228,14 +228,20 @@ def subquery_plan(expr: Expr) -> PlanNode | None:
     return None
 
 
-def _refers_outside(root: PlanNode) -> bool:
-    """Whether the plan, or a subquery's plan within it, holds an outer reference."""
+def _expressions(root: PlanNode) -> Iterator[Expr]:
+    """Every expression of the plan's nodes, subexpressions included (not those inside the
+    plans of subquery expressions)."""
     for node in root.walk():
         for tree in node.all_exprs():
-            for e in tree.walk():
-                inner = subquery_plan(e)
-                if e.cls == "OuterReference" or (inner is not None and _refers_outside(inner)):
-                    return True
+            yield from tree.walk()
+
+
+def _refers_outside(root: PlanNode) -> bool:
+    """Whether the plan, or a subquery's plan within it, holds an outer reference."""
+    for e in _expressions(root):
+        inner = subquery_plan(e)
+        if e.cls == "OuterReference" or (inner is not None and _refers_outside(inner)):
+            return True
     return False
 
 
@@ -248,14 +254,12 @@ def unsupported_reason(root: PlanNode) -> str | None:
     its plan could not be rewritten. The input file functions would name the index's files
     instead of the source's.
     """
-    for node in root.walk():
-        for tree in node.all_exprs():
-            for e in tree.walk():
-                inner = subquery_plan(e)
-                if inner is not None and _refers_outside(inner):
-                    return ("a subquery refers to the outer query's columns inside its plan, "
-                            "which the rewriter cannot rewrite")
-                if e.cls in _INPUT_FILE_FUNCTIONS:
-                    return (f"the query uses {e.cls} (e.g. input_file_name()), which must name "
-                            "the source's files")
+    for e in _expressions(root):
+        inner = subquery_plan(e)
+        if inner is not None and _refers_outside(inner):
+            return ("a subquery refers to the outer query's columns inside its plan, which the "
+                    "rewriter cannot rewrite")
+        if e.cls in _INPUT_FILE_FUNCTIONS:
+            return (f"the query uses {e.cls} (e.g. input_file_name()), which must name the "
+                    "source's files")
     return None

@@ -23,14 +23,19 @@ def tables(spark, tmp_path_factory):
     return t, o
 
 
+def as_views(spark, t: str, o: str) -> None:
+    """The two tables as SQL views ``t`` and ``o``."""
+    for name, path in (("t", t), ("o", o)):
+        spark.read.parquet(path).createOrReplaceTempView(name)
+
+
 @pytest.fixture
 def views(spark, hs, tables):
     """Both tables as SQL views, with a covering index on each."""
     t, o = tables
     hs.createIndex(spark.read.parquet(t), IndexConfig("ti", ["k"], ["id"]))
     hs.createIndex(spark.read.parquet(o), IndexConfig("oi", ["g"], ["oid"]))
-    for name, path in (("t", t), ("o", o)):
-        spark.read.parquet(path).createOrReplaceTempView(name)
+    as_views(spark, t, o)
     return hs
 
 
@@ -75,8 +80,7 @@ def test_scalar_subquery_reads_both_indexes(spark, views):
 def test_correlation_over_a_nested_field_uses_the_flattened_column(spark, hs, tables):
     t, o = tables
     hs.createIndex(spark.read.parquet(t), IndexConfig("ts", ["id"], ["s.a"]))
-    for name, path in (("t", t), ("o", o)):
-        spark.read.parquet(path).createOrReplaceTempView(name)
+    as_views(spark, t, o)
     df = assert_same(spark, "SELECT id FROM t WHERE id < 50 AND s.a IN "
                             "(SELECT g FROM o WHERE o.oid > t.id + 60)")
     assert indexes_read(df) == {"ts"}
@@ -85,8 +89,7 @@ def test_correlation_over_a_nested_field_uses_the_flattened_column(spark, hs, ta
 def test_correlated_subquery_needing_an_uncovered_column_leaves_the_index_unused(spark, hs, tables):
     t, o = tables
     hs.createIndex(spark.read.parquet(t), IndexConfig("ti", ["k"], ["id"]))
-    for name, path in (("t", t), ("o", o)):
-        spark.read.parquet(path).createOrReplaceTempView(name)
+    as_views(spark, t, o)
     sql = "SELECT id FROM t WHERE k = 3 AND EXISTS (SELECT 1 FROM o WHERE o.g = t.s.a)"
     df = assert_same(spark, sql)
     assert indexes_read(df) == set()

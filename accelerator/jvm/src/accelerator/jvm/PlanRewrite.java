@@ -575,12 +575,7 @@ public final class PlanRewrite {
    */
   static Object copyCaseClass(Object obj, int index, Object value, Object... curried) {
     try {
-      Method copy = null;
-      for (Method m : obj.getClass().getMethods()) {
-        if (m.getName().equals("copy")) {
-          copy = m;
-        }
-      }
+      Method copy = copyMethod(obj);
       int n = copy.getParameterCount();
       int defaults = n - curried.length;
       Object[] args = new Object[n];
@@ -593,6 +588,20 @@ public final class PlanRewrite {
     } catch (ReflectiveOperationException e) {
       throw new IllegalStateException("cannot copy " + obj.getClass().getName(), e);
     }
+  }
+
+  /** The {@code copy} method of a Scala case class instance. */
+  static Method copyMethod(Object obj) {
+    Method copy = null;
+    for (Method m : obj.getClass().getMethods()) {
+      if (m.getName().equals("copy")) {
+        copy = m;
+      }
+    }
+    if (copy == null) {
+      throw new IllegalStateException(obj.getClass().getName() + " has no copy method");
+    }
+    return copy;
   }
 
   private static String quote(String s) {

@@ -246,13 +246,7 @@ public final class SortedBucketScanExec extends SparkPlan {
     if (scan.relation().bucketSpec().get().numBuckets() % groups != 0) {
       return scan;
     }
-    Method copy = null;
-    for (Method m : scan.getClass().getMethods()) {
-      if (m.getName().equals("copy")) {
-        copy = m;
-      }
-    }
-    java.lang.reflect.Type[] types = copy.getGenericParameterTypes();
+    java.lang.reflect.Type[] types = PlanRewrite.copyMethod(scan).getGenericParameterTypes();
     for (int i = 0; i < types.length; i++) {
       // optionalNumCoalescedBuckets: the only Option[Int] (its place varies by version)
       if (types[i].getTypeName().equals("scala.Option<java.lang.Object>")) {
