@@ -8,8 +8,8 @@ from typing import Any, Iterator
 from accelerator import session
 from accelerator.rewriter import RewriteResult
 from accelerator.settings import ENABLED, Settings
-from indexes.covering.rule import Applicable
-from indexes.skipping.rule import Pruning
+from indexes.covering.match import Applicable
+from indexes.skipping.match import Pruning
 from indexes.fs import HadoopFs
 from indexes.lifecycle import IndexLifecycle
 from indexes.log import IndexState

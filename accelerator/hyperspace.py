@@ -24,7 +24,7 @@ from indexes.covering.build import (
     write_delta,
 )
 from indexes.covering.config import KIND as COVERING, CoveringIndexConfig
-from indexes.covering.rule import LINEAGE_COLUMN, index_columns
+from indexes.covering.match import LINEAGE_COLUMN, index_columns
 from indexes.events import EventLog, file_stats
 from indexes.source import (
     covered_files,
@@ -34,7 +34,7 @@ from indexes.source import (
     source_mismatch,
 )
 from indexes.errors import IndexStateError, InvalidIndexConfigError, UnsupportedSourceError
-from indexes.skipping import rule as skipping_rule
+from indexes.skipping import match as skipping_match
 from indexes.skipping.build import compute_stats, resolve_sketches, sketch_specs
 from indexes.skipping.config import KIND as SKIPPING, DataSkippingIndexConfig
 from indexes.skipping.store import STATS_FILE, FileEntry, encode
@@ -277,7 +277,7 @@ class Hyperspace:
         reused = {p: previous[p] for p, size, mtime in files
                   if p in previous and (previous[p].size, previous[p].mtime) == (size, mtime)}
         todo = [f for f in files if f[0] not in reused]
-        sketches = skipping_rule.sketches_of(cfg)
+        sketches = skipping_match.sketches_of(cfg)
         entries, facts = dict(reused), {}
         if todo:
             workers.ship(self.spark)

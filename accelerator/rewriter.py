@@ -2,7 +2,7 @@
 
 The JVM rule calls :meth:`Rewriter.apply` with each optimized plan that reads files, and a
 payload holding the plan's JSON, the session's settings and its file relations. The analysis is
-pure Python (:mod:`indexes.plan`, :mod:`indexes.covering.rule`); the JVM is called back only to
+pure Python (:mod:`indexes.plan`, :mod:`indexes.covering.match`); the JVM is called back only to
 build the replacement (and to describe a relation whose fingerprint the payload lacks). Any
 failure returns None, which makes the JVM run the original plan.
 """
@@ -19,14 +19,14 @@ from accelerator import jvm
 from accelerator.catalog import CATALOG
 from accelerator.history import HistoryRecorder
 from accelerator.settings import Settings
-from indexes.covering import join_rule, rule as covering_rule
+from indexes.covering import join_match, match as covering_match
 from indexes.covering.build import BUCKET_FILES, DELTA_FILES, data_dirs, delta_dirs
 from indexes.covering.config import KIND as COVERING
-from indexes.skipping import rule as skipping_rule
+from indexes.skipping import match as skipping_match
 from indexes.skipping.build import sketch_specs
 from indexes.skipping.config import KIND as SKIPPING
 from indexes.skipping.store import STATS_FILE, FileEntry, decode
-from indexes.text import rule as text_rule
+from indexes.text import match as text_match
 from indexes.text.config import KIND as TEXT
 from indexes.text.reader import TextIndexReader
 from indexes.fs import HadoopFs
@@ -181,7 +181,7 @@ class Rewriter:
             decision.results = [self._evaluate(root, relation, decision.description, e, settings,
                                                payload)
                                 for e in candidates]
-            decision.chosen = covering_rule.choose(decision.results) or skipping_rule.choose(
+            decision.chosen = covering_match.choose(decision.results) or skipping_match.choose(
                 decision.results)
         joined = self._join_rule(root, relations, decisions, indexes, settings,
                                  payload.get("joinHints", [])) if indexes else {}
@@ -189,7 +189,7 @@ class Rewriter:
         # (pre-order) ordinals of the relations after it
         for decision in reversed(decisions):
             chosen = decision.chosen
-            if isinstance(chosen, skipping_rule.Pruning):
+            if isinstance(chosen, skipping_match.Pruning):
                 result.plan = plans.pruneFiles(result.plan, decision.ordinal, "\n".join(chosen.kept))
             elif chosen is not None:
                 joins = decision.ordinal in joined
@@ -212,9 +212,9 @@ class Rewriter:
                    decisions: list[RelationDecision], indexes: list[Any], settings: Settings,
                    hints: list[str]) -> dict[int, int]:
         """Serves the plan's equi-joins from pairs of covering indexes bucketed on the join
-        keys (see :mod:`indexes.covering.join_rule`): both sides' decisions become the join's
+        keys (see :mod:`indexes.covering.join_match`): both sides' decisions become the join's
         indexes. Returns the ordinals of the relations it replaced, each with the number of
-        partitions its buckets are read in (see :func:`join_rule.bucket_groups`). A side the
+        partitions its buckets are read in (see :func:`join_match.bucket_groups`). A side the
         filter rule answers by a lookup of literals on its index's first column is left to the
         filter rule."""
         ordinal_of = {id(r): i for i, r in enumerate(relations)}
@@ -222,7 +222,7 @@ class Rewriter:
         joined: dict[int, int] = {}
         joins = [n for n in root.walk() if n.cls == "Join"]
         for join, hint in zip(joins, hints):
-            below = [join_rule.side_relation(child) for child in join.children]
+            below = [join_match.side_relation(child) for child in join.children]
             if None in below:
                 continue
             pair = [decisions[ordinal_of[id(r)]] for r in below]
@@ -231,7 +231,7 @@ class Rewriter:
             candidates = tuple([e for e in covering if e.source.get("rootPaths")
                                 == d.description.get("rootPaths")] for d in pair)
             missing = [side for side, found in zip(("left", "right"), candidates) if not found]
-            sides = join_rule.join_sides(join, settings.case_sensitive)
+            sides = join_match.join_sides(join, settings.case_sensitive)
             if isinstance(sides, str):
                 reason = sides
             elif missing:
@@ -239,10 +239,10 @@ class Rewriter:
             else:
                 reason = self._join_obstacle(hint, pair, candidates, settings)
             if reason is None:
-                found = join_rule.evaluate(root, sides, candidates,
+                found = join_match.evaluate(root, sides, candidates,
                                            tuple(d.description for d in pair),
                                            settings.case_sensitive, settings.hybrid)
-                if isinstance(found, join_rule.JoinApplicable):
+                if isinstance(found, join_match.JoinApplicable):
                     groups = self._bucket_groups(found)
                     for d, applied in zip(pair, (found.left, found.right)):
                         d.results = [applied] + [r for r in d.results
@@ -252,8 +252,8 @@ class Rewriter:
                     continue
                 reason = found
             for d in pair:
-                d.results = [join_rule.with_join_reason(r, reason) for r in d.results]
-                if isinstance(d.chosen, covering_rule.Applicable):   # the completed verdict
+                d.results = [join_match.with_join_reason(r, reason) for r in d.results]
+                if isinstance(d.chosen, covering_match.Applicable):   # the completed verdict
                     d.chosen = next(r for r in d.results if r.index is d.chosen.index)
         return joined
 
@@ -264,7 +264,7 @@ class Rewriter:
         num_buckets = int(found.left.index.config["numBuckets"])
         if any(a.appended or delta_dirs(a.index.content) for a in sides):
             return num_buckets
-        return join_rule.bucket_groups(num_buckets, self._spark.sparkContext.defaultParallelism,
+        return join_match.bucket_groups(num_buckets, self._spark.sparkContext.defaultParallelism,
                                        sum(int(a.index.content.get("sizeInBytes", 0))
                                            for a in sides))
 
@@ -283,7 +283,7 @@ class Rewriter:
                 return (f"a side is {size} bytes, within spark.sql.autoBroadcastJoinThreshold "
                         f"({settings.broadcast_threshold}): Spark broadcasts it")
             chosen = d.chosen
-            if isinstance(chosen, covering_rule.Applicable) and chosen.point_lookup:
+            if isinstance(chosen, covering_match.Applicable) and chosen.point_lookup:
                 return (f"the filter compares the first indexed column of '{chosen.index.name}' "
                         "with literals: the filter rule looks the rows up in it, cheaper than "
                         "joining every bucket")
@@ -309,14 +309,14 @@ class Rewriter:
     def _evaluate(self, root: PlanNode, relation: PlanNode, description: dict, entry: Any,
                   settings: Settings, payload: dict) -> Any:
         if entry.kind == COVERING:
-            return covering_rule.evaluate(root, relation, description, entry,
+            return covering_match.evaluate(root, relation, description, entry,
                                           settings.case_sensitive, settings.hybrid)
         tz = payload["readSettings"].get("spark.sql.session.timeZone", "UTC")
         ansi = payload["conf"].get("spark.sql.ansi.enabled", "false").lower() == "true"
         if entry.kind == TEXT:
-            return text_rule.evaluate(relation, description, entry,
+            return text_match.evaluate(relation, description, entry,
                                       self.text_reader(entry, settings), tz, ansi)
-        return skipping_rule.evaluate(relation, description, entry, self.skipping_table(entry),
+        return skipping_match.evaluate(relation, description, entry, self.skipping_table(entry),
                                       tz, ansi)
 
     def skipping_table(self, entry: Any) -> dict[str, FileEntry]:
@@ -326,7 +326,7 @@ class Rewriter:
         cached = self._skipping_tables.get(path)
         if cached is not None and cached[0] == stamp:
             return cached[1]
-        specs = sketch_specs(skipping_rule.sketches_of(entry.config))
+        specs = sketch_specs(skipping_match.sketches_of(entry.config))
         table = decode(specs, self._fs.read_bytes(path.rstrip("/") + "/" + STATS_FILE))
         self._skipping_tables[path] = (stamp, table)
         return table
@@ -363,7 +363,7 @@ class Rewriter:
         Spark may read a bucketed relation as plain files where no operator needs its buckets
         (a lookup reading one bucket of 200 in one task, not 200). ``groups`` below the
         bucket count makes a sorted scan read the buckets in that many groups, unsorted (see
-        :func:`join_rule.bucket_groups`)."""
+        :func:`join_match.bucket_groups`)."""
         if not (bucketed and sorted_scan and 0 < groups < int(entry.config["numBuckets"])):
             groups = 0
         kind = ("sorted" if sorted_scan else "bucketed") if bucketed else "plain"
@@ -406,7 +406,7 @@ class Rewriter:
         found = reader.load(jvm_.org.apache.spark.api.python.PythonUtils.toSeq(dirs)) \
             .queryExecution().analyzed()
         if bucket_spec is not None:
-            indexed, _ = covering_rule.index_columns(entry.config)
+            indexed, _ = covering_match.index_columns(entry.config)
             sorted_scan, groups = bucket_spec
             found = self._helpers.plans.withBucketSpec(
                 found, int(entry.config["numBuckets"]), "\n".join(c.name for c in indexed),

@@ -6,7 +6,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from indexes.covering.rule import HybridScan
+from indexes.covering.match import HybridScan
 
 ENABLED = "spark.accelerator.enabled"
 SYSTEM_PATH = "spark.accelerator.system.path"

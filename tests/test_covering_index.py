@@ -264,7 +264,7 @@ def test_deleted_source_file_disables_index(spark, hs, nested_path):
 def test_rewriter_failure_keeps_query_correct(spark, hs, nested_path, monkeypatch):
     create_nested_index(hs, spark, nested_path)
     expected = vanilla(spark, lambda: seed_query(spark, nested_path))
-    import indexes.covering.rule as rule
+    import indexes.covering.match as rule
 
     def broken(*args, **kwargs):
         raise RuntimeError("injected rewriter bug")

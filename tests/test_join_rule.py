@@ -253,7 +253,7 @@ def test_index_buckets_of_one_sorted_file_join_without_sort(spark, hs, tmp_path,
 
 
 def test_bucket_groups_fit_the_cluster():
-    from indexes.covering.join_rule import bucket_groups
+    from indexes.covering.join_match import bucket_groups
     assert bucket_groups(8, cores=2, index_bytes=10 << 20) == 8        # few: as they are
     assert bucket_groups(32, cores=2, index_bytes=10 << 20) == 32
     assert bucket_groups(200, cores=2, index_bytes=10 << 20) == 8      # 4 per core

@@ -7,7 +7,7 @@ from typing import Any
 from pyspark.sql import DataFrame, functions as F
 
 from indexes.covering.config import IndexColumn
-from indexes.covering.rule import LINEAGE_COLUMN
+from indexes.covering.match import LINEAGE_COLUMN
 from indexes.fs import HadoopFs
 from indexes.names import quote_path
 

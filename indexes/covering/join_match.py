@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from indexes.covering.config import KIND as COVERING
-from indexes.covering.rule import Applicable, HybridScan, coverage, index_columns, normalize
+from indexes.covering.match import Applicable, HybridScan, coverage, index_columns, normalize
 from indexes.plan import Expr, PlanNode, attribute_use, conjuncts, output_attributes
 from indexes.source import NotApplicable
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from indexes.plan import Expr, PlanNode, output_attributes
 from indexes.skipping import evaluator, ir
-from indexes.skipping.rule import Pruning, filter_condition, source_problem
+from indexes.skipping.match import Pruning, filter_condition, source_problem
 from indexes.skipping.stats import ColumnStats, FileStats
 from indexes.source import NotApplicable, covered_files
 from indexes.text import literals as L

@@ -14,7 +14,7 @@ import pytest
 from pyspark.sql.types import StringType, IntegerType
 
 from indexes.covering.config import IndexColumn
-from indexes.covering.rule import Applicable, choose, evaluate
+from indexes.covering.match import Applicable, choose, evaluate
 from indexes.source import NotApplicable, relation_schema
 from indexes.plan import chain, file_relations, parse_plan, plan_references, unsupported_reason
 
