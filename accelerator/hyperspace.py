@@ -14,6 +14,7 @@ from pyspark.sql.types import StructField, StructType, _parse_datatype_json_valu
 from accelerator import explain as explain_mod
 from accelerator import jvm, session, workers
 from accelerator.catalog import CATALOG
+from accelerator.history import read_history
 from accelerator.settings import VACUUM_RETENTION, Settings
 from indexes.covering import compaction
 from indexes.covering.build import (
@@ -612,6 +613,18 @@ class Hyperspace:
             list(entry.source.get("rootPaths", [])), entry.data_version,
             entry.content.get("numRows"), entry.id)
         return self.spark.createDataFrame([row], _DETAIL_SCHEMA)
+
+    def history(self) -> DataFrame:
+        """The query history recorded under the system path (one row per query the rewrite saw),
+        including records still buffered in this process only after :meth:`flushHistory`."""
+        return read_history(self.spark, self._settings().system_path)
+
+    @staticmethod
+    def flushHistory(spark: SparkSession) -> int:
+        """Writes the query history this process buffered for ``spark``'s system path now
+        (it is otherwise written in the background); returns how many records were written."""
+        system_path = Settings.of_session(spark).system_path
+        return session.rewriter(spark).recorder(system_path).flush()
 
     # --- plan analysis ------------------------------------------------------------------
     def explain(self, df: DataFrame, verbose: bool = False) -> str:
