@@ -33,6 +33,26 @@ class Expr:
         for child in self.children:
             yield from child.walk()
 
+    def struct_chain(self) -> tuple["Expr", tuple[str, ...]] | None:
+        """For a GetStructField chain ending in an attribute: (attribute, field names), else
+        None."""
+        ordinals = []
+        node = self
+        while node.cls == "GetStructField":
+            ordinals.append(int(node.fields["ordinal"]))
+            node = node.children[0]
+        if not ordinals or node.cls != "AttributeReference":
+            return None
+        names: list[str] = []
+        data_type = node.fields.get("dataType")
+        for ordinal in reversed(ordinals):
+            name = struct_field_name(data_type, ordinal)
+            if name is None:
+                return None
+            names.append(name)
+            data_type = struct_field_type(data_type, name)
+        return node, tuple(names)
+
 
 @dataclass
 class PlanNode:
@@ -52,6 +72,14 @@ class PlanNode:
     def all_exprs(self) -> Iterator[Expr]:
         for trees in self.exprs.values():
             yield from trees
+
+    def file_relations(self) -> list["PlanNode"]:
+        """LogicalRelation leaves in pre-order: the order of the JVM's ``fileRelations``."""
+        return [n for n in self.walk() if n.cls == LOGICAL_RELATION]
+
+    def output_attributes(self) -> list[Expr]:
+        """The output attributes of a leaf relation node (a LogicalRelation)."""
+        return self.exprs.get("output", [])
 
 
 def _short(cls: str) -> str:
@@ -120,13 +148,13 @@ def parse_plan(plan_json: str | list) -> PlanNode:
 
 
 def file_relations(root: PlanNode) -> list[PlanNode]:
-    """LogicalRelation leaves in pre-order: the order of the JVM's ``fileRelations``."""
-    return [n for n in root.walk() if n.cls == LOGICAL_RELATION]
+    """LogicalRelation leaves in pre-order (:meth:`PlanNode.file_relations`)."""
+    return root.file_relations()
 
 
 def output_attributes(relation: PlanNode) -> list[Expr]:
-    """The output attributes of a LogicalRelation node."""
-    return relation.exprs.get("output", [])
+    """The output attributes of a LogicalRelation node (:meth:`PlanNode.output_attributes`)."""
+    return relation.output_attributes()
 
 
 def struct_field_name(data_type: Any, ordinal: int) -> str | None:
@@ -155,23 +183,9 @@ class Reference:
 
 
 def chain(expr: Expr) -> tuple[Expr, tuple[str, ...]] | None:
-    """For a GetStructField chain ending in an attribute: (attribute, field names)."""
-    ordinals = []
-    node = expr
-    while node.cls == "GetStructField":
-        ordinals.append(int(node.fields["ordinal"]))
-        node = node.children[0]
-    if not ordinals or node.cls != "AttributeReference":
-        return None
-    names: list[str] = []
-    data_type = node.fields.get("dataType")
-    for ordinal in reversed(ordinals):
-        name = struct_field_name(data_type, ordinal)
-        if name is None:
-            return None
-        names.append(name)
-        data_type = struct_field_type(data_type, name)
-    return node, tuple(names)
+    """For a GetStructField chain ending in an attribute: (attribute, field names)
+    (:meth:`Expr.struct_chain`)."""
+    return expr.struct_chain()
 
 
 def attribute_use(expr: Expr) -> tuple[int, tuple[str, ...]] | None:
