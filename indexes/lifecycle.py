@@ -22,7 +22,7 @@ from indexes.errors import (
     IndexNotFoundError,
     IndexStateError,
 )
-from indexes.fs import HadoopFs
+from indexes.fs import FileSystem
 from indexes.log import IndexLogEntry, IndexLogManager, IndexState, now_ms
 from indexes.names import is_index_dir_name, validate_index_name
 
@@ -44,7 +44,7 @@ def data_version(data_dir: str) -> int:
 class IndexLifecycle:
     """Lifecycle actions for the indexes stored under one system path."""
 
-    def __init__(self, fs: HadoopFs, system_path: str):
+    def __init__(self, fs: FileSystem, system_path: str):
         self._fs = fs
         self.system_path = fs.qualify(system_path).rstrip("/")
 

@@ -5,10 +5,11 @@ Layout (see DESIGN.md section 5)::
     <index path>/_log/0.json, 1.json, ...   one entry per lifecycle step, never rewritten
     <index path>/_log/latestStable          a copy of the newest entry in a stable state
 
-Entries are created with create-if-absent semantics (``HadoopFs.create_exclusive``: a temp file
-moved into place atomically), so two writers racing for the same id never corrupt the log: exactly
-one of them wins. All I/O goes through :class:`~indexes.fs.HadoopFs`, so the log works on any
-Hadoop-supported file system.
+Entries are created with create-if-absent semantics (``FileSystem.create_exclusive``: on Hadoop
+file systems a temp file moved into place atomically), so two writers racing for the same id never
+corrupt the log: exactly one of them wins. All I/O goes through the
+:class:`~indexes.fs.FileSystem` protocol: :class:`~indexes.fs.HadoopFs` makes the log work on any
+Hadoop-supported file system, :class:`~indexes.fs.MemoryFs` in memory.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from enum import Enum
 from typing import Any
 
 from indexes.errors import AcceleratorError
-from indexes.fs import HadoopFs
+from indexes.fs import FileSystem
 
 logger = logging.getLogger("accelerator.indexes.log")
 
@@ -147,7 +148,7 @@ class IndexLogEntry:
 class IndexLogManager:
     """Reads and appends the log of the index stored at ``index_path``."""
 
-    def __init__(self, fs: HadoopFs, index_path: str):
+    def __init__(self, fs: FileSystem, index_path: str):
         self._fs = fs
         self.index_path = index_path.rstrip("/")
         self.log_path = f"{self.index_path}/{LOG_DIR}"
