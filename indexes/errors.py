@@ -20,6 +20,10 @@ class IndexNotFoundError(AcceleratorError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class SourceNotFoundError(AcceleratorError):
+    """The files an index was built over can no longer be read (a root path was removed)."""
+
+
 class IndexExistsError(AcceleratorError):
     """An index of that name already exists."""
 
@@ -34,3 +38,17 @@ class ConcurrentModificationError(AcceleratorError):
 
 class JvmSetupError(AcceleratorError):
     """The JVM part of the accelerator could not be built or loaded."""
+
+
+class IndexOperationError(AcceleratorError):
+    """An index operation (create, refresh, optimize, vacuum) failed on an unexpected error.
+
+    The operation was rolled back (unless the message says the rollback failed too and to run
+    ``cancel``); the original error is the ``__cause__``. ``index`` and ``operation`` name what
+    failed.
+    """
+
+    def __init__(self, message: str, index: str, operation: str):
+        super().__init__(message)
+        self.index = index
+        self.operation = operation

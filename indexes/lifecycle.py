@@ -3,8 +3,15 @@
 Modeled on Hyperspace's actions: each one *validates* the latest entry, *begins* by writing entry
 ``base.id + 1`` in a transient state, runs its *op*, and *ends* by writing ``base.id + 2`` in the
 final stable state (and refreshing the ``latestStable`` copy). Losing the race for an entry id
-raises :class:`ConcurrentModificationError`. When the op raises, the log stays in the transient
-state (the "crash mid-operation" model): every other action then fails with
+raises :class:`ConcurrentModificationError`.
+
+When the op raises (a failing build, a failing update), the action rolls itself back as
+:meth:`IndexLifecycle.cancel` does (a failed create leaves the name free and removes the data it
+began writing; a failed refresh or optimize leaves the index ACTIVE on its previous version and
+removes the new one), then raises: an :class:`AcceleratorError` of the op unchanged (the user's
+error), any other error wrapped in :class:`IndexOperationError` naming the index, the operation
+and the cause. Only a process that dies mid-operation (or a rollback that fails too, which the
+error then says) leaves the index in the transient state: every other action then fails with
 :class:`IndexStateError` until :meth:`IndexLifecycle.cancel` rolls it back.
 """
 from __future__ import annotations
@@ -13,13 +20,14 @@ import functools
 import logging
 import re
 import uuid
-from typing import Callable
+from typing import Callable, NoReturn
 
 from indexes.errors import (
     AcceleratorError,
     ConcurrentModificationError,
     IndexExistsError,
     IndexNotFoundError,
+    IndexOperationError,
     IndexStateError,
 )
 from indexes.fs import FileSystem
@@ -30,6 +38,15 @@ logger = logging.getLogger("accelerator.indexes.lifecycle")
 
 #: ``build(data_path) -> (source, content)``: writes the index data into ``data_path``.
 BuildFn = Callable[[str], tuple[dict, dict]]
+
+#: The operation named in errors, per transient state an op can fail in (the facade's names).
+_OPERATIONS = {
+    IndexState.CREATING: "createIndex",
+    IndexState.REFRESHING: "refreshIndex",
+    IndexState.OPTIMIZING: "optimizeIndex",
+    IndexState.VACUUMING_OUTDATED: "vacuumIndex",
+    IndexState.VACUUMING: "vacuumIndex",
+}
 
 _DATA_DIR = re.compile(r"^v__=(0|[1-9][0-9]*)$")
 DATA_DIR_PREFIX = "v__="
@@ -115,8 +132,9 @@ class IndexLifecycle:
         if not entry.state.is_stable:
             raise IndexStateError(
                 f"cannot {action} index '{entry.name}': it is in state {entry.state} because an "
-                f"earlier operation did not finish (it failed or is still running). If nothing "
-                f"else is working on it, run cancel('{entry.name}') to roll it back, then retry")
+                f"earlier operation did not finish (it is still running, or its process died). "
+                f"If nothing else is working on it, run cancel('{entry.name}') to roll it back, "
+                f"then retry")
 
     # ------------------------------------------------------------------ begin / end
 
@@ -146,16 +164,54 @@ class IndexLifecycle:
         logger.info("index '%s': %s (entry %d)", final.name, final.state, final.id)
         return final
 
+    def _run(self, log: IndexLogManager, begin: IndexLogEntry,
+             op: Callable[[], IndexLogEntry]) -> IndexLogEntry:
+        """Runs ``op`` (which returns the final entry) after ``begin``, then ends with its
+        result; when ``op`` raises, rolls back and raises (see the module docstring)."""
+        try:
+            final = op()
+        except BaseException as exc:
+            self._fail(log, begin, exc)
+        return self._end(log, begin, final)
+
+    def _fail(self, log: IndexLogManager, begin: IndexLogEntry, exc: BaseException) -> NoReturn:
+        """Rolls back the operation ``begin`` started, which failed with ``exc``, and raises."""
+        operation = _OPERATIONS[begin.state]
+        cause = f"{type(exc).__name__}: {exc}"
+        try:
+            rolled_back = self._roll_back(log, begin)
+        except Exception as rollback_exc:
+            raise IndexOperationError(
+                f"{operation} of index '{begin.name}' failed ({cause}), and rolling it back "
+                f"failed too ({type(rollback_exc).__name__}: {rollback_exc}); run "
+                f"cancel('{begin.name}') to roll it back", begin.name, operation) from exc
+        if rolled_back.state is IndexState.DOESNOTEXIST:
+            outcome = "the index does not exist"
+        else:
+            outcome = f"the index is {rolled_back.state}"
+            if rolled_back.data_version is not None:
+                outcome += f" on data version {rolled_back.data_version}"
+        logger.warning("index '%s': %s failed (%s) and was rolled back: %s", begin.name,
+                       operation, cause, outcome)
+        if isinstance(exc, AcceleratorError) or not isinstance(exc, Exception):
+            raise exc   # the user's error (or an interrupt), as it was raised
+        raise IndexOperationError(
+            f"{operation} of index '{begin.name}' failed and was rolled back ({outcome}): "
+            f"{cause}", begin.name, operation) from exc
+
     def _prepare_data_dir(self, path: str) -> None:
         """Leftovers of a crashed attempt at ``path`` are ours to remove once begin is written."""
         if self._fs.exists(path):
             logger.info("removing leftover data at %s", path)
             self._fs.delete(path, recursive=True)
 
-    def _build(self, build: BuildFn, data_path: str, version: int) -> tuple[dict, dict]:
+    def _build_version(self, begin: IndexLogEntry, build: BuildFn, version: int) -> IndexLogEntry:
+        """Builds data version ``version`` after ``begin``; the ACTIVE entry recording it."""
+        data_path = self.data_path(begin.name, version)
+        self._prepare_data_dir(data_path)
         source, content = build(data_path)
         content = {**dict(content), "dataVersion": version, "path": data_path}
-        return dict(source), content
+        return begin.derive(begin.id + 1, IndexState.ACTIVE, source=dict(source), content=content)
 
     # ------------------------------------------------------------------ actions
 
@@ -165,7 +221,9 @@ class IndexLifecycle:
         ``build(data_path)`` writes the index data into ``<index dir>/v__=0`` and returns
         ``(source, content)``; ``content`` gets ``dataVersion`` and ``path`` added. Raises
         IndexExistsError when the index exists, ConcurrentModificationError when another
-        operation on the same name wins the race.
+        operation on the same name wins the race. When ``build`` raises, the create is rolled
+        back (the name is free again, ``v__=0`` removed) and its AcceleratorError is raised
+        as it is, any other error as IndexOperationError.
         """
         validate_index_name(name)
         log = self.log_manager(name)
@@ -179,11 +237,7 @@ class IndexLifecycle:
         base = IndexLogEntry(id=-1 if latest is None else latest.id, name=name, kind=kind,
                              state=IndexState.DOESNOTEXIST, config=dict(config))
         begin = self._begin(log, base, IndexState.CREATING)
-        data_path = self.data_path(name, 0)
-        self._prepare_data_dir(data_path)
-        source, content = self._build(build, data_path, 0)
-        final = begin.derive(begin.id + 1, IndexState.ACTIVE, source=source, content=content)
-        return self._end(log, begin, final)
+        return self._run(log, begin, lambda: self._build_version(begin, build, 0))
 
     def refresh(self, name: str, build: BuildFn,
                 state: IndexState = IndexState.REFRESHING) -> IndexLogEntry:
@@ -191,29 +245,31 @@ class IndexLifecycle:
         OPTIMIZING) → ACTIVE.
 
         ``build(data_path)`` writes into ``v__=<n+1>`` where ``n`` is the current
-        ``dataVersion``. Older versions are kept. Returns the new ACTIVE entry.
+        ``dataVersion``. Older versions are kept. Returns the new ACTIVE entry. When ``build``
+        raises, the index is rolled back to its ACTIVE entry (``v__=<n+1>`` removed) and the
+        error raised as :meth:`create` does.
         """
         log = self.log_manager(name)
         action = "optimize" if state is IndexState.OPTIMIZING else "refresh"
         base = self._require(name, IndexState.ACTIVE, action, f"run restore('{name}') first")
         version = (base.data_version if base.data_version is not None else -1) + 1
         begin = self._begin(log, base, state)
-        data_path = self.data_path(name, version)
-        self._prepare_data_dir(data_path)
-        source, content = self._build(build, data_path, version)
-        final = begin.derive(begin.id + 1, IndexState.ACTIVE, source=source, content=content)
-        return self._end(log, begin, final)
+        return self._run(log, begin, lambda: self._build_version(begin, build, version))
 
     def record(self, name: str, update: Callable[[IndexLogEntry], tuple[dict, dict]]) -> IndexLogEntry:
         """Records a new source and content for an ACTIVE index without new data (a quick
-        refresh): REFRESHING → ACTIVE with ``update(entry) -> (source, content)``."""
+        refresh): REFRESHING → ACTIVE with ``update(entry) -> (source, content)``, called with
+        the ACTIVE entry."""
         log = self.log_manager(name)
         base = self._require(name, IndexState.ACTIVE, "refresh", f"run restore('{name}') first")
-        source, content = update(base)
         begin = self._begin(log, base, IndexState.REFRESHING)
-        final = begin.derive(begin.id + 1, IndexState.ACTIVE, source=dict(source),
-                             content=dict(content))
-        return self._end(log, begin, final)
+
+        def op() -> IndexLogEntry:
+            source, content = update(base)
+            return begin.derive(begin.id + 1, IndexState.ACTIVE, source=dict(source),
+                                content=dict(content))
+
+        return self._run(log, begin, op)
 
     def vacuum_outdated(self, name: str, referenced: Callable[[IndexLogEntry], list[str]],
                         retention_ms: int = 0) -> tuple[list[str], list[str]]:
@@ -235,10 +291,14 @@ class IndexLifecycle:
                         if data_version(d) < current and qualify(d) not in keep]
         cutoff = now_ms() - retention_ms
         removed = [d for d in unreferenced if replaced.get(qualify(d), 0) <= cutoff]
-        for data_dir in removed:
-            logger.info("removing unreferenced data version %s", data_dir)
-            self._fs.delete(data_dir, recursive=True)
-        self._end(log, begin, base.derive(begin.id + 1, IndexState.ACTIVE))
+
+        def op() -> IndexLogEntry:
+            for data_dir in removed:
+                logger.info("removing unreferenced data version %s", data_dir)
+                self._fs.delete(data_dir, recursive=True)
+            return base.derive(begin.id + 1, IndexState.ACTIVE)
+
+        self._run(log, begin, op)
         return removed, [d for d in unreferenced if d not in removed]
 
     @staticmethod
@@ -288,13 +348,18 @@ class IndexLifecycle:
                              f"run delete('{name}') first (on an active index, "
                              f"vacuum_outdated removes its unreferenced data versions)")
         begin = self._begin(log, base, IndexState.VACUUMING)
-        return self._finish_vacuum(log, begin)
+        final = self._run(log, begin, lambda: self._remove_data(log, begin))
+        self._remove_index_dir(log.index_path)
+        return final
 
-    def _finish_vacuum(self, log: IndexLogManager, begin: IndexLogEntry) -> IndexLogEntry:
+    def _remove_data(self, log: IndexLogManager, begin: IndexLogEntry) -> IndexLogEntry:
+        """Removes every data version of the index (the op of a vacuum); the final entry."""
         for data_dir in self._data_dirs(log.index_path):
             self._fs.delete(data_dir, recursive=True)
-        final = begin.derive(begin.id + 1, IndexState.DOESNOTEXIST, source={}, content={})
-        self._end(log, begin, final)
+        return begin.derive(begin.id + 1, IndexState.DOESNOTEXIST, source={}, content={})
+
+    def _finish_vacuum(self, log: IndexLogManager, begin: IndexLogEntry) -> IndexLogEntry:
+        final = self._end(log, begin, self._remove_data(log, begin))
         self._remove_index_dir(log.index_path)
         return final
 
@@ -315,6 +380,11 @@ class IndexLifecycle:
             raise IndexStateError(
                 f"nothing to cancel for index '{latest.name}': it is {latest.state} and no "
                 f"operation is in progress")
+        return self._roll_back(log, latest)
+
+    def _roll_back(self, log: IndexLogManager, latest: IndexLogEntry) -> IndexLogEntry:
+        """Rolls back the operation that wrote ``latest`` (a transient entry) as :meth:`cancel`
+        describes; the final entry."""
         stable = log.latest_stable()
         vacuuming = self._vacuum_started(log, stable, latest)
         begin = self._begin(log, latest, IndexState.CANCELLING)

@@ -12,6 +12,7 @@ from indexes.errors import (
     ConcurrentModificationError,
     IndexExistsError,
     IndexNotFoundError,
+    IndexOperationError,
     IndexStateError,
     InvalidIndexConfigError,
 )
@@ -288,15 +289,36 @@ def test_valid_names(fs, lifecycle):
         assert lifecycle.create(name, "covering", CONFIG, make_build(fs)).name == name
 
 
-def test_failed_refresh_blocks_until_cancel(fs, lifecycle):
+def test_failed_refresh_rolls_back(fs, lifecycle):
     created = lifecycle.create("idx", "covering", CONFIG, make_build(fs))
 
     def half_written(data_path: str) -> tuple[dict, dict]:
         fs.write_text(f"{data_path}/part-0.txt", "partial")
         raise RuntimeError("executor lost")
 
-    with pytest.raises(RuntimeError, match="executor lost"):
+    with pytest.raises(IndexOperationError, match=r"^refreshIndex of index 'idx' failed and was "
+                                                  r"rolled back \(the index is ACTIVE on data "
+                                                  r"version 0\): RuntimeError: executor lost$"):
         lifecycle.refresh("idx", half_written)
+    rolled_back = lifecycle.get("idx")
+    assert rolled_back.state is IndexState.ACTIVE
+    assert [e.state for e in lifecycle.list()] == [IndexState.ACTIVE]
+    assert rolled_back.content == created.content and rolled_back.data_version == 0
+    assert not fs.exists(created.content["path"].replace("v__=0", "v__=1"))  # partial data gone
+    assert log_states(lifecycle, "idx") == [IndexState.CREATING, IndexState.ACTIVE,
+                                            IndexState.REFRESHING, IndexState.CANCELLING,
+                                            IndexState.ACTIVE]
+    assert lifecycle.log_manager("idx").latest_stable() == rolled_back
+    refreshed = lifecycle.refresh("idx", make_build(fs, "ok"))
+    assert refreshed.data_version == 1
+    assert fs.read_text(refreshed.content["path"] + "/part-0.txt") == "ok"
+
+
+def test_crashed_refresh_blocks_until_cancel(fs, lifecycle):
+    created = lifecycle.create("idx", "covering", CONFIG, make_build(fs))
+    # a process that died mid-refresh: its begin entry and part of its data, nothing more
+    lifecycle.log_manager("idx").write(created.derive(created.id + 1, IndexState.REFRESHING))
+    fs.write_text(created.content["path"].replace("v__=0", "v__=1") + "/part-0.txt", "partial")
     assert lifecycle.get("idx").state is IndexState.REFRESHING
     assert [e.state for e in lifecycle.list()] == [IndexState.REFRESHING]
     for action in [lifecycle.delete, lifecycle.restore, lifecycle.vacuum,
@@ -312,14 +334,22 @@ def test_failed_refresh_blocks_until_cancel(fs, lifecycle):
                                             IndexState.REFRESHING, IndexState.CANCELLING,
                                             IndexState.ACTIVE]
     assert lifecycle.log_manager("idx").latest_stable() == cancelled
-    refreshed = lifecycle.refresh("idx", make_build(fs, "ok"))
-    assert refreshed.data_version == 1
-    assert fs.read_text(refreshed.content["path"] + "/part-0.txt") == "ok"
 
 
-def test_failed_create_cancels_to_doesnotexist(fs, lifecycle, system_path):
-    with pytest.raises(RuntimeError, match="build blew up"):
+def test_failed_create_rolls_back_to_doesnotexist(fs, lifecycle, system_path):
+    with pytest.raises(IndexOperationError, match=r"^createIndex of index 'Idx' failed and was "
+                                                  r"rolled back \(the index does not exist\): "
+                                                  r"RuntimeError: build blew up$"):
         lifecycle.create("Idx", "covering", CONFIG, failing_build)
+    assert os.listdir(system_path) == []
+    with pytest.raises(IndexNotFoundError):
+        lifecycle.get("idx")
+    assert lifecycle.create("idx", "covering", CONFIG, make_build(fs)).state is IndexState.ACTIVE
+
+
+def test_crashed_create_cancels_to_doesnotexist(fs, lifecycle, system_path):
+    base = IndexLogEntry(id=-1, name="Idx", kind="covering", state=IndexState.DOESNOTEXIST)
+    lifecycle.log_manager("idx").write(base.derive(0, IndexState.CREATING))
     assert lifecycle.get("idx").state is IndexState.CREATING
     with pytest.raises(IndexStateError, match=r"cannot create index 'Idx'.*CREATING.*cancel"):
         lifecycle.create("idx", "covering", CONFIG, make_build(fs))
@@ -358,10 +388,14 @@ class _FailingDeleteFs:
 def test_crashed_vacuum_cancels_to_doesnotexist(fs, lifecycle, system_path):
     lifecycle.create("idx", "covering", CONFIG, make_build(fs))
     lifecycle.delete("idx")
-    with pytest.raises(OSError, match="cannot delete"):
+    # the vacuum fails, and so does its rollback (which finishes the vacuum)
+    with pytest.raises(IndexOperationError, match=r"vacuumIndex of index 'idx' failed \(OSError: "
+                                                  r"cannot delete .*rolling it back failed too "
+                                                  r".*run cancel\('idx'\)"):
         IndexLifecycle(_FailingDeleteFs(fs), system_path).vacuum("idx")
-    assert lifecycle.get("idx").state is IndexState.VACUUMING
-    with pytest.raises(IndexStateError, match="VACUUMING.*cancel"):
+    assert lifecycle.get("idx").state is IndexState.CANCELLING
+    assert IndexState.VACUUMING in log_states(lifecycle, "idx")
+    with pytest.raises(IndexStateError, match="CANCELLING.*cancel"):
         lifecycle.restore("idx")
     assert lifecycle.cancel("idx").state is IndexState.DOESNOTEXIST
     assert os.listdir(system_path) == []

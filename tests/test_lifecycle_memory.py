@@ -13,7 +13,9 @@ from indexes.errors import (
     ConcurrentModificationError,
     IndexExistsError,
     IndexNotFoundError,
+    IndexOperationError,
     IndexStateError,
+    InvalidIndexConfigError,
 )
 from indexes.fs import FileInfo, FileSystem, HadoopFs, MemoryFs
 from indexes.lifecycle import IndexLifecycle
@@ -502,3 +504,174 @@ def test_concurrent_refreshes_one_wins(fs, lifecycle):
     assert lifecycle.get("idx") == winner and winner.data_version == 1
     assert log_states(lifecycle, "idx") == [IndexState.CREATING, IndexState.ACTIVE,
                                             IndexState.REFRESHING, IndexState.ACTIVE]
+
+
+# ---------------------------------------------------------------------- failed operations roll back
+
+
+class _Broken:
+    """A MemoryFs whose methods named in ``failing`` raise OSError, once ``broken`` is set, on
+    paths containing ``marker``."""
+
+    def __init__(self, fs: MemoryFs, *failing: str, marker: str = ""):
+        self._fs, self._failing, self._marker = fs, failing, marker
+        self.broken = False
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._fs, name)
+        if name not in self._failing:
+            return method
+
+        def fail(*args: Any, **kwargs: Any) -> Any:
+            if self.broken and self._marker in args[0]:
+                raise OSError(f"{name} failed on {args[0]}")
+            return method(*args, **kwargs)
+
+        return fail
+
+
+def half_written(fs: FileSystem, error: BaseException):
+    """A build that writes part of its data, then fails with ``error``."""
+
+    def build(data_path: str) -> tuple[dict, dict]:
+        fs.write_text(f"{data_path}/part-0.txt", "partial")
+        raise error
+
+    return build
+
+
+def test_failed_create_leaves_the_name_free(fs, lifecycle):
+    cause = RuntimeError("build blew up")
+    with pytest.raises(IndexOperationError) as info:
+        lifecycle.create("Idx", "covering", CONFIG, half_written(fs, cause))
+    assert str(info.value) == ("createIndex of index 'Idx' failed and was rolled back (the index "
+                               "does not exist): RuntimeError: build blew up")
+    assert info.value.__cause__ is cause
+    assert (info.value.index, info.value.operation) == ("Idx", "createIndex")
+    assert isinstance(info.value, AcceleratorError)
+    with pytest.raises(IndexNotFoundError):
+        lifecycle.get("idx")
+    assert lifecycle.list() == [] and fs.list(SYSTEM) == []   # its data directory is gone
+    created = lifecycle.create("idx", "covering", CONFIG, make_build(fs))
+    assert created.id == 1 and created.state is IndexState.ACTIVE
+
+
+def test_failed_create_keeps_the_users_error(fs, lifecycle):
+    cause = InvalidIndexConfigError("index 'idx': column 'x' has an unsupported type")
+    with pytest.raises(InvalidIndexConfigError) as info:
+        lifecycle.create("idx", "covering", CONFIG, half_written(fs, cause))
+    assert info.value is cause
+    assert lifecycle.list() == [] and fs.list(SYSTEM) == []
+
+
+@pytest.mark.parametrize("state, operation", [(IndexState.REFRESHING, "refreshIndex"),
+                                              (IndexState.OPTIMIZING, "optimizeIndex")])
+def test_failed_refresh_stays_on_the_previous_version(fs, lifecycle, state, operation):
+    lifecycle.create("idx", "covering", CONFIG, make_build(fs, "v0"))
+    previous = lifecycle.refresh("idx", make_build(fs, "v1"))
+    with pytest.raises(IndexOperationError) as info:
+        lifecycle.refresh("idx", half_written(fs, ValueError("executor lost")), state)
+    assert str(info.value) == (f"{operation} of index 'idx' failed and was rolled back (the "
+                               f"index is ACTIVE on data version 1): ValueError: executor lost")
+    after = lifecycle.get("idx")
+    assert after.state is IndexState.ACTIVE and after.content == previous.content
+    assert after.source == previous.source
+    assert names(fs, "/sys/idx") == ["_log", "v__=0", "v__=1"]   # v__=2 removed
+    assert log_states(lifecycle, "idx")[-4:] == [IndexState.ACTIVE, state,
+                                                 IndexState.CANCELLING, IndexState.ACTIVE]
+    assert lifecycle.log_manager("idx").latest_stable() == after
+    again = lifecycle.refresh("idx", make_build(fs, "v2"))
+    assert again.data_version == 2 and fs.read_text("/sys/idx/v__=2/part-0.txt") == "v2"
+
+
+def test_failed_record_is_rolled_back(fs, lifecycle):
+    created = lifecycle.create("idx", "covering", CONFIG, make_build(fs))
+
+    def update(entry: IndexLogEntry) -> tuple[dict, dict]:
+        raise KeyError("files")
+
+    with pytest.raises(IndexOperationError, match=r"^refreshIndex of index 'idx' failed and was "
+                                                  r"rolled back \(the index is ACTIVE on data "
+                                                  r"version 0\): KeyError: 'files'$"):
+        lifecycle.record("idx", update)
+    assert lifecycle.get("idx").content == created.content
+    assert lifecycle.get("idx").state is IndexState.ACTIVE
+
+
+def test_failed_vacuum_outdated_is_rolled_back(fs):
+    lifecycle = IndexLifecycle(fs, SYSTEM)
+    lifecycle.create("idx", "covering", CONFIG, make_build(fs))
+    current = lifecycle.refresh("idx", make_build(fs))
+    broken = _Broken(fs, "delete", marker="/v__=")
+    broken.broken = True
+    with pytest.raises(IndexOperationError, match=(
+            r"^vacuumIndex of index 'idx' failed and was rolled back \(the index is ACTIVE on "
+            r"data version 1\): OSError: delete failed on memory:///sys/idx/v__=0$")):
+        IndexLifecycle(broken, SYSTEM).vacuum_outdated("idx", lambda e: [e.content["path"]])
+    assert lifecycle.get("idx").content == current.content
+    assert names(fs, "/sys/idx") == ["_log", "v__=0", "v__=1"]
+
+
+def test_failed_vacuum_whose_rollback_fails_needs_cancel(fs, lifecycle):
+    lifecycle.create("idx", "covering", CONFIG, make_build(fs))
+    lifecycle.delete("idx")
+    broken = _Broken(fs, "delete", marker="/v__=")
+    broken.broken = True
+    with pytest.raises(IndexOperationError) as info:
+        IndexLifecycle(broken, SYSTEM).vacuum("idx")
+    assert str(info.value) == (
+        "vacuumIndex of index 'idx' failed (OSError: delete failed on memory:///sys/idx/v__=0), "
+        "and rolling it back failed too (OSError: delete failed on memory:///sys/idx/v__=0); "
+        "run cancel('idx') to roll it back")
+    assert isinstance(info.value.__cause__, OSError)
+    assert lifecycle.get("idx").state is IndexState.CANCELLING
+    with pytest.raises(IndexStateError, match=r"CANCELLING.*cancel\('idx'\)"):
+        lifecycle.restore("idx")
+    assert lifecycle.cancel("idx").state is IndexState.DOESNOTEXIST
+    assert fs.list(SYSTEM) == []
+
+
+def test_failed_refresh_whose_rollback_fails_needs_cancel(fs, lifecycle):
+    created = lifecycle.create("idx", "covering", CONFIG, make_build(fs))
+    broken = _Broken(fs, "create_exclusive")
+
+    def build(data_path: str) -> tuple[dict, dict]:
+        fs.write_text(f"{data_path}/part-0.txt", "partial")
+        broken.broken = True   # the file system fails from now on: no rollback entry either
+        raise RuntimeError("disk gone")
+
+    with pytest.raises(IndexOperationError, match=(
+            r"^refreshIndex of index 'idx' failed \(RuntimeError: disk gone\), and rolling it "
+            r"back failed too \(OSError: create_exclusive failed on memory:///sys/idx/_log/"
+            r"3\.json\); run cancel\('idx'\) to roll it back$")):
+        IndexLifecycle(broken, SYSTEM).refresh("idx", build)
+    assert lifecycle.get("idx").state is IndexState.REFRESHING
+    assert fs.exists("/sys/idx/v__=1")
+    cancelled = lifecycle.cancel("idx")
+    assert cancelled.state is IndexState.ACTIVE and cancelled.content == created.content
+    assert not fs.exists("/sys/idx/v__=1")
+
+
+def test_interrupted_build_is_rolled_back_and_interrupt_kept(fs, lifecycle):
+    lifecycle.create("idx", "covering", CONFIG, make_build(fs))
+    with pytest.raises(KeyboardInterrupt):
+        lifecycle.refresh("idx", half_written(fs, KeyboardInterrupt()))
+    assert lifecycle.get("idx").state is IndexState.ACTIVE
+    assert names(fs, "/sys/idx") == ["_log", "v__=0"]
+
+
+def test_a_crash_mid_create_still_needs_cancel(fs, lifecycle):
+    """A process that dies after writing the begin entry rolls nothing back: the index stays
+    CREATING (listed, unusable) until cancel."""
+    lifecycle.create("other", "covering", CONFIG, make_build(fs))
+    base = IndexLogEntry(id=-1, name="idx", kind="covering", state=IndexState.DOESNOTEXIST)
+    assert lifecycle.log_manager("idx").write(base.derive(0, IndexState.CREATING))
+    fs.write_text("/sys/idx/v__=0/part-0.txt", "partial")   # then the process died
+    assert lifecycle.get("idx").state is IndexState.CREATING
+    assert [e.state for e in lifecycle.list()] == [IndexState.CREATING, IndexState.ACTIVE]
+    with pytest.raises(IndexStateError, match=r"cannot create index 'idx'.*CREATING.*its "
+                                              r"process died.*cancel\('idx'\)"):
+        lifecycle.create("idx", "covering", CONFIG, make_build(fs))
+    assert lifecycle.cancel("idx").state is IndexState.DOESNOTEXIST
+    assert names(fs, SYSTEM) == ["other"]
+    assert lifecycle.create("idx", "covering", CONFIG, make_build(fs)).state is IndexState.ACTIVE
