@@ -6,6 +6,7 @@ import re
 from indexes.errors import InvalidIndexConfigError
 
 _INDEX_NAME = re.compile(r"^[A-Za-z0-9-][A-Za-z0-9_-]*$")
+MAX_INDEX_NAME_LENGTH = 128
 FLAT_SEPARATOR = "__"
 
 
@@ -13,12 +14,17 @@ def validate_index_name(name: object) -> str:
     """Returns ``name`` if it is a valid index name, else raises InvalidIndexConfigError.
 
     Names use letters, digits, ``_`` and ``-`` and do not start with ``_``, which is reserved
-    for the accelerator's own directories such as ``_history``.
+    for the accelerator's own directories such as ``_history``; they are at most
+    ``MAX_INDEX_NAME_LENGTH`` (128) characters long.
     """
     if not isinstance(name, str) or not _INDEX_NAME.match(name):
         raise InvalidIndexConfigError(
             f"invalid index name {name!r}: use only letters, digits, '_' and '-', not starting "
             f"with '_' (reserved for the accelerator's own directories), e.g. 'idx_orders-1'")
+    if len(name) > MAX_INDEX_NAME_LENGTH:
+        raise InvalidIndexConfigError(
+            f"invalid index name '{name[:20]}...': it is {len(name)} characters long; index "
+            f"names have at most {MAX_INDEX_NAME_LENGTH}")
     return name
 
 

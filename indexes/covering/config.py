@@ -51,27 +51,49 @@ class CoveringIndexConfig:
     numBuckets: int | None = None
 
     def __post_init__(self):
-        object.__setattr__(self, "indexedColumns", list(self.indexedColumns or []))
-        object.__setattr__(self, "includedColumns", list(self.includedColumns or []))
+        """Checks what can be checked without the source; raises InvalidIndexConfigError for an
+        invalid name, column lists that are not lists of column names (a bare string included),
+        no indexed columns, malformed column names and a numBuckets that is not a positive
+        integer."""
+        validate_index_name(self.indexName)
+        for field_name in ("indexedColumns", "includedColumns"):
+            object.__setattr__(self, field_name, self._column_list(field_name))
+        if not self.indexedColumns:
+            raise InvalidIndexConfigError(
+                f"index '{self.indexName}': indexedColumns is empty; name at least one column")
+        buckets = self.numBuckets
+        if buckets is not None and (not isinstance(buckets, int) or isinstance(buckets, bool)
+                                    or buckets < 1):
+            raise InvalidIndexConfigError(
+                f"index '{self.indexName}': numBuckets must be a positive integer, got {buckets!r}")
+
+    def _column_list(self, field_name: str) -> list[str]:
+        """The column names given as ``field_name``, validated, as a new list."""
+        value = getattr(self, field_name)
+        if value is None:
+            return []
+        if isinstance(value, str) or not isinstance(value, (list, tuple)):
+            raise InvalidIndexConfigError(
+                f"index '{self.indexName}': {field_name} must be a list of column names, got "
+                f"{value!r}" + (f"; write [{value!r}]" if isinstance(value, str) else ""))
+        for col in value:
+            if not isinstance(col, str):
+                raise InvalidIndexConfigError(
+                    f"index '{self.indexName}': column names must be strings, got {col!r} in "
+                    f"{field_name}")
+            try:
+                split_path(col)
+            except InvalidIndexConfigError as exc:
+                raise InvalidIndexConfigError(f"index '{self.indexName}': {exc}") from None
+        return list(value)
 
     def resolve(self, schema: StructType, case_sensitive: bool) -> tuple[list[IndexColumn], list[IndexColumn]]:
         """Validates this config against ``schema``; returns (indexed, included) columns.
 
-        Raises InvalidIndexConfigError naming the offending column for: an invalid name, no
-        indexed columns, duplicate or overlapping columns, unknown columns (with the closest
-        existing ones), unsupported indexed types, and flattened names that collide.
+        Raises InvalidIndexConfigError naming the offending column for: duplicate or
+        overlapping columns, unknown columns (with the closest existing ones), unsupported
+        indexed types, and flattened names that collide.
         """
-        validate_index_name(self.indexName)
-        if not self.indexedColumns:
-            raise InvalidIndexConfigError(
-                f"index '{self.indexName}': indexedColumns is empty; name at least one column")
-        if self.numBuckets is not None and (not isinstance(self.numBuckets, int) or self.numBuckets < 1):
-            raise InvalidIndexConfigError(
-                f"index '{self.indexName}': numBuckets must be a positive integer, got {self.numBuckets!r}")
-        for col in self.indexedColumns + self.includedColumns:
-            if not isinstance(col, str):
-                raise InvalidIndexConfigError(
-                    f"index '{self.indexName}': column names must be strings, got {col!r}")
         indexed = [_resolve(self.indexName, c, schema, case_sensitive) for c in self.indexedColumns]
         included = [_resolve(self.indexName, c, schema, case_sensitive) for c in self.includedColumns]
         _check_overlaps(self.indexName, indexed + included, case_sensitive)

@@ -84,10 +84,12 @@ class DataSkippingIndexConfig:
     """
 
     def __init__(self, indexName: str, *sketches: Any):
+        """Raises InvalidIndexConfigError for what :meth:`validate` checks."""
         if len(sketches) == 1 and isinstance(sketches[0], (list, tuple)):
             sketches = tuple(sketches[0])
         self.indexName = indexName
         self.sketches = tuple(sketches)
+        self.validate()
 
     def __repr__(self) -> str:
         return f"DataSkippingIndexConfig({self.indexName!r}, {', '.join(map(repr, self.sketches))})"

@@ -22,6 +22,10 @@ class TextIndexConfig:
     indexName: str
     column: str
 
+    def __post_init__(self):
+        """Raises InvalidIndexConfigError for what :meth:`validate` checks."""
+        self.validate()
+
     def validate(self) -> None:
         """Checks what can be checked without the source (name and column)."""
         validate_index_name(self.indexName)
