@@ -17,7 +17,7 @@ from typing import Any, Iterator
 
 from accelerator import jvm
 from accelerator.catalog import CATALOG
-from accelerator.history import HistoryRecorder
+from accelerator.history import new_recorder
 from accelerator.settings import Settings
 from indexes.covering import join_match, match as covering_match
 from indexes.covering.build import BUCKET_FILES, DELTA_FILES, data_dirs, delta_dirs
@@ -33,6 +33,7 @@ from indexes.fs import HadoopFs
 from indexes.lifecycle import IndexLifecycle
 from indexes.log import IndexState
 from indexes.plan import PlanNode, file_relations, parse_plan, unsupported_reason
+from rules.recorder import HistoryRecorder
 
 log = logging.getLogger("accelerator.rewriter")
 
@@ -345,11 +346,13 @@ class Rewriter:
         return cached[1]
 
     def recorder(self, system_path: str) -> HistoryRecorder:
-        """The query history recorder of a system path (one per path, created on first use)."""
+        """The query history recorder of a system path (one per path, created on first use,
+        flushing at the interval the session's settings say then)."""
         with self._lock:
             found = self._recorders.get(system_path)
             if found is None:
-                found = self._recorders[system_path] = HistoryRecorder(self._fs, system_path)
+                found = self._recorders[system_path] = new_recorder(self._spark, system_path,
+                                                                    self._fs)
             return found
 
     def index_relation(self, entry: Any, bucketed: bool = True, sorted_scan: bool = False,

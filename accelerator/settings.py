@@ -1,4 +1,10 @@
-"""Spark settings of the accelerator (all under ``spark.accelerator.*``) with their defaults."""
+"""Spark settings of the accelerator (all under ``spark.accelerator.*``), declared once.
+
+Each setting is declared by one :class:`Setting` (key, default, meaning) in :data:`SETTINGS`;
+:meth:`Settings.read` takes its defaults from there, and the README's configuration table and
+``configs/spark-defaults.conf`` list the same keys and defaults (a test checks it). The module
+constants (``ENABLED``, ``SYSTEM_PATH`` ...) are the declared keys.
+"""
 from __future__ import annotations
 
 import os
@@ -7,26 +13,102 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from indexes.covering.match import HybridScan
+from rules.recorder import DEFAULT_FLUSH_INTERVAL_S
 
-ENABLED = "spark.accelerator.enabled"
-SYSTEM_PATH = "spark.accelerator.system.path"
-NUM_BUCKETS = "spark.accelerator.index.numBuckets"
-CACHE_EXPIRY = "spark.accelerator.index.cache.expirySeconds"
-HISTORY_ENABLED = "spark.accelerator.history.enabled"
-TEXT_CACHE_DIR = "spark.accelerator.text.localCacheDir"
-FILTER_RULE_BUCKETS = "spark.accelerator.index.filterRule.useBucketSpec"
-HYBRID_SCAN = "spark.accelerator.index.hybridScan.enabled"
-MAX_APPENDED_RATIO = "spark.accelerator.index.hybridScan.maxAppendedRatio"
-MAX_DELETED_RATIO = "spark.accelerator.index.hybridScan.maxDeletedRatio"
-LINEAGE = "spark.accelerator.index.lineage.enabled"
-OPTIMIZE_BYTES = "spark.accelerator.index.optimize.bytesPerIteration"
-VACUUM_RETENTION = "spark.accelerator.index.vacuum.retentionSeconds"
+
+@dataclass(frozen=True)
+class Setting:
+    """One accelerator setting.
+
+    ``default`` is the value used when the session does not set ``key``, as Spark would hold it
+    (a string); it is empty when the default is derived from the session or the machine, and
+    ``derived`` then says how (``<spark.sql.warehouse.dir>/indexes``).
+    """
+
+    key: str
+    default: str
+    meaning: str
+    derived: str = ""
+
+    @property
+    def shown_default(self) -> str:
+        """The default as documentation shows it: the value, or how it is derived."""
+        return self.derived or self.default
+
+
+#: Every accelerator setting, in the order the documentation lists them.
+SETTINGS: list[Setting] = []
+
+
+def _declare(key: str, default: str, meaning: str, derived: str = "") -> str:
+    SETTINGS.append(Setting(key, default, meaning, derived))
+    return key
+
+
+SYSTEM_PATH = _declare(
+    "spark.accelerator.system.path", "",
+    "where indexes, their logs and the query history live",
+    derived="<spark.sql.warehouse.dir>/indexes")
+NUM_BUCKETS = _declare(
+    "spark.accelerator.index.numBuckets", "200",
+    "buckets (files) of a new covering index, unless its config says otherwise")
+CACHE_EXPIRY = _declare(
+    "spark.accelerator.index.cache.expirySeconds", "300",
+    "how long the rewriter trusts its cached list of indexes (operations of this process "
+    "refresh it at once; other processes' changes are seen after this delay)")
+TEXT_CACHE_DIR = _declare(
+    "spark.accelerator.text.localCacheDir", "",
+    "where the driver keeps its local copies of text index shards (one directory per index "
+    "version)",
+    derived="<tmp>/spark-accelerator-text")
+HYBRID_SCAN = _declare(
+    "spark.accelerator.index.hybridScan.enabled", "true",
+    "use a covering index over a changed source: appended files read next to it, deleted "
+    "files' rows filtered out by lineage")
+MAX_APPENDED_RATIO = _declare(
+    "spark.accelerator.index.hybridScan.maxAppendedRatio", "0.3",
+    "the largest share of the source's bytes the appended files may hold for hybrid scan")
+MAX_DELETED_RATIO = _declare(
+    "spark.accelerator.index.hybridScan.maxDeletedRatio", "0.2",
+    "the largest share of the indexed bytes deleted or modified files may have held for "
+    "hybrid scan")
+LINEAGE = _declare(
+    "spark.accelerator.index.lineage.enabled", "false",
+    "new covering indexes store each row's source file id (`_data_file_id`), so deleted files "
+    "are handled by hybrid scan and incremental refresh")
+VACUUM_RETENTION = _declare(
+    "spark.accelerator.index.vacuum.retentionSeconds", "3600",
+    "`vacuumIndex` on an ACTIVE index removes a data version only once it was replaced this "
+    "long ago; keep it above `spark.accelerator.index.cache.expirySeconds` plus your longest "
+    "query")
+OPTIMIZE_BYTES = _declare(
+    "spark.accelerator.index.optimize.bytesPerIteration", "1g",
+    "`optimizeIndex(mode=\"quick\")` takes no more groups of files once it holds this many "
+    "bytes (it takes at least one)")
+FILTER_RULE_BUCKETS = _declare(
+    "spark.accelerator.index.filterRule.useBucketSpec", "true",
+    "the filter rule reads a covering index as a bucketed relation (Spark keeps its bucketing "
+    "for a join or aggregate above; for a plain filter it reads the files as it would "
+    "unbucketed ones); false: always as plain files")
+HISTORY_ENABLED = _declare(
+    "spark.accelerator.history.enabled", "true",
+    "record query history")
+HISTORY_FLUSH_INTERVAL = _declare(
+    "spark.accelerator.history.flushIntervalSeconds", f"{DEFAULT_FLUSH_INTERVAL_S:g}",
+    "the longest a recorded query waits in the driver's memory before it is written to the "
+    "history (read when the history of a system path is first recorded in a process; "
+    "`Hyperspace.flushHistory(spark)` writes at once)")
+ENABLED = _declare(
+    "spark.accelerator.enabled", "false",
+    "whether the rule rewrites plans; `Hyperspace.enable`/`disable` set it")
+
+# Spark's own settings the accelerator reads (not accelerator settings, not declared above)
 BROADCAST_THRESHOLD = "spark.sql.autoBroadcastJoinThreshold"
 BUCKETING = "spark.sql.sources.bucketing.enabled"
+CASE_SENSITIVE = "spark.sql.caseSensitive"
+WAREHOUSE_DIR = "spark.sql.warehouse.dir"
 
-DEFAULT_NUM_BUCKETS = 200
-DEFAULT_CACHE_EXPIRY_SECONDS = 300
-DEFAULT_VACUUM_RETENTION_SECONDS = 3600
+_DECLARED = {s.key: s for s in SETTINGS}
 
 
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
@@ -48,6 +130,7 @@ class Settings:
     num_buckets: int
     cache_expiry_seconds: float
     history_enabled: bool
+    history_flush_interval_seconds: float   # longest a recorded query waits in memory
     case_sensitive: bool
     text_cache_dir: str
     filter_rule_bucket_spec: bool
@@ -62,27 +145,31 @@ class Settings:
 
     @staticmethod
     def read(get: Callable[[str, str], str]) -> "Settings":
-        """Reads the settings through ``get(key, default)`` (Python or JVM session conf)."""
-        path = get(SYSTEM_PATH, "")
-        if not path:
-            warehouse = get("spark.sql.warehouse.dir", "spark-warehouse")
-            path = warehouse.rstrip("/") + "/indexes"
+        """Reads the settings through ``get(key, default)`` (Python or JVM session conf), with
+        the defaults declared in :data:`SETTINGS`."""
+        def value(key: str) -> str:
+            return get(key, _DECLARED[key].default)
+
+        def flag(key: str) -> bool:
+            return value(key).lower() == "true"
+
         return Settings(
-            system_path=path,
-            num_buckets=int(get(NUM_BUCKETS, str(DEFAULT_NUM_BUCKETS))),
-            cache_expiry_seconds=float(get(CACHE_EXPIRY, str(DEFAULT_CACHE_EXPIRY_SECONDS))),
-            history_enabled=get(HISTORY_ENABLED, "true").lower() == "true",
-            case_sensitive=get("spark.sql.caseSensitive", "false").lower() == "true",
-            text_cache_dir=get(TEXT_CACHE_DIR, "") or os.path.join(
-                tempfile.gettempdir(), "spark-accelerator-text"),
-            filter_rule_bucket_spec=get(FILTER_RULE_BUCKETS, "true").lower() == "true",
-            hybrid_scan=get(HYBRID_SCAN, "true").lower() == "true",
-            max_appended_ratio=float(get(MAX_APPENDED_RATIO, "0.3")),
-            max_deleted_ratio=float(get(MAX_DELETED_RATIO, "0.2")),
-            lineage=get(LINEAGE, "false").lower() == "true",
-            optimize_bytes=byte_size(get(OPTIMIZE_BYTES, "1g")),
-            vacuum_retention_seconds=float(get(VACUUM_RETENTION,
-                                               str(DEFAULT_VACUUM_RETENTION_SECONDS))),
+            system_path=value(SYSTEM_PATH)
+            or get(WAREHOUSE_DIR, "spark-warehouse").rstrip("/") + "/indexes",
+            num_buckets=int(value(NUM_BUCKETS)),
+            cache_expiry_seconds=float(value(CACHE_EXPIRY)),
+            history_enabled=flag(HISTORY_ENABLED),
+            history_flush_interval_seconds=float(value(HISTORY_FLUSH_INTERVAL)),
+            case_sensitive=get(CASE_SENSITIVE, "false").lower() == "true",
+            text_cache_dir=value(TEXT_CACHE_DIR)
+            or os.path.join(tempfile.gettempdir(), "spark-accelerator-text"),
+            filter_rule_bucket_spec=flag(FILTER_RULE_BUCKETS),
+            hybrid_scan=flag(HYBRID_SCAN),
+            max_appended_ratio=float(value(MAX_APPENDED_RATIO)),
+            max_deleted_ratio=float(value(MAX_DELETED_RATIO)),
+            lineage=flag(LINEAGE),
+            optimize_bytes=byte_size(value(OPTIMIZE_BYTES)),
+            vacuum_retention_seconds=float(value(VACUUM_RETENTION)),
             broadcast_threshold=byte_size(get(BROADCAST_THRESHOLD, "10MB")),
             bucketing=get(BUCKETING, "true").lower() == "true",
         )

@@ -1,8 +1,10 @@
 """The query history model: one :class:`QueryRecord` per query the accelerator's rewrite hook sees.
 
-Records are stored as Parquet under ``<system path>/_history/date=YYYY-MM-DD/`` and mined later
-(on Spark) by the rule engine. This module is pure Python (pyarrow only, no pyspark), so the rule
-engine's logic stays testable without a JVM.
+Records are stored as Parquet under ``<system path>/_history/date=YYYY-MM-DD/`` (``timestamp`` in
+epoch milliseconds, ``date`` its UTC day): :mod:`rules.plan_analysis` extracts them from plans,
+:mod:`rules.recorder` writes them and :mod:`rules.reader` reads them back through a file-system
+object; ``accelerator.history`` reads them as a Spark DataFrame. This module is pure Python
+(pyarrow only, no pyspark), so the rule engine's logic stays testable without a JVM.
 
 Column names are dotted paths from the relation's attribute through the struct fields accessed,
 e.g. ``nested.nst.field1``. Sources are identified by their root paths.
@@ -15,6 +17,7 @@ lists of structs that pyarrow writes and Spark reads back as ``array<struct<...>
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from typing import Any, Iterable, Mapping
 
 import pyarrow as pa
@@ -30,6 +33,23 @@ PARTITION_COLUMN = "date"
 
 #: Sub-directory of the system path holding the history.
 HISTORY_DIR = "_history"
+
+
+def history_path(system_path: str) -> str:
+    """``<system path>/_history``: the directory holding the history's date partitions."""
+    return f"{str(system_path).rstrip('/')}/{HISTORY_DIR}"
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def epoch_millis(value: int | datetime) -> int:
+    """A record time as epoch milliseconds, from epoch milliseconds (as stored) or a
+    ``datetime`` (as Spark returns a TIMESTAMP column: naive in the local time zone)."""
+    if isinstance(value, datetime):
+        aware = value if value.tzinfo is not None else value.astimezone()
+        return (aware - _EPOCH) // timedelta(milliseconds=1)
+    return int(value)
 
 
 def source_key(root_paths: Iterable[str]) -> str:
@@ -149,10 +169,11 @@ class QueryRecord:
 
     @classmethod
     def from_row(cls, row: Any) -> "QueryRecord":
-        """From a dict or a Spark ``Row`` (nested rows allowed); unknown keys such as the
-        ``date`` partition column are ignored, missing lists read as empty."""
+        """From a dict or a Spark ``Row`` (nested rows allowed); ``timestamp`` in epoch
+        milliseconds or as a ``datetime``; unknown keys such as the ``date`` partition column are
+        ignored, missing lists read as empty."""
         d = _as_dict(row)
-        return cls(timestamp=int(d["timestamp"]), query_id=str(d["query_id"]),
+        return cls(timestamp=epoch_millis(d["timestamp"]), query_id=str(d["query_id"]),
                    sources=_strs(d.get("sources")), formats=_strs(d.get("formats")),
                    filter_columns=_strs(d.get("filter_columns")),
                    output_columns=_strs(d.get("output_columns")),

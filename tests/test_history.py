@@ -1,19 +1,26 @@
-"""Query history: records extracted from real optimized plans, buffered writes, reading back."""
+"""Query history on Spark: records extracted from real optimized plans, written through Hadoop,
+read back as a DataFrame; the history of the queries an enabled session runs."""
 from __future__ import annotations
 
 import io
-import logging
-import threading
-from datetime import datetime, timezone
+from datetime import datetime
 
 import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import functions as F
 
-from accelerator.history import HistoryRecorder, extract_record, history_path, read_history
+from accelerator import Hyperspace
+from accelerator.history import read_history
 from indexes.fs import HadoopFs
 from indexes.plan import file_relations, parse_plan
-from rules.history import HISTORY_SCHEMA, Predicate, QueryRecord, RelationUsage, SHAPES
+from rules.history import (
+    HISTORY_SCHEMA, Predicate, QueryRecord, RelationUsage, SHAPES, history_path,
+)
+from rules.plan_analysis import extract_record
+from rules.reader import read_records
+from rules.recorder import HistoryRecorder
+from tests.helpers import session_conf
+from tests.test_history_recorder import sample_record, utc_day
 
 
 # ---------------------------------------------------------------------------------------------
@@ -240,61 +247,13 @@ def test_record_row_round_trip():
 # HistoryRecorder and read_history
 # ---------------------------------------------------------------------------------------------
 
-class MemoryFs:
-    """In-memory stand-in for HadoopFs; ``written`` is set on every completed file."""
-
-    def __init__(self) -> None:
-        self.files: dict[str, bytes] = {}
-        self.written = threading.Event()
-        self.lock = threading.Lock()
-
-    def write_bytes(self, path: str, data: bytes, overwrite: bool = False) -> None:
-        with self.lock:
-            self.files[path] = bytes(data)
-
-    def rename(self, src: str, dst: str) -> bool:
-        with self.lock:
-            if dst in self.files:
-                return False
-            self.files[dst] = self.files.pop(src)
-        self.written.set()
-        return True
-
-    def parquet(self) -> dict[str, list[dict]]:
-        with self.lock:
-            return {p: pq.read_table(io.BytesIO(d)).to_pylist()
-                    for p, d in self.files.items() if p.endswith(".parquet")}
-
-
-class FailingFs:
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def write_bytes(self, path: str, data: bytes, overwrite: bool = False) -> None:
-        self.calls += 1
-        raise OSError("disk on fire")
-
-
-def _rec(i: int, ts: int = 1_763_800_000_000) -> QueryRecord:
-    return QueryRecord(timestamp=ts + i, query_id=f"q{i}", sources=["file:/src"],
-                       formats=["parquet"], filter_columns=["nested.nst.field1"],
-                       output_columns=["id"],
-                       predicates=[Predicate(0, "file:/src", "nested.nst.field1", "equality",
-                                             "EqualTo")],
-                       relations=[RelationUsage("file:/src", ["file:/src"], "parquet")])
-
-
-def _day(ts: int) -> str:
-    return datetime.fromtimestamp(ts / 1000, tz=timezone.utc).date().isoformat()
-
-
 def test_recorder_writes_and_read_history_reads_back(spark, system_path, data):
     fs = HadoopFs(spark)
     df = data["people_df"]
     q = df.filter(df["nested.nst.field1"] == "wa1").select("id", "name")
     extracted = _record(q, [_people(data)], ("idx_nested",))
     day2 = extracted.timestamp - 86_400_000
-    other = QueryRecord.from_row({**_rec(1).to_row(), "timestamp": day2})
+    other = QueryRecord.from_row({**sample_record(1).to_row(), "timestamp": day2})
 
     with HistoryRecorder(fs, system_path, max_buffer=100, flush_interval_s=3600) as recorder:
         recorder.record(extracted)
@@ -305,19 +264,25 @@ def test_recorder_writes_and_read_history_reads_back(spark, system_path, data):
 
     base = history_path(system_path)
     for ts in (extracted.timestamp, day2):
-        names = [f.name for f in fs.list(f"{base}/date={_day(ts)}")]
+        names = [f.name for f in fs.list(f"{base}/date={utc_day(ts)}")]
         parts = [n for n in names if n.endswith(".parquet")]
         assert len(parts) == 1 and parts[0].startswith("part-")
         assert not [n for n in names if n.endswith(".tmp")]
 
-    rows = read_history(spark, system_path).collect()
+    history = read_history(spark, system_path)
+    assert history.schema["timestamp"].dataType.simpleString() == "timestamp"
+    rows = history.collect()
     assert len(rows) == 2
     by_id = {r["query_id"]: r for r in rows}
     back = QueryRecord.from_row(by_id[extracted.query_id].asDict(recursive=True))
     assert back == extracted
     assert back.filter_columns == ["nested.nst.field1"]
     assert back.predicates[0].shape == "equality"
-    assert str(by_id["q1"]["date"]) == _day(day2)
+    assert str(by_id["q1"]["date"]) == utc_day(day2)
+    assert by_id["q1"]["timestamp"] == datetime.fromtimestamp(day2 / 1000)   # local, as Spark's
+
+    # the same files through the pure-Python reader over Hadoop
+    assert sorted(read_records(fs, system_path), key=lambda r: r.timestamp) == [other, extracted]
 
 
 def test_read_history_empty(spark, system_path):
@@ -327,90 +292,43 @@ def test_read_history_empty(spark, system_path):
     assert df.schema["predicates"].dataType.elementType["shape"].dataType.simpleString() == "string"
 
 
-def test_flush_when_buffer_is_full():
-    fs = MemoryFs()
-    recorder = HistoryRecorder(fs, "mem://sys/", max_buffer=3, flush_interval_s=3600)
-    try:
-        for i in range(3):
-            recorder.record(_rec(i))
-        assert fs.written.wait(20), "a full buffer must be written by the background thread"
-        files = fs.parquet()
-        assert len(files) == 1
-        (path, rows), = files.items()
-        assert path.startswith(f"mem://sys/_history/date={_day(_rec(0).timestamp)}/part-")
-        assert sorted(r["query_id"] for r in rows) == ["q0", "q1", "q2"]
+# ---------------------------------------------------------------------------------------------
+# the history of an enabled session: hs.history(), Hyperspace.flushHistory
+# ---------------------------------------------------------------------------------------------
 
-        fs.written.clear()
-        recorder.record(_rec(3))   # below max_buffer, long interval: stays buffered
-        assert recorder.pending == 1
-    finally:
-        recorder.close()           # ... until close
-    assert recorder.pending == 0
-    assert sorted(r["query_id"] for rows in fs.parquet().values() for r in rows) == [
-        "q0", "q1", "q2", "q3"]
-    assert recorder.written == 4
+def _query(data, value: str):
+    df = data["people_df"]
+    return df.filter(df["nested.nst.field1"] == value).select("id", "name")
 
 
-def test_flush_on_interval():
-    fs = MemoryFs()
-    recorder = HistoryRecorder(fs, "mem://sys", max_buffer=1000, flush_interval_s=0.05)
-    try:
-        recorder.record(_rec(0))
-        assert fs.written.wait(20), "the timer thread must write a non-empty buffer"
-        assert [r["query_id"] for rows in fs.parquet().values() for r in rows] == ["q0"]
-    finally:
-        recorder.close()
+def _seen(history, data, value: str) -> list:
+    """Rows of the history recording a filter of people on ``nested.nst.field1`` = ..."""
+    source = f"file:{data['people']}"
+    return [r for r in history.collect()
+            if r["sources"] == [source] and r["filter_columns"] == ["nested.nst.field1"]]
 
 
-def test_buffer_spanning_midnight_is_split_by_date():
-    fs = MemoryFs()
-    midnight = int(datetime(2026, 3, 1, tzinfo=timezone.utc).timestamp() * 1000)
-    recorder = HistoryRecorder(fs, "mem://sys", flush_interval_s=3600)
-    recorder.record(_rec(0, midnight - 10))
-    recorder.record(_rec(0, midnight + 10))
-    assert recorder.flush() == 2
-    recorder.close()
-    dates = sorted(p.split("/date=")[1].split("/")[0] for p in fs.parquet())
-    assert dates == ["2026-02-28", "2026-03-01"]
+def test_flush_history_makes_a_query_just_run_visible(spark, hs, system_path, data):
+    assert _seen(hs.history(), data, "wa3") == []
+    before = datetime.now().replace(microsecond=0)
+    _query(data, "wa3").collect()
+    assert Hyperspace.flushHistory(spark) >= 1
+    history = hs.history()
+    assert history.schema["timestamp"].dataType.simpleString() == "timestamp"
+    (row,) = _seen(history, data, "wa3")
+    assert isinstance(row["timestamp"], datetime) and row["timestamp"] >= before
+    assert str(row["date"]) == utc_day(int(row["timestamp"].timestamp() * 1000))
+    assert row["predicates"][0]["shape"] == "equality"
+    Hyperspace.flushHistory(spark)                  # written once only
+    assert len(_seen(hs.history(), data, "wa3")) == 1
 
 
-def test_fs_without_rename_gets_the_final_path_directly():
-    class PlainFs:
-        def __init__(self) -> None:
-            self.paths: list[str] = []
+def test_recorder_flushes_at_the_configured_interval(spark, hs, system_path, data):
+    from accelerator import session
 
-        def write_bytes(self, path: str, data: bytes) -> None:
-            self.paths.append(path)
-
-    fs = PlainFs()
-    recorder = HistoryRecorder(fs, "mem://sys", flush_interval_s=3600)
-    recorder.record(_rec(0))
-    assert recorder.flush() == 1
-    recorder.close()
-    assert len(fs.paths) == 1 and fs.paths[0].endswith(".parquet")
-    assert "/_history/date=" in fs.paths[0] and "/." not in fs.paths[0]
-
-
-def test_failing_fs_never_raises(caplog):
-    fs = FailingFs()
-    recorder = HistoryRecorder(fs, "mem://sys", max_buffer=2, flush_interval_s=3600)
-    with caplog.at_level(logging.WARNING, logger="accelerator.history"):
-        recorder.record(_rec(0))
-        assert recorder.flush() == 0          # logged and dropped, not raised
-        recorder.record(_rec(1))
-        recorder.record(None)                 # type: ignore[arg-type]  # malformed: dropped
-        recorder.close()
-        recorder.close()                      # idempotent
-        recorder.record(_rec(2))              # after close: dropped silently
-    assert fs.calls >= 1
-    assert recorder.pending == 0 and recorder.written == 0
-    assert recorder.dropped >= 3
-    assert any("could not write" in r.getMessage() for r in caplog.records)
-
-
-def test_record_plan_never_raises_on_a_plan_it_cannot_read():
-    fs = MemoryFs()
-    recorder = HistoryRecorder(fs, "mem://sys", flush_interval_s=3600)
-    assert recorder.record_plan(None, [{"rootPaths": ["file:/x"]}]) is None  # type: ignore[arg-type]
-    assert recorder.pending == 0
-    recorder.close()
+    with session_conf(spark, spark__accelerator__history__flushIntervalSeconds="0.5"):
+        _query(data, "wa4").collect()                 # first record of this system path
+        recorder = session.rewriter(spark).recorder(system_path)
+    assert recorder.flush_interval_s == 0.5
+    recorder.flush()                                  # waits for a background write under way
+    assert recorder.written == 1

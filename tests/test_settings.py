@@ -1,0 +1,106 @@
+"""Settings are declared once (accelerator.settings.SETTINGS): Settings.read takes its defaults
+from there, and the README's configuration table and configs/spark-defaults.conf list exactly the
+declared keys, defaults and meanings. No JVM."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from accelerator import settings
+from accelerator.settings import SETTINGS, Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _readme_table() -> dict[str, tuple[str, str]]:
+    """key -> (default, meaning) from the rows of the README's "## Configuration" table."""
+    text = (ROOT / "README.md").read_text()
+    section = text.split("\n## Configuration\n", 1)[1].split("\n## ", 1)[0]
+    rows: dict[str, tuple[str, str]] = {}
+    for line in section.splitlines():
+        if not line.startswith("| `"):
+            continue
+        key, default, meaning = (cell.strip() for cell in line.strip().strip("|").split(" | "))
+        assert key not in rows, f"{key} listed twice in the README"
+        rows[key.strip("`")] = (default.strip("`"), meaning)
+    return rows
+
+
+_CONF_LINE = re.compile(r"^(#\s*)?(spark\.accelerator\.\S+)\s+(.+?)\s*$")
+
+
+def _conf_file() -> dict[str, tuple[str, bool]]:
+    """key -> (value, commented out) from configs/spark-defaults.conf."""
+    entries: dict[str, tuple[str, bool]] = {}
+    for line in (ROOT / "configs" / "spark-defaults.conf").read_text().splitlines():
+        found = _CONF_LINE.match(line)
+        if found:
+            key = found.group(2)
+            assert key not in entries, f"{key} listed twice in spark-defaults.conf"
+            entries[key] = (found.group(3), bool(found.group(1)))
+    return entries
+
+
+def test_keys_are_declared_once_under_spark_accelerator():
+    keys = [s.key for s in SETTINGS]
+    assert len(keys) == len(set(keys))
+    assert all(k.startswith("spark.accelerator.") for k in keys)
+    assert all(s.meaning and (s.default or s.derived) for s in SETTINGS)
+    # the module constants other modules import are the declared keys
+    for name in ("ENABLED", "SYSTEM_PATH", "VACUUM_RETENTION", "HISTORY_ENABLED",
+                 "HISTORY_FLUSH_INTERVAL", "NUM_BUCKETS", "TEXT_CACHE_DIR"):
+        assert getattr(settings, name) in keys
+
+
+def test_readme_table_lists_the_declared_settings():
+    table = _readme_table()
+    assert list(table) == [s.key for s in SETTINGS]
+    for s in SETTINGS:
+        assert table[s.key] == (s.shown_default, s.meaning), s.key
+
+
+def test_spark_defaults_conf_lists_the_declared_settings():
+    conf = _conf_file()
+    assert sorted(conf) == sorted(s.key for s in SETTINGS)
+    for s in SETTINGS:
+        # a derived default is no value to copy: shown, commented out
+        assert conf[s.key] == (s.shown_default, bool(s.derived)), s.key
+
+
+def test_read_takes_the_declared_defaults():
+    read = Settings.read(lambda key, default: default)
+    assert read.num_buckets == 200
+    assert read.cache_expiry_seconds == 300.0
+    assert read.history_enabled is True
+    assert read.history_flush_interval_seconds == 30.0
+    assert read.filter_rule_bucket_spec is True and read.hybrid_scan is True
+    assert (read.max_appended_ratio, read.max_deleted_ratio) == (0.3, 0.2)
+    assert read.lineage is False
+    assert read.optimize_bytes == 1 << 30
+    assert read.vacuum_retention_seconds == 3600.0
+    assert read.system_path == "spark-warehouse/indexes"
+    assert read.text_cache_dir.endswith("spark-accelerator-text")
+    asked: dict[str, str] = {}
+    Settings.read(lambda key, default: asked.setdefault(key, default))
+    for s in SETTINGS:
+        if s.key != settings.ENABLED:   # read by the JVM rule and the session, not Settings
+            assert asked[s.key] == s.default, s.key
+
+
+def test_read_uses_what_the_session_sets():
+    conf = {settings.NUM_BUCKETS: "8", settings.HISTORY_FLUSH_INTERVAL: "2.5",
+            settings.SYSTEM_PATH: "/sys", settings.OPTIMIZE_BYTES: "64m",
+            settings.HISTORY_ENABLED: "FALSE", "spark.sql.warehouse.dir": "/w"}
+    read = Settings.of_conf(conf)
+    assert (read.num_buckets, read.history_flush_interval_seconds) == (8, 2.5)
+    assert (read.system_path, read.optimize_bytes, read.history_enabled) == (
+        "/sys", 64 << 20, False)
+    assert Settings.of_conf({"spark.sql.warehouse.dir": "/w/"}).system_path == "/w/indexes"
+
+
+@pytest.mark.parametrize("text, expected", [("10485760", 10485760), ("10MB", 10 << 20),
+                                            ("-1", -1), ("64k", 64 << 10), ("1g", 1 << 30)])
+def test_byte_size(text, expected):
+    assert settings.byte_size(text) == expected
