@@ -32,6 +32,15 @@ class IndexStateError(AcceleratorError):
     """The index is not in a state that allows the requested operation."""
 
 
+class CorruptLogError(AcceleratorError):
+    """An index log entry cannot be read: unparseable, missing fields, or another entry's id
+    (it was modified outside the accelerator). ``path`` is the file."""
+
+    def __init__(self, message: str, path: str):
+        super().__init__(message)
+        self.path = path
+
+
 class ConcurrentModificationError(AcceleratorError):
     """Another process changed the index log at the same time; this operation lost the race."""
 

@@ -90,21 +90,20 @@ class IndexLifecycle:
         """The latest entry of every index under the system path, by name.
 
         Directories starting with ``_`` (``_history``, ``_events``...) and indexes that no longer
-        exist are skipped; indexes in a transient state are included.
+        exist are skipped; indexes in a transient state are included, and so are indexes whose
+        newest log entry cannot be read, as a CORRUPT entry (see
+        :meth:`IndexLogManager.latest`).
         """
         out = []
         for dir_name in self._index_names():
-            try:
-                entry = IndexLogManager(self._fs, f"{self.system_path}/{dir_name}").latest()
-            except AcceleratorError as exc:  # one broken log must not hide the others
-                logger.warning("skipping index directory %s: %s", dir_name, exc)
-                continue
+            entry = IndexLogManager(self._fs, f"{self.system_path}/{dir_name}").latest()
             if entry is not None and entry.state is not IndexState.DOESNOTEXIST:
                 out.append(entry)
         return out
 
     def get(self, name: str) -> IndexLogEntry:
-        """The latest entry of the index ``name``; IndexNotFoundError when there is none."""
+        """The latest entry of the index ``name`` (a CORRUPT one when it cannot be read);
+        IndexNotFoundError when there is none."""
         entry = self.log_manager(name).latest()
         if entry is None or entry.state is IndexState.DOESNOTEXIST:
             raise self._not_found(name)
@@ -120,7 +119,7 @@ class IndexLifecycle:
     def _require(self, name: str, allowed: IndexState, action: str, hint: str) -> IndexLogEntry:
         """The latest entry, which must be in state ``allowed`` for ``action``."""
         entry = self.get(name)
-        self._reject_transient(entry, action)
+        self._reject_busy(entry, action)
         if entry.state is not allowed:
             raise IndexStateError(
                 f"cannot {action} index '{entry.name}': it is {entry.state}, and {action} needs "
@@ -128,7 +127,16 @@ class IndexLifecycle:
         return entry
 
     @staticmethod
-    def _reject_transient(entry: IndexLogEntry, action: str) -> None:
+    def _reject_corrupt(entry: IndexLogEntry, action: str) -> None:
+        if entry.state is IndexState.CORRUPT:
+            raise IndexStateError(
+                f"cannot {action} index '{entry.name}': it is CORRUPT: "
+                f"{entry.properties['error']}")
+
+    @classmethod
+    def _reject_busy(cls, entry: IndexLogEntry, action: str) -> None:
+        """Rejects a CORRUPT entry and one in a transient state."""
+        cls._reject_corrupt(entry, action)
         if not entry.state.is_stable:
             raise IndexStateError(
                 f"cannot {action} index '{entry.name}': it is in state {entry.state} because an "
@@ -229,7 +237,7 @@ class IndexLifecycle:
         log = self.log_manager(name)
         latest = log.latest()
         if latest is not None:
-            self._reject_transient(latest, "create")
+            self._reject_busy(latest, "create")
             if latest.state is not IndexState.DOESNOTEXIST:
                 raise IndexExistsError(
                     f"index '{latest.name}' already exists (state {latest.state}); delete and "
@@ -341,9 +349,17 @@ class IndexLifecycle:
         """Removes a DELETED index for good: VACUUMING → DOESNOTEXIST, then its directory.
 
         Afterwards the name is free and the index no longer appears in :meth:`list`. Returns
-        the final DOESNOTEXIST entry (no longer on disk).
+        the final DOESNOTEXIST entry (no longer on disk). A CORRUPT index (its newest log entry
+        cannot be read) is removed at once, its directory with its log and data, as no log
+        entry can be written on top of it: this is how to get rid of one.
         """
         log = self.log_manager(name)
+        latest = self.get(name)
+        if latest.state is IndexState.CORRUPT:
+            logger.warning("removing CORRUPT index '%s' with its log and data: %s", latest.name,
+                           latest.properties["error"])
+            self._remove_index_dir(log.index_path)
+            return latest.derive(latest.id + 1, IndexState.DOESNOTEXIST)
         base = self._require(name, IndexState.DELETED, "vacuum",
                              f"run delete('{name}') first (on an active index, "
                              f"vacuum_outdated removes its unreferenced data versions)")
@@ -376,6 +392,7 @@ class IndexLifecycle:
         latest = log.latest()
         if latest is None or latest.state is IndexState.DOESNOTEXIST:
             raise self._not_found(name)
+        self._reject_corrupt(latest, "cancel")
         if latest.state.is_stable:
             raise IndexStateError(
                 f"nothing to cancel for index '{latest.name}': it is {latest.state} and no "

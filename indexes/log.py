@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
 
-from indexes.errors import AcceleratorError
+from indexes.errors import CorruptLogError
 from indexes.fs import FileSystem
 
 logger = logging.getLogger("accelerator.indexes.log")
@@ -33,7 +33,12 @@ _ENTRY_NAME = re.compile(r"^(0|[1-9][0-9]*)\.json$")
 
 
 class IndexState(str, Enum):
-    """States of an index. Stable states end an operation; transient ones mark one in progress."""
+    """States of an index. Stable states end an operation; transient ones mark one in progress.
+
+    ``CORRUPT`` is neither: it is never written, but stands for an index whose newest log entry
+    cannot be read (see :meth:`IndexLogManager.latest`); queries do not use such an index, and
+    the only action on it is a vacuum, which removes it for good.
+    """
 
     CREATING = "CREATING"
     ACTIVE = "ACTIVE"
@@ -46,6 +51,7 @@ class IndexState(str, Enum):
     VACUUMING_OUTDATED = "VACUUMINGOUTDATED"
     CANCELLING = "CANCELLING"
     DOESNOTEXIST = "DOESNOTEXIST"
+    CORRUPT = "CORRUPT"
 
     @property
     def is_stable(self) -> bool:
@@ -58,7 +64,8 @@ class IndexState(str, Enum):
 
 STABLE_STATES: frozenset[IndexState] = frozenset(
     {IndexState.ACTIVE, IndexState.DELETED, IndexState.DOESNOTEXIST})
-TRANSIENT_STATES: frozenset[IndexState] = frozenset(set(IndexState) - STABLE_STATES)
+TRANSIENT_STATES: frozenset[IndexState] = frozenset(
+    set(IndexState) - STABLE_STATES - {IndexState.CORRUPT})
 
 
 def now_ms() -> int:
@@ -177,7 +184,8 @@ class IndexLogManager:
         return ids[-1] if ids else None
 
     def get(self, id: int) -> IndexLogEntry | None:
-        """The entry with this id, or None when it does not exist."""
+        """The entry with this id, or None when it does not exist; CorruptLogError when it
+        cannot be read."""
         path = self._entry_path(id)
         if not self._fs.exists(path):
             return None
@@ -187,24 +195,52 @@ class IndexLogManager:
             if not self._fs.exists(path):  # removed meanwhile (e.g. a vacuum)
                 return None
             raise
+        remedy = (f"it was modified outside the accelerator: restore it from a backup, or "
+                  f"remove the index and its data with vacuum('{self._dir_name}')")
         try:
             entry = IndexLogEntry.from_json(text)
         except ValueError as exc:
-            raise AcceleratorError(
-                f"index log entry {path} is corrupt ({exc}); it was modified outside the "
-                f"accelerator: restore it from a backup or delete the index directory "
-                f"{self.index_path}") from exc
+            raise CorruptLogError(f"index log entry {path} is corrupt ({exc}); {remedy}",
+                                  path) from exc
         if entry.id != id:
-            raise AcceleratorError(
-                f"index log entry {path} holds id {entry.id}; it was modified outside the "
-                f"accelerator: restore it from a backup or delete the index directory "
-                f"{self.index_path}")
+            raise CorruptLogError(f"index log entry {path} holds id {entry.id}; {remedy}", path)
         return entry
 
+    @property
+    def _dir_name(self) -> str:
+        return self.index_path.rsplit("/", 1)[-1]
+
     def latest(self) -> IndexLogEntry | None:
-        """The newest entry, or None when the log is empty."""
+        """The newest entry, or None when the log is empty.
+
+        When the newest entry cannot be read, logs a warning naming the file and the error and
+        returns a CORRUPT entry in its place: its id, the name, kind and config of the newest
+        readable entry (else the directory name and kind ``unknown``), no source or content,
+        and ``properties`` ``corruptFile`` (the file) and ``error`` (the message).
+        """
         latest_id = self.latest_id()
-        return None if latest_id is None else self.get(latest_id)
+        if latest_id is None:
+            return None
+        try:
+            return self.get(latest_id)
+        except CorruptLogError as exc:
+            logger.warning("%s", exc)
+            known = self._newest_readable([id for id in self.ids() if id < latest_id])
+            return IndexLogEntry(
+                id=latest_id, name=known.name if known else self._dir_name,
+                kind=known.kind if known else "unknown", state=IndexState.CORRUPT,
+                config=dict(known.config) if known else {},
+                properties={"corruptFile": exc.path, "error": str(exc)})
+
+    def _newest_readable(self, ids: list[int]) -> IndexLogEntry | None:
+        for id in reversed(ids):
+            try:
+                entry = self.get(id)
+            except CorruptLogError:
+                continue
+            if entry is not None:
+                return entry
+        return None
 
     def _read_latest_stable_copy(self) -> IndexLogEntry | None:
         path = f"{self.log_path}/{LATEST_STABLE}"

@@ -486,3 +486,19 @@ def test_concurrent_create_and_late_create(fs, lifecycle):
     other = IndexLifecycle(fs, lifecycle.system_path)
     with pytest.raises(IndexExistsError):
         other.create("idx", "covering", CONFIG, make_build(fs))
+
+
+def test_corrupt_log_entry_on_disk_is_listed_and_vacuumed(fs, lifecycle, system_path):
+    lifecycle.create("Idx", "covering", CONFIG, make_build(fs))
+    lifecycle.create("other", "covering", CONFIG, make_build(fs))
+    with open(os.path.join(system_path, "idx", "_log", "2.json"), "w") as f:
+        f.write('{"id": 2')   # truncated by an outside edit
+    corrupt, other = lifecycle.list()
+    assert (corrupt.name, corrupt.state, other.state) == ("Idx", IndexState.CORRUPT,
+                                                          IndexState.ACTIVE)
+    assert corrupt.properties["corruptFile"] == f"{lifecycle.system_path}/idx/_log/2.json"
+    with pytest.raises(IndexStateError, match=r"cannot delete index 'Idx': it is CORRUPT: .*"
+                                              r"2\.json is corrupt.*vacuum\('idx'\)"):
+        lifecycle.delete("idx")
+    assert lifecycle.vacuum("idx").state is IndexState.DOESNOTEXIST
+    assert sorted(os.listdir(system_path)) == ["other"]

@@ -3,6 +3,7 @@ action over it: no JVM, no Spark."""
 from __future__ import annotations
 
 import inspect
+import re
 import threading
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 from indexes.errors import (
     AcceleratorError,
     ConcurrentModificationError,
+    CorruptLogError,
     IndexExistsError,
     IndexNotFoundError,
     IndexOperationError,
@@ -19,7 +21,13 @@ from indexes.errors import (
 )
 from indexes.fs import FileInfo, FileSystem, HadoopFs, MemoryFs
 from indexes.lifecycle import IndexLifecycle
-from indexes.log import LATEST_STABLE, IndexLogEntry, IndexLogManager, IndexState
+from indexes.log import (
+    LATEST_STABLE,
+    TRANSIENT_STATES,
+    IndexLogEntry,
+    IndexLogManager,
+    IndexState,
+)
 
 CONFIG = {"indexedColumns": ["id"], "includedColumns": ["name"], "numBuckets": 2}
 SYSTEM = "memory:///sys"
@@ -272,10 +280,14 @@ def test_log_entry_modified_outside(fs):
     log = IndexLogManager(fs, "/sys/idx")
     log.write(_entry(0, IndexState.CREATING))
     fs.write_text(f"{log.log_path}/1.json", _entry(5, IndexState.ACTIVE).to_json())
-    with pytest.raises(AcceleratorError, match=r"1\.json holds id 5"):
+    with pytest.raises(CorruptLogError, match=r"1\.json holds id 5") as info:
         log.get(1)
+    assert info.value.path == "/sys/idx/_log/1.json"
+    assert isinstance(info.value, AcceleratorError)
     fs.write_text(f"{log.log_path}/0.json", "{not json", overwrite=True)
-    with pytest.raises(AcceleratorError, match=r"0\.json is corrupt \(not valid JSON"):
+    with pytest.raises(CorruptLogError, match=r"0\.json is corrupt \(not valid JSON.*restore it "
+                                              r"from a backup, or remove the index and its data "
+                                              r"with vacuum\('idx'\)"):
         log.get(0)
 
 
@@ -675,3 +687,86 @@ def test_a_crash_mid_create_still_needs_cancel(fs, lifecycle):
     assert lifecycle.cancel("idx").state is IndexState.DOESNOTEXIST
     assert names(fs, SYSTEM) == ["other"]
     assert lifecycle.create("idx", "covering", CONFIG, make_build(fs)).state is IndexState.ACTIVE
+
+
+# ---------------------------------------------------------------------- corrupt log entries
+
+
+@pytest.mark.parametrize("text, error", [
+    ("{ partial", r"is corrupt \(not valid JSON: "),
+    ('{"id": 2, "name": "Idx"}', r"is corrupt \(not a valid index log entry: KeyError\('kind'\)\)"),
+    ('[1, 2]', r"is corrupt \(not a valid index log entry: not a JSON object\)"),
+    (_entry(7, IndexState.ACTIVE).to_json(), r"holds id 7"),
+])
+def test_corrupt_newest_entry_is_listed_as_corrupt(fs, lifecycle, caplog, text, error):
+    lifecycle.create("Idx", "covering", CONFIG, make_build(fs))
+    other = lifecycle.create("other", "covering", CONFIG, make_build(fs))
+    fs.write_text("/sys/idx/_log/2.json", text)
+    with caplog.at_level("WARNING", logger="accelerator.indexes.log"):
+        listed = lifecycle.list()
+    assert [e.state for e in listed] == [IndexState.CORRUPT, IndexState.ACTIVE]
+    corrupt = listed[0]
+    assert listed[1] == other
+    assert (corrupt.id, corrupt.name, corrupt.kind, corrupt.config) == (2, "Idx", "covering",
+                                                                      CONFIG)
+    assert corrupt.source == {} and corrupt.content == {} and corrupt.data_version is None
+    assert corrupt.properties["corruptFile"] == "memory:///sys/idx/_log/2.json"
+    assert re.search(r"^index log entry memory:///sys/idx/_log/2\.json " + error,
+                     corrupt.properties["error"])
+    assert [r.getMessage() for r in caplog.records] == [corrupt.properties["error"]]
+    assert not corrupt.state.is_stable and corrupt.state not in TRANSIENT_STATES
+    assert lifecycle.get("IDX") == corrupt
+
+
+def test_corrupt_index_rejects_every_action_but_vacuum(fs, lifecycle):
+    lifecycle.create("idx", "covering", CONFIG, make_build(fs))
+    fs.write_text("/sys/idx/_log/2.json", "garbage")
+    for action, verb in [(lifecycle.delete, "delete"), (lifecycle.restore, "restore"),
+                         (lifecycle.cancel, "cancel"),
+                         (lambda n: lifecycle.refresh(n, make_build(fs)), "refresh"),
+                         (lambda n: lifecycle.refresh(n, make_build(fs), IndexState.OPTIMIZING),
+                          "optimize"),
+                         (lambda n: lifecycle.record(n, lambda e: (e.source, e.content)),
+                          "refresh"),
+                         (lambda n: lifecycle.vacuum_outdated(n, lambda e: []),
+                          "vacuum outdated data of"),
+                         (lambda n: lifecycle.create(n, "covering", CONFIG, make_build(fs)),
+                          "create")]:
+        with pytest.raises(IndexStateError) as info:
+            action("idx")
+        assert str(info.value).startswith(
+            f"cannot {verb} index 'idx': it is CORRUPT: index log entry "
+            f"memory:///sys/idx/_log/2.json is corrupt (not valid JSON: ")
+        assert str(info.value).endswith(
+            "it was modified outside the accelerator: restore it from a backup, or remove the "
+            "index and its data with vacuum('idx')")
+    assert names(fs, "/sys/idx") == ["_log", "v__=0"]   # nothing was changed
+
+
+def test_vacuum_removes_a_corrupt_index(fs, lifecycle):
+    lifecycle.create("Idx", "covering", CONFIG, make_build(fs))
+    lifecycle.refresh("idx", make_build(fs))
+    lifecycle.create("other", "covering", CONFIG, make_build(fs))
+    fs.write_text("/sys/idx/_log/4.json", "")
+    gone = lifecycle.vacuum("idx")
+    assert gone.state is IndexState.DOESNOTEXIST and gone.name == "Idx" and gone.id == 5
+    assert names(fs, SYSTEM) == ["other"]
+    with pytest.raises(IndexNotFoundError):
+        lifecycle.get("idx")
+    assert lifecycle.create("idx", "covering", CONFIG, make_build(fs)).id == 1
+
+
+def test_corrupt_only_entry_is_named_after_its_directory(fs, lifecycle):
+    fs.write_text("/sys/lost/_log/0.json", "{}")
+    [corrupt] = lifecycle.list()
+    assert (corrupt.name, corrupt.kind, corrupt.state) == ("lost", "unknown", IndexState.CORRUPT)
+    assert lifecycle.vacuum("lost").state is IndexState.DOESNOTEXIST
+    assert fs.list(SYSTEM) == []
+
+
+def test_corrupt_older_entry_does_not_matter_to_the_newest(fs, lifecycle):
+    lifecycle.create("idx", "covering", CONFIG, make_build(fs))
+    latest = lifecycle.delete("idx")
+    fs.write_text("/sys/idx/_log/0.json", "garbage", overwrite=True)
+    assert lifecycle.list() == [latest] and lifecycle.get("idx") == latest
+    assert lifecycle.restore("idx").state is IndexState.ACTIVE
