@@ -1,8 +1,10 @@
 """What an index records of its source, and whether a relation still reads that source."""
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import unquote
 
 from indexes.plan import PlanNode, output_attributes
 
@@ -75,3 +77,77 @@ def source_mismatch(recorded: dict, current: dict, current_schema: list,
                     f"({len(new - old)} appended or modified, {len(old - new)} deleted); refresh the index")
         return "the source files changed since the index was built; refresh the index"
     return None
+
+
+# --- file paths and URIs ---------------------------------------------------------------------
+# An index log records files as Hadoop path strings (``FileStatus.getPath().toString()``:
+# ``file:/data/a#b/x.parquet``, nothing escaped); Spark gives them as URIs
+# (``_metadata.file_path``, ``inputFiles()``: ``file:/data/a%23b/x.parquet``). The conversions
+# below are Hadoop's own (``new Path(s).toUri().toString()`` and ``new Path(uri).toString()``),
+# reproduced in Python. A path string is never parsed as a URL: '#', '?' and '%' are plain
+# characters in it.
+
+_ALNUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+_UNRESERVED = _ALNUM + "-_.!~*'()"
+#: The ASCII characters java.net.URI leaves unescaped in a path and in an authority.
+_PATH_CHARS = frozenset(_UNRESERVED + ":@&=+$,;/")
+_AUTHORITY_CHARS = frozenset(_UNRESERVED + "$,;:@&=+[]")
+
+
+def _quote(text: str, legal: frozenset) -> str:
+    """``java.net.URI``'s quoting: ASCII characters outside ``legal`` (``%`` included) and
+    non-ASCII space or control characters become UTF-8 ``%XX`` escapes; other non-ASCII
+    characters stay as they are."""
+    out = []
+    for c in text:
+        if c in legal:
+            out.append(c)
+        elif c < "\x80" or unicodedata.category(c) in ("Zs", "Zl", "Zp", "Cc"):
+            out.extend(f"%{b:02X}" for b in c.encode("utf-8", "surrogatepass"))
+        else:
+            out.append(c)
+    return "".join(out)
+
+
+def file_uri(path: str) -> str:
+    """The URI Spark gives for a file (``_metadata.file_path``) from its Hadoop path string,
+    as ``new org.apache.hadoop.fs.Path(path).toUri().toString()`` computes it (for a path
+    without ``.``/``..`` segments, as Hadoop lists files): an optional ``scheme:`` and
+    ``//authority``, then the path with double slashes and a trailing slash removed, escaped."""
+    scheme, start = "", 0
+    colon, slash = path.find(":"), path.find("/")
+    if colon != -1 and (slash == -1 or colon < slash):
+        scheme, start = path[:colon + 1], colon + 1
+    authority = ""
+    if path.startswith("//", start) and len(path) - start > 2:
+        end = path.find("/", start + 2)
+        end = len(path) if end == -1 else end
+        authority, start = "//" + _quote(path[start + 2:end], _AUTHORITY_CHARS), end
+    rest = path[start:].replace("//", "/")
+    if len(rest) > 1 and rest.endswith("/"):
+        rest = rest[:-1]
+    return scheme + authority + _quote(rest, _PATH_CHARS)
+
+
+def hadoop_path(uri: str) -> str:
+    """A file's Hadoop path string (as an index log records it) from the URI Spark gives
+    (``_metadata.file_path``, ``inputFiles()``): the inverse of :func:`file_uri`; an empty
+    authority (``file:///x``) is dropped, as Hadoop drops it."""
+    colon, slash = uri.find(":"), uri.find("/")
+    if colon != -1 and (slash == -1 or colon < slash) and uri.startswith("///", colon + 1):
+        uri = uri[:colon + 1] + uri[colon + 3:]
+    return unquote(uri)
+
+
+def local_path(path: str) -> str | None:
+    """The local file system path of a Hadoop path string on the ``file`` scheme
+    (``file:/a#b/x`` is ``/a#b/x``); None for any other file system."""
+    if not path.startswith("file:"):
+        return None
+    rest = path[len("file:"):]
+    if rest.startswith("//"):
+        end = rest.find("/", 2)
+        if rest[2:end if end != -1 else len(rest)] not in ("", "localhost"):
+            return None
+        rest = rest[end:] if end != -1 else "/"
+    return rest

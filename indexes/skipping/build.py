@@ -8,7 +8,6 @@ import logging
 import re
 from dataclasses import dataclass
 from typing import Any, Iterator
-from urllib.parse import unquote, urlparse
 
 from pyspark.sql import DataFrame, functions as F
 
@@ -19,6 +18,7 @@ from indexes.skipping.config import DataSkippingIndexConfig, MinMaxSketch, sketc
 from indexes.skipping import values as V
 from indexes.skipping.stats import ColumnStats, FileStats, SketchSpec, StatsAccumulator, bounded
 from indexes.skipping.store import FileEntry
+from indexes.source import hadoop_path, local_path
 
 log = logging.getLogger("accelerator.skipping")
 
@@ -146,11 +146,6 @@ def sketch_specs(sketches: list[ResolvedSketch]) -> list[SketchSpec]:
     return [SketchSpec(**d) for d in specs.values()]
 
 
-def file_key(path: str) -> str:
-    """A file path as Spark lists it (``_metadata.file_path`` is URI-encoded)."""
-    return unquote(path)
-
-
 # --- the Spark job over the sketched expressions ---------------------------------------------
 def _scan_partition(specs: list[SketchSpec]):
     def run(batches: Iterator[Any]) -> Iterator[Any]:
@@ -197,7 +192,7 @@ def scan_stats(df: DataFrame, sketches: list[ResolvedSketch],
     rows_per_file: dict[str, int] = {}
     accs: dict[tuple[str, int], StatsAccumulator] = {}
     for r in rows:
-        path = file_key(r.file)
+        path = hadoop_path(r.file)
         if r.sketch < 0:
             rows_per_file[path] = rows_per_file.get(path, 0) + int.from_bytes(r.partial, "little")
             continue
@@ -244,7 +239,7 @@ def _read_footers(wanted: list[tuple[int, tuple[str, ...], str]]):
         import pyarrow.parquet as pq
 
         for path in paths:
-            meta = pq.ParquetFile(urlparse(path).path).metadata
+            meta = pq.ParquetFile(local_path(path)).metadata
             schema = meta.schema
             leaf = {tuple(schema.column(j).path.split(".")): j for j in range(meta.num_columns)}
             found: dict[int, tuple] = {}
@@ -287,7 +282,7 @@ def footer_stats(df: DataFrame, paths: list[str], sketches: list[ResolvedSketch]
     wanted = [(i, path_of[spec.key], spec.type) for i, spec in enumerate(specs)
               if spec.minmax and spec.max_values is None and spec.bloom_capacity is None
               and path_of.get(spec.key) is not None]
-    if not wanted or not paths or any(not p.startswith("file:") for p in paths):
+    if not wanted or not paths or any(local_path(p) is None for p in paths):
         return {}, set()
     if len(paths) <= DRIVER_FOOTERS:   # a Spark job (with Python workers) costs more
         found = list(_read_footers(wanted)(iter(paths)))

@@ -17,7 +17,8 @@ from pyspark.sql import DataFrame, functions as F
 from indexes.errors import InvalidIndexConfigError
 from indexes.plan import chain
 from indexes.skipping import ir
-from indexes.skipping.build import analysed_expressions, file_key
+from indexes.skipping.build import analysed_expressions
+from indexes.source import hadoop_path
 from indexes.text.config import TextIndexConfig
 
 SHARDS_DIR = "shards"
@@ -124,7 +125,7 @@ def write_shards(df: DataFrame, column: dict, source_format: str, data_path: str
     out = []
     for r in sorted(found, key=lambda r: r.shard):
         m = json.loads(r.manifest)
-        out.append({"id": r.shard, "path": file_key(r.at),
-                     "files": [file_key(f) for f in m["files"]],
+        out.append({"id": r.shard, "path": hadoop_path(r.at),
+                     "files": [hadoop_path(f) for f in m["files"]],
                      "rows": m["rows"], "textBytes": m["textBytes"]})
     return out

@@ -10,9 +10,9 @@ import shutil
 import threading
 import uuid
 from typing import Iterable
-from urllib.parse import urlparse
 
 from indexes.fs import HadoopFs
+from indexes.source import local_path
 from indexes.text.literals import Requirement
 from indexes.text.shards import Shard
 
@@ -41,8 +41,9 @@ class TextIndexReader:
         import pyarrow.parquet as pq
 
         path = manifest["path"]
-        if path.startswith("file:"):
-            table = pq.read_table(urlparse(path).path)
+        local = local_path(path)
+        if local is not None:
+            table = pq.read_table(local)
         else:
             table = pq.read_table(io.BytesIO(self._fs.read_bytes(path)))
         rows = [r for r in table.select(["name", "part", "data"]).to_pylist() if r["name"] is not None]
