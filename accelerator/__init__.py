@@ -19,15 +19,18 @@ from indexes.errors import (
     ConcurrentModificationError,
     IndexExistsError,
     IndexNotFoundError,
+    IndexOperationError,
     IndexStateError,
     InvalidIndexConfigError,
     JvmSetupError,
+    SourceNotFoundError,
     UnsupportedSourceError,
 )
 
 __all__ = [
     "Hyperspace", "IndexConfig", "CoveringIndexConfig", "DataSkippingIndexConfig",
     "MinMaxSketch", "BloomFilterSketch", "ValueListSketch", "TextIndexConfig", "AcceleratorError",
-    "ConcurrentModificationError", "IndexExistsError", "IndexNotFoundError", "IndexStateError",
-    "InvalidIndexConfigError", "JvmSetupError", "UnsupportedSourceError",
+    "ConcurrentModificationError", "IndexExistsError", "IndexNotFoundError",
+    "IndexOperationError", "IndexStateError", "InvalidIndexConfigError", "JvmSetupError",
+    "SourceNotFoundError", "UnsupportedSourceError",
 ]

@@ -8,8 +8,6 @@ from typing import Any, Iterator
 from accelerator import session
 from accelerator.rewriter import RewriteResult
 from accelerator.settings import ENABLED, Settings
-from indexes.covering.match import Applicable
-from indexes.skipping.match import Pruning
 from indexes.fs import HadoopFs
 from indexes.lifecycle import IndexLifecycle
 from indexes.log import IndexState
@@ -74,7 +72,7 @@ def explain(spark: Any, df: Any, verbose: bool = False) -> str:
              _RULE, "Plan without indexes:", _RULE, without.executedPlan().toString().rstrip(), "",
              _RULE, "Indexes used:", _RULE]
     used = [d.chosen for r in results for d in r.relations if d.chosen is not None]
-    lines += [_used(c) for c in used] or ["(none)"]
+    lines += [c.explain_line() for c in used] or ["(none)"]
     if verbose:
         lines += ["", _RULE, "Candidates:", _RULE]
         for result in results:
@@ -82,7 +80,7 @@ def explain(spark: Any, df: Any, verbose: bool = False) -> str:
                 lines.append(f"source {_roots(d)}:")
                 for r in d.results:
                     status = "APPLIED" if r is d.chosen else (
-                        "APPLICABLE (another index was chosen)" if isinstance(r, (Applicable, Pruning))
+                        "APPLICABLE (another index was chosen)" if r.applicable
                         else f"{r.code}: {r.reason}")
                     lines.append(f"  {r.index.name}: {status}")
                 if not d.results:
@@ -90,13 +88,6 @@ def explain(spark: Any, df: Any, verbose: bool = False) -> str:
             if result.skipped_reason:
                 lines.append(f"rewrite skipped: {result.skipped_reason}")
     return "\n".join(lines)
-
-
-def _used(chosen: Any) -> str:
-    """One line per index used; for file pruning, what it skipped and how."""
-    if not isinstance(chosen, Pruning):
-        return f"{chosen.index.name}: {chosen.index.content.get('path')}"
-    return chosen.describe()
 
 
 def _reasons(entry: Any, result: RewriteResult) -> list[WhyNot]:
@@ -111,9 +102,8 @@ def _reasons(entry: Any, result: RewriteResult) -> list[WhyNot]:
             out.append(WhyNot(entry.name, roots, "OTHER_SOURCE",
                               "the index is over " + ", ".join(entry.source.get("rootPaths", []))))
         elif mine[0] is d.chosen:
-            out.append(WhyNot(entry.name, roots, "APPLIED", d.chosen.describe()
-                              if isinstance(d.chosen, Applicable) else "the index is used"))
-        elif isinstance(mine[0], (Applicable, Pruning)):
+            out.append(WhyNot(entry.name, roots, "APPLIED", d.chosen.applied_reason()))
+        elif mine[0].applicable:
             out.append(WhyNot(entry.name, roots, "ANOTHER_INDEX_APPLIED",
                               f"the index '{d.chosen.index.name}' is used instead"))
         else:

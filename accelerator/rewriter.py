@@ -19,27 +19,22 @@ from accelerator import jvm
 from accelerator.catalog import CATALOG
 from accelerator.history import new_recorder
 from accelerator.settings import Settings
+from indexes import kinds
 from indexes.covering import join_match, match as covering_match
 from indexes.covering.build import BUCKET_FILES, DELTA_FILES, data_dirs, delta_dirs
-from indexes.covering.config import KIND as COVERING
-from indexes.skipping import match as skipping_match
-from indexes.skipping.build import sketch_specs
-from indexes.skipping.config import KIND as SKIPPING
-from indexes.skipping.store import STATS_FILE, FileEntry, decode
-from indexes.text import match as text_match
-from indexes.text.config import KIND as TEXT
-from indexes.text.reader import TextIndexReader
 from indexes.fs import HadoopFs
+from indexes.kind import MatchContext, Serving
 from indexes.lifecycle import IndexLifecycle
 from indexes.log import IndexState
 from indexes.plan import PlanNode, file_relations, parse_plan, unsupported_reason
+from indexes.version_cache import VersionCache
 from rules.recorder import HistoryRecorder
 
 log = logging.getLogger("accelerator.rewriter")
 
 FILE_LISTS_CACHED = 16
-SUSPENDED = "spark.accelerator.suspended"   # see AcceleratorRule.SUSPENDED_KEY
-FILE_PRUNING = (SKIPPING, TEXT)   # index kinds that prune a relation's file list
+#: index versions' relations and query-time states the rewriter keeps (least recent dropped)
+VERSIONS_CACHED = 64
 
 
 @dataclass
@@ -67,25 +62,27 @@ class RewriteResult:
 
 
 class Rewriter:
-    """Rewrites plans of one driver; registered with the JVM rule by ``Hyperspace.enable``."""
+    """Rewrites plans of one driver; registered with the JVM rule by ``Hyperspace.enable``.
+
+    Every index kind is served through :mod:`indexes.kinds`: a kind matches the relation, and
+    an applicable verdict is served by its kind's :class:`indexes.kind.Serving`: a relation
+    over the index's data replaces the source's (covering), or the source's file list shrinks
+    (data skipping, text).
+    """
 
     def __init__(self, spark: Any):
         self._spark = spark
         self._helpers = jvm.helpers(spark)
         self._fs = HadoopFs(spark)
-        # (data version path, kind) → (log entry stamp, JVM relation); a recreated index
-        # reuses paths
-        self._index_relations: dict[tuple[str, tuple[str, int]], tuple[tuple, Any]] = {}
+        # relations over index data and kinds' query-time states, per index version
+        self._versions = VersionCache(VERSIONS_CACHED)
         # fingerprint → files of a source whose files no index recorded (oldest dropped first)
         self._file_lists: dict[str, list] = {}
-        # data version path → (log entry stamp, statistics of a data-skipping index)
-        self._skipping_tables: dict[str, tuple[tuple, dict[str, FileEntry]]] = {}
-        # data version path → (log entry stamp, reader of a text index's shards)
-        self._text_readers: dict[str, tuple[tuple, TextIndexReader]] = {}
         self._captures: list[list[RewriteResult]] = []
         self._lock = threading.Lock()
         self._recorders: dict[str, HistoryRecorder] = {}
-        self._roots: dict[str, set[str]] = {}   # indexed root paths per system path
+        self._roots: dict[str, set[tuple[str, bool]]] = {}   # indexed root paths per system path
+        self._serve = {Serving.REPLACE: self._replace, Serving.PRUNE: self._prune}
 
     # --- JVM callback -------------------------------------------------------------------
     def apply(self, plan: Any, payload: str) -> Any:
@@ -106,19 +103,6 @@ class Rewriter:
         implements = ["java.util.function.BiFunction"]
 
     @contextlib.contextmanager
-    def suspended(self) -> Iterator[None]:
-        """No rewriting of the queries this thread runs while the block runs (index builds read
-        the source itself); other threads' queries are still rewritten. A thread-local Spark
-        property that the JVM rule checks (PySpark pins each Python thread to a JVM thread)."""
-        context = self._spark.sparkContext
-        previous = context.getLocalProperty(SUSPENDED)
-        context.setLocalProperty(SUSPENDED, "true")
-        try:
-            yield
-        finally:
-            context.setLocalProperty(SUSPENDED, previous)
-
-    @contextlib.contextmanager
     def capturing(self) -> Iterator[list[RewriteResult]]:
         """Collects the results of the rewrites done while the block runs (for explain)."""
         captured: list[RewriteResult] = []
@@ -132,17 +116,25 @@ class Rewriter:
 
     # --- analysis -----------------------------------------------------------------------
     def active_indexes(self, settings: Settings) -> list[Any]:
-        """ACTIVE indexes of the system path, from the per-process catalog cache."""
+        """ACTIVE indexes of a registered kind under the system path, from the per-process
+        catalog cache."""
         entries = CATALOG.entries(settings.system_path, lambda: self._load(settings.system_path),
                                   settings.cache_expiry_seconds)
-        return [e for e in entries if e.state == IndexState.ACTIVE]
+        return [e for e in entries
+                if e.state == IndexState.ACTIVE and kinds.kind_of(e) is not None]
 
     def _load(self, system_path: str) -> list[Any]:
-        """Reads the index logs and tells the JVM which root paths are indexed."""
-        entries = IndexLifecycle(self._fs, system_path).list()
+        """Reads the index logs, drops what the rewriter cached of versions no longer in use,
+        and tells the JVM which root paths are indexed (and which by pruning kinds)."""
+        lifecycle = IndexLifecycle(self._fs, system_path)
+        entries = lifecycle.list()
+        active = [e for e in entries
+                  if e.state == IndexState.ACTIVE and kinds.kind_of(e) is not None]
+        self._versions.retain(lifecycle.system_path, active)
         with self._lock:
-            self._roots[system_path] = {(p, e.kind in FILE_PRUNING) for e in entries
-                                        for p in e.source.get("rootPaths", [])}
+            self._roots[system_path] = {
+                (p, kinds.kind_of(e).serving is Serving.PRUNE)
+                for e in active for p in e.source.get("rootPaths", [])}
             roots = set().union(*self._roots.values())
         self._helpers.plans.setIndexedRoots("\n".join(sorted(p for p, _ in roots)),
                                             "\n".join(sorted(p for p, s in roots if s)))
@@ -150,7 +142,7 @@ class Rewriter:
 
     def rewrite(self, plan: Any, payload: dict, record: bool = False,
                 with_files: bool = False) -> RewriteResult:
-        """Analyses a JVM optimized plan and replaces relations by covering indexes.
+        """Analyses a JVM optimized plan and serves its relations from indexes.
 
         ``payload`` is what the JVM rule sends along (settings, relations, plan JSON); the JVM
         is called back only when some index is over one of the plan's sources.
@@ -161,10 +153,14 @@ class Rewriter:
         plans = self._helpers.plans
         decisions = [RelationDecision(i, d) for i, d in enumerate(payload["relations"])]
         result = RewriteResult(plan, root, decisions)
-        indexes = [e for e in self.active_indexes(settings) if e.kind in (COVERING, *FILE_PRUNING)]
+        indexes = self.active_indexes(settings)
         result.skipped_reason = unsupported_reason(root) if indexes else None
         if result.skipped_reason:
             indexes = []
+        ctx = MatchContext(
+            settings.case_sensitive, settings.hybrid,
+            payload["readSettings"].get("spark.sql.session.timeZone", "UTC"),
+            payload["conf"].get("spark.sql.ansi.enabled", "false").lower() == "true")
         for decision, relation in zip(decisions, relations):
             candidates = [e for e in indexes
                           if e.source.get("rootPaths") == decision.description.get("rootPaths")]
@@ -174,52 +170,68 @@ class Rewriter:
                 decision.description = json.loads(
                     plans.describe(plan, decision.ordinal, 2 if with_files else 1))
             fingerprint = decision.description.get("fingerprint")
-            listed = [e for e in candidates if e.kind in FILE_PRUNING or (settings.hybrid_scan and (
-                e.source.get("fingerprint") != fingerprint or e.content.get("quickRefresh")))]
+            listed = any(kinds.kind_of(e).needs_files(e, fingerprint, settings)
+                         for e in candidates)
             if listed and "files" not in decision.description:
                 decision.description["files"] = self._files(plan, decision, candidates)
             decision.description["readSettings"] = payload["readSettings"]
-            decision.results = [self._evaluate(root, relation, decision.description, e, settings,
-                                               payload)
-                                for e in candidates]
-            decision.chosen = covering_match.choose(decision.results) or skipping_match.choose(
-                decision.results)
+            decision.results = [self._match(root, relation, decision.description, e, settings,
+                                            ctx) for e in candidates]
+            decision.chosen = kinds.choose(decision.results)
         joined = self._join_rule(root, relations, decisions, indexes, settings,
                                  payload.get("joinHints", [])) if indexes else {}
         # last relation first: a hybrid scan adds source relations, which would shift the
         # (pre-order) ordinals of the relations after it
         for decision in reversed(decisions):
-            chosen = decision.chosen
-            if isinstance(chosen, skipping_match.Pruning):
-                result.plan = plans.pruneFiles(result.plan, decision.ordinal, "\n".join(chosen.kept))
-            elif chosen is not None:
-                joins = decision.ordinal in joined
-                bucketed = joins or settings.filter_rule_bucket_spec
-                relation = self.index_relation(chosen.index, bucketed, sorted_scan=joins,
-                                               groups=joined.get(decision.ordinal, 0))
-                deltas = self.delta_relation(chosen.index) if bucketed else None
-                result.plan = plans.replaceRelation(result.plan, decision.ordinal, relation,
-                                                    "\n".join(chosen.specs), chosen.restore_order,
-                                                    "\n".join(chosen.appended),
-                                                    "\n".join(map(str, chosen.deleted_ids)),
-                                                    deltas,
-                                                    joins and bool(payload.get("bucketUnion")))
+            if decision.chosen is not None:
+                serve = self._serve[kinds.kind_of(decision.chosen.index).serving]
+                result.plan = serve(result.plan, decision, joined, settings, payload)
         if record and settings.history_enabled:
             self.recorder(settings.system_path).record_plan(
                 root, [(r, d.description) for r, d in zip(relations, decisions)], result.applied)
         return result
 
+    def _match(self, root: PlanNode, relation: PlanNode, description: dict, entry: Any,
+               settings: Settings, ctx: MatchContext) -> Any:
+        return kinds.kind_of(entry).match(root, relation, description, entry,
+                                          self.state(entry, settings), ctx)
+
+    def state(self, entry: Any, settings: Settings) -> Any:
+        """The query-time state of an index version (statistics, text reader), cached."""
+        kind = kinds.kind_of(entry)
+        return self._versions.get(entry, ("state",), lambda: kind.load(entry, self._fs, settings))
+
+    def _prune(self, plan: Any, decision: RelationDecision, joined: dict[int, int],
+               settings: Settings, payload: dict) -> Any:
+        """The relation reads only the files the chosen index kept."""
+        return self._helpers.plans.pruneFiles(plan, decision.ordinal,
+                                              "\n".join(decision.chosen.kept))
+
+    def _replace(self, plan: Any, decision: RelationDecision, joined: dict[int, int],
+                 settings: Settings, payload: dict) -> Any:
+        """The relation is replaced by one over the chosen index's data (bucketed for the join
+        rule, or for the filter rule when useBucketSpec is on), with hybrid scan's appended
+        files and lineage exclusions."""
+        chosen = decision.chosen
+        joins = decision.ordinal in joined
+        bucketed = joins or settings.filter_rule_bucket_spec
+        relation = self.index_relation(chosen.index, bucketed, sorted_scan=joins,
+                                       groups=joined.get(decision.ordinal, 0))
+        deltas = self.delta_relation(chosen.index) if bucketed else None
+        return self._helpers.plans.replaceRelation(
+            plan, decision.ordinal, relation, "\n".join(chosen.specs), chosen.restore_order,
+            "\n".join(chosen.appended), "\n".join(map(str, chosen.deleted_ids)), deltas,
+            joins and bool(payload.get("bucketUnion")))
+
     def _join_rule(self, root: PlanNode, relations: list[PlanNode],
                    decisions: list[RelationDecision], indexes: list[Any], settings: Settings,
                    hints: list[str]) -> dict[int, int]:
-        """Serves the plan's equi-joins from pairs of covering indexes bucketed on the join
-        keys (see :mod:`indexes.covering.join_match`): both sides' decisions become the join's
-        indexes. Returns the ordinals of the relations it replaced, each with the number of
-        partitions its buckets are read in (see :func:`join_match.bucket_groups`). A side the
-        filter rule answers by a lookup of literals on its index's first column is left to the
-        filter rule."""
+        """Serves the plan's equi-joins from pairs of indexes of a joining kind bucketed on the
+        join keys (see :mod:`indexes.covering.join_match`): both sides' decisions become the
+        join's indexes. Returns the ordinals of the relations it replaced, each with the number
+        of partitions its buckets are read in (see :func:`join_match.join_partitions`)."""
         ordinal_of = {id(r): i for i, r in enumerate(relations)}
-        covering = [e for e in indexes if e.kind == COVERING]
+        joining = [e for e in indexes if kinds.kind_of(e).joins]
         joined: dict[int, int] = {}
         joins = [n for n in root.walk() if n.cls == "Join"]
         for join, hint in zip(joins, hints):
@@ -229,7 +241,7 @@ class Rewriter:
             pair = [decisions[ordinal_of[id(r)]] for r in below]
             if any(d.ordinal in joined for d in pair):
                 continue
-            candidates = tuple([e for e in covering if e.source.get("rootPaths")
+            candidates = tuple([e for e in joining if e.source.get("rootPaths")
                                 == d.description.get("rootPaths")] for d in pair)
             missing = [side for side, found in zip(("left", "right"), candidates) if not found]
             sides = join_match.join_sides(join, settings.case_sensitive)
@@ -238,13 +250,16 @@ class Rewriter:
             elif missing:
                 reason = f"the {missing[0]} side has no covering index over its source"
             else:
-                reason = self._join_obstacle(hint, pair, candidates, settings)
+                reason = join_match.join_obstacle(hint, (pair[0].chosen, pair[1].chosen),
+                                                  candidates, settings.bucketing,
+                                                  settings.broadcast_threshold)
             if reason is None:
                 found = join_match.evaluate(root, sides, candidates,
-                                           tuple(d.description for d in pair),
-                                           settings.case_sensitive, settings.hybrid)
+                                            tuple(d.description for d in pair),
+                                            settings.case_sensitive, settings.hybrid)
                 if isinstance(found, join_match.JoinApplicable):
-                    groups = self._bucket_groups(found)
+                    groups = join_match.join_partitions(
+                        found, self._spark.sparkContext.defaultParallelism)
                     for d, applied in zip(pair, (found.left, found.right)):
                         d.results = [applied] + [r for r in d.results
                                                  if r.index.name != applied.index.name]
@@ -254,41 +269,9 @@ class Rewriter:
                 reason = found
             for d in pair:
                 d.results = [join_match.with_join_reason(r, reason) for r in d.results]
-                if isinstance(d.chosen, covering_match.Applicable):   # the completed verdict
+                if d.chosen is not None:   # the completed verdict
                     d.chosen = next(r for r in d.results if r.index is d.chosen.index)
         return joined
-
-    def _bucket_groups(self, found: Any) -> int:
-        """The partitions a join reads its two indexes' buckets in (as many as buckets while
-        a bucket union adds appended or delta rows to them, hashed into every bucket)."""
-        sides = (found.left, found.right)
-        num_buckets = int(found.left.index.config["numBuckets"])
-        if any(a.appended or delta_dirs(a.index.content) for a in sides):
-            return num_buckets
-        return join_match.bucket_groups(num_buckets, self._spark.sparkContext.defaultParallelism,
-                                       sum(int(a.index.content.get("sizeInBytes", 0))
-                                           for a in sides))
-
-    @staticmethod
-    def _join_obstacle(hint: str, pair: list[RelationDecision],
-                       candidates: tuple[list[Any], ...], settings: Settings) -> str | None:
-        """Why the join rule leaves a join alone before looking at indexes, if it does."""
-        if not settings.bucketing:
-            return "spark.sql.sources.bucketing.enabled is false"
-        if "broadcast" in hint.lower():
-            return "a hint asks for a broadcast join"
-        for d, entries in zip(pair, candidates):
-            # the side's files, as its indexes recorded them (they must match to be used)
-            size = min(sum(f[1] for f in e.source.get("files", [])) for e in entries)
-            if 0 <= size <= settings.broadcast_threshold:
-                return (f"a side is {size} bytes, within spark.sql.autoBroadcastJoinThreshold "
-                        f"({settings.broadcast_threshold}): Spark broadcasts it")
-            chosen = d.chosen
-            if isinstance(chosen, covering_match.Applicable) and chosen.point_lookup:
-                return (f"the filter compares the first indexed column of '{chosen.index.name}' "
-                        "with literals: the filter rule looks the rows up in it, cheaper than "
-                        "joining every bucket")
-        return None
 
     def _files(self, plan: Any, decision: RelationDecision, entries: list[Any]) -> list | None:
         """The files of a relation: those an index recorded when the fingerprints match (no
@@ -297,7 +280,8 @@ class Rewriter:
         for e in entries:
             if fingerprint is not None and e.source.get("fingerprint") == fingerprint:
                 return e.source.get("files")
-        files = self._file_lists.get(fingerprint) if fingerprint is not None else None
+        with self._lock:
+            files = self._file_lists.get(fingerprint) if fingerprint is not None else None
         if files is None:
             files = json.loads(self._helpers.plans.describe(plan, decision.ordinal, 2)).get("files")
             if fingerprint is not None:
@@ -306,44 +290,6 @@ class Rewriter:
                         self._file_lists.pop(next(iter(self._file_lists)))
                     self._file_lists[fingerprint] = files
         return files
-
-    def _evaluate(self, root: PlanNode, relation: PlanNode, description: dict, entry: Any,
-                  settings: Settings, payload: dict) -> Any:
-        if entry.kind == COVERING:
-            return covering_match.evaluate(root, relation, description, entry,
-                                          settings.case_sensitive, settings.hybrid)
-        tz = payload["readSettings"].get("spark.sql.session.timeZone", "UTC")
-        ansi = payload["conf"].get("spark.sql.ansi.enabled", "false").lower() == "true"
-        if entry.kind == TEXT:
-            return text_match.evaluate(relation, description, entry,
-                                      self.text_reader(entry, settings), tz, ansi)
-        return skipping_match.evaluate(relation, description, entry, self.skipping_table(entry),
-                                      tz, ansi)
-
-    def skipping_table(self, entry: Any) -> dict[str, FileEntry]:
-        """The per-file statistics of a data-skipping index, cached per data version."""
-        path = entry.content["path"]
-        stamp = (entry.id, entry.timestamp)
-        cached = self._skipping_tables.get(path)
-        if cached is not None and cached[0] == stamp:
-            return cached[1]
-        specs = sketch_specs(skipping_match.sketches_of(entry.config))
-        table = decode(specs, self._fs.read_bytes(path.rstrip("/") + "/" + STATS_FILE))
-        self._skipping_tables[path] = (stamp, table)
-        return table
-
-    def text_reader(self, entry: Any, settings: Settings) -> TextIndexReader:
-        """The shards of a text index's data version, cached per data version and log entry."""
-        path = entry.content["path"]
-        stamp = (entry.id, entry.timestamp)
-        with self._lock:
-            cached = self._text_readers.get(path)
-            if cached is None or cached[0] != stamp:
-                reader = TextIndexReader(self._fs, entry.content["shards"],
-                                         f"{path}|{entry.id}|{entry.timestamp}",
-                                         settings.text_cache_dir)
-                cached = self._text_readers[path] = (stamp, reader)
-        return cached[1]
 
     def recorder(self, system_path: str) -> HistoryRecorder:
         """The query history recorder of a system path (one per path, created on first use,
@@ -369,8 +315,8 @@ class Rewriter:
         :func:`join_match.bucket_groups`)."""
         if not (bucketed and sorted_scan and 0 < groups < int(entry.config["numBuckets"])):
             groups = 0
-        kind = ("sorted" if sorted_scan else "bucketed") if bucketed else "plain"
-        return self._cached_relation(entry, (kind, groups), lambda: self._read_index(
+        shape = ("sorted" if sorted_scan else "bucketed") if bucketed else "plain"
+        return self._versions.get(entry, (shape, groups), lambda: self._read_index(
             entry, data_dirs(entry.content), BUCKET_FILES if bucketed else None,
             (sorted_scan, groups) if bucketed else None))
 
@@ -381,21 +327,8 @@ class Rewriter:
         dirs = delta_dirs(entry.content)
         if not dirs:
             return None
-        return self._cached_relation(entry, ("delta", 0),
-                                     lambda: self._read_index(entry, dirs, DELTA_FILES))
-
-    def _cached_relation(self, entry: Any, kind: tuple[str, int], read: Any) -> Any:
-        """A relation over an index's data, cached per data version path and kind while the log
-        entry stays the same: a vacuumed and recreated index reuses the path with other files,
-        and a cached relation lists files."""
-        stamp = (entry.id, entry.timestamp, entry.content["schema"])
-        key = (entry.content["path"], kind)
-        cached = self._index_relations.get(key)
-        if cached is not None and cached[0] == stamp:
-            return cached[1]
-        found = read()
-        self._index_relations[key] = (stamp, found)
-        return found
+        return self._versions.get(entry, ("delta", 0),
+                                  lambda: self._read_index(entry, dirs, DELTA_FILES))
 
     def _read_index(self, entry: Any, dirs: list[str], files_glob: str | None,
                     bucket_spec: tuple[bool, int] | None = None) -> Any:

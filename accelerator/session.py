@@ -1,9 +1,10 @@
 """Turning the plan rewrite on and off for a SparkSession."""
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
-from typing import Any
+from typing import Any, Iterator
 
 from pyspark.java_gateway import ensure_callback_server_started
 
@@ -12,6 +13,7 @@ from accelerator.rewriter import Rewriter
 from accelerator.settings import ENABLED
 
 log = logging.getLogger("accelerator.session")
+SUSPENDED = "spark.accelerator.suspended"   # see AcceleratorRule.SUSPENDED_KEY
 _lock = threading.Lock()
 _rewriters: dict[int, Rewriter] = {}
 _installed: set[int] = set()
@@ -74,3 +76,18 @@ def is_enabled(spark: Any) -> bool:
     extensions = spark._jsparkSession.extensions()
     key = int(spark.sparkContext._jvm.java.lang.System.identityHashCode(extensions))
     return key in _installed and spark.conf.get(ENABLED, "false").lower() == "true"
+
+
+@contextlib.contextmanager
+def suspended(spark: Any) -> Iterator[None]:
+    """No rewriting of the queries this thread runs on ``spark`` while the block runs (index
+    builds read the source itself); other threads' queries are still rewritten. A
+    thread-local Spark property that the JVM rule checks (PySpark pins each Python thread to
+    a JVM thread)."""
+    context = spark.sparkContext
+    previous = context.getLocalProperty(SUSPENDED)
+    context.setLocalProperty(SUSPENDED, "true")
+    try:
+        yield
+    finally:
+        context.setLocalProperty(SUSPENDED, previous)

@@ -16,6 +16,7 @@ class NotApplicable:
     index: Any
     code: str
     reason: str
+    applicable = False
 
 
 def covered_files(entry: Any) -> list[list[Any]]:

@@ -203,23 +203,22 @@ def test_lifecycle_delete_restore_vacuum(spark, hs, nested_path, system_path):
     assert uses_index(seed_query(spark, nested_path), "idx_nested")
 
 
-def test_crash_mid_create_blocks_until_cancel(spark, hs, nested_path, monkeypatch):
-    import accelerator.hyperspace as hyperspace_module
-    from accelerator import IndexStateError
+def test_failed_create_rolls_back_and_names_the_index(spark, hs, nested_path, monkeypatch):
+    import indexes.covering.kind as covering_kind
+    from accelerator import IndexNotFoundError, IndexOperationError
 
     def crash(*args, **kwargs):
         raise RuntimeError("executor lost")
 
-    monkeypatch.setattr(hyperspace_module, "write_buckets", crash)
-    with pytest.raises(RuntimeError, match="executor lost"):
+    monkeypatch.setattr(covering_kind, "write_buckets", crash)
+    with pytest.raises(IndexOperationError,
+                       match=r"idx_nested.*rolled back.*RuntimeError: executor lost"):
         create_nested_index(hs, spark, nested_path)
     monkeypatch.undo()
-    assert hs.indexes().collect()[0]["state"] == "CREATING"
+    assert hs.indexes().count() == 0    # not stuck in CREATING
+    with pytest.raises(IndexNotFoundError, match="idx_nested"):
+        hs.refreshIndex("idx_nested")   # was KeyError: 'schema'
     assert not uses_index(seed_query(spark, nested_path), "idx_nested")
-    with pytest.raises(IndexStateError, match=r"CREATING.*cancel\('idx_nested'\)"):
-        create_nested_index(hs, spark, nested_path)
-    hs.cancel("idx_nested")
-    assert hs.indexes().count() == 0
     create_nested_index(hs, spark, nested_path)
     assert uses_index(seed_query(spark, nested_path), "idx_nested")
 
@@ -227,7 +226,7 @@ def test_crash_mid_create_blocks_until_cancel(spark, hs, nested_path, monkeypatc
 def test_index_details_and_listing(spark, hs, nested_path, system_path):
     create_nested_index(hs, spark, nested_path)
     [row] = hs.indexes().collect()
-    assert (row["name"], row["kind"], row["state"], row["numBuckets"]) == ("idx_nested", "covering", "ACTIVE", 4)
+    assert (row["name"], row["kind"], row["state"], row["numBuckets"]) == ("idx_nested", "CoveringIndex", "ACTIVE", 4)
     assert row["includedColumns"] == ["id", "name", "nested.nst.field2"]
     assert row["numFiles"] > 0 and row["sizeInBytes"] > 0
     [detail] = hs.index("idx_nested").collect()

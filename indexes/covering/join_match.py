@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from indexes.covering.build import delta_dirs
 from indexes.covering.config import KIND as COVERING
 from indexes.covering.match import Applicable, HybridScan, coverage, index_columns, normalize
 from indexes.plan import Expr, PlanNode, attribute_use, conjuncts, output_attributes
@@ -172,6 +173,40 @@ def bucket_groups(num_buckets: int, cores: int, index_bytes: int) -> int:
     if num_buckets <= 4 * wanted:
         return num_buckets
     return min(n for n in range(wanted, num_buckets + 1) if num_buckets % n == 0)
+
+
+def join_partitions(found: JoinApplicable, cores: int) -> int:
+    """The partitions a join reads its two indexes' buckets in: as many as buckets while a
+    bucket union adds appended or delta rows to them (hashed into every bucket), else
+    :func:`bucket_groups` of both indexes' size."""
+    sides = (found.left, found.right)
+    num_buckets = int(found.left.index.config["numBuckets"])
+    if any(a.appended or delta_dirs(a.index.content) for a in sides):
+        return num_buckets
+    return bucket_groups(num_buckets, cores,
+                         sum(int(a.index.content.get("sizeInBytes", 0)) for a in sides))
+
+
+def join_obstacle(hint: str, chosen: tuple[Any, Any], candidates: tuple[list[Any], list[Any]],
+                  bucketing: bool, broadcast_threshold: int) -> str | None:
+    """Why the join rule leaves a join alone before looking at indexes, if it does: bucketing
+    is off, a hint asks for a broadcast, a side is small enough for Spark to broadcast (its
+    files as its indexes recorded them), or the filter rule already looks a side up by the
+    first column of its index (``chosen``: each side's filter-rule verdict, or None)."""
+    if not bucketing:
+        return "spark.sql.sources.bucketing.enabled is false"
+    if "broadcast" in hint.lower():
+        return "a hint asks for a broadcast join"
+    for side, entries in zip(chosen, candidates):
+        size = min(sum(f[1] for f in e.source.get("files", [])) for e in entries)
+        if 0 <= size <= broadcast_threshold:
+            return (f"a side is {size} bytes, within spark.sql.autoBroadcastJoinThreshold "
+                    f"({broadcast_threshold}): Spark broadcasts it")
+        if isinstance(side, Applicable) and side.point_lookup:
+            return (f"the filter compares the first indexed column of '{side.index.name}' "
+                    "with literals: the filter rule looks the rows up in it, cheaper than "
+                    "joining every bucket")
+    return None
 
 
 def _shown(keys: tuple[tuple[str, ...], ...]) -> str:

@@ -38,6 +38,15 @@ class Applicable:
     deleted_ids: tuple[int, ...] = ()   # lineage ids of files whose rows are filtered out
     rule: str = "filter"     # the rule that applies it: "filter" or "join"
     note: str = ""           # why another rule did not apply, for whyNot
+    applicable = True
+
+    def explain_line(self) -> str:
+        """explain's line for the index used."""
+        return f"{self.index.name}: {self.index.content.get('path')}"
+
+    def applied_reason(self) -> str:
+        """whyNot's sentence for the index used."""
+        return self.describe()
 
     def describe(self) -> str:
         """How the index is used, for whyNot."""
@@ -57,6 +66,11 @@ class Applicable:
     @property
     def size(self) -> int:
         return int(self.index.content.get("sizeInBytes", 0))
+
+    @property
+    def cost(self) -> int:
+        """The bytes a query served by this verdict reads at most."""
+        return self.size
 
 
 def index_columns(cfg: dict) -> tuple[list[IndexColumn], list[IndexColumn]]:

@@ -27,10 +27,24 @@ class Pruning:
     unindexed: int                      # files the index has no (current) statistics for
     condition: Any = field(repr=False, default=None)   # the IR the files were judged by
     judged: dict[str, FileEntry] = field(repr=False, default_factory=dict)
+    applicable = True
 
     @property
     def skipped(self) -> int:
         return self.total_files - len(self.kept)
+
+    @property
+    def cost(self) -> int:
+        """The bytes a query served by this verdict reads."""
+        return self.kept_bytes
+
+    def explain_line(self) -> str:
+        """explain's line for the index used."""
+        return self.describe()
+
+    def applied_reason(self) -> str:
+        """whyNot's sentence for the index used."""
+        return "the index is used"
 
     def describe(self) -> str:
         """One line for explain: what was skipped, and by which sketches."""

@@ -88,3 +88,23 @@ def decode(specs: list[SketchSpec], data: bytes) -> dict[str, FileEntry]:
         out[path] = FileEntry(cols["size"][row], cols["mtime"][row],
                               FileStats(cols["rows"][row], stats))
     return out
+
+
+def stats_path(data_path: str) -> str:
+    """The statistics file of a data version directory."""
+    return data_path.rstrip("/") + "/" + STATS_FILE
+
+
+def write_table(fs: Any, data_path: str, specs: list[SketchSpec],
+                files: dict[str, FileEntry]) -> int:
+    """Writes the statistics of ``files`` into the data version ``data_path``; returns the
+    bytes written."""
+    data = encode(specs, files)
+    fs.mkdirs(data_path)
+    fs.write_bytes(stats_path(data_path), data)
+    return len(data)
+
+
+def read_table(fs: Any, data_path: str, specs: list[SketchSpec]) -> dict[str, FileEntry]:
+    """The statistics a data version directory holds (see :func:`write_table`)."""
+    return decode(specs, fs.read_bytes(stats_path(data_path)))

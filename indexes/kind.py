@@ -1,0 +1,152 @@
+"""What an acceleration kind supplies, so that the facade, the rewriter and explain serve every
+kind the same way (the kinds themselves are listed in :mod:`indexes.kinds`).
+
+A kind owns its config type, the build of its data (run by the lifecycle, never through the
+query-time rewriter), the query-time state it reads (loaded once per index version), its
+matching (a verdict per index and relation), how the rewriter serves an applicable verdict,
+and its row in ``indexes()``. Verdicts are either ``indexes.source.NotApplicable`` (a stable
+code and a reason) or an applicable verdict of the kind, which has ``index``,
+``applicable = True``, ``explain_line()`` (explain's "Indexes used" line) and
+``applied_reason()`` (whyNot's APPLIED sentence).
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Callable
+
+from indexes.errors import InvalidIndexConfigError
+from indexes.plan import PlanNode
+from indexes.source import source_mismatch
+
+REFRESH_MODES = ("full", "incremental", "quick")
+
+
+class Serving(str, Enum):
+    """How the rewriter serves an applicable verdict."""
+
+    REPLACE = "replace"   # the relation is replaced by a relation over the index's data
+    PRUNE = "prune"       # the relation keeps its schema, its file list shrinks
+
+
+@dataclass(frozen=True)
+class MatchContext:
+    """What matching needs of the query's session besides the plan."""
+
+    case_sensitive: bool
+    hybrid: Any            # indexes.covering.match.HybridScan, or None when hybrid scan is off
+    session_tz: str
+    ansi: bool
+
+
+@dataclass(frozen=True)
+class IoStats:
+    """Files, bytes and (where known) rows an operation read or wrote."""
+
+    files: int = 0
+    bytes: int = 0
+    rows: int | None = None
+    levels: tuple[int, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {"files": self.files, "levels": list(self.levels), "rows": self.rows,
+                "bytes": self.bytes}
+
+    @staticmethod
+    def of_files(files: list[list[Any]]) -> "IoStats":
+        """Of ``[path, size, mtime]`` source file records."""
+        return IoStats(len(files), sum(int(f[1]) for f in files))
+
+
+@dataclass
+class BuildJob:
+    """One build of an index's data into ``data_path``: a create, a full or incremental
+    refresh, or an optimize. The rewrite is suspended for the session while it runs."""
+
+    spark: Any
+    df: Any                      # the source, read as the index records it
+    config: dict                 # the index's config as its log entry records it
+    source: dict                 # the source's description now (files, format, schema...)
+    data_path: str
+    fs: Any                      # an indexes.fs file system
+    to_uri: Callable[[str], str]  # a path as Spark gives it in _metadata.file_path
+    previous: Any = None         # incremental refresh and optimize: the entry being replaced
+    read: IoStats = field(default_factory=IoStats)      # set by the build
+    written: IoStats = field(default_factory=IoStats)   # set by the build
+
+
+class IndexKind(ABC):
+    """One kind of acceleration; subclasses set the class attributes and implement the rest."""
+
+    name: str                    # the ``kind`` of its log entries
+    display_name: str            # its ``kind`` in ``indexes()``
+    config_type: type
+    serving: Serving
+    executor_modules: tuple[str, ...] = ()   # Python modules its builds import on executors
+    joins: bool = False          # whether the join rule may pair its indexes
+
+    @abstractmethod
+    def resolve(self, df: Any, config: Any, source: dict, settings: Any) -> dict:
+        """The config recorded in the log for ``config`` over ``df`` (reading ``source``);
+        InvalidIndexConfigError when it does not fit the source."""
+
+    @abstractmethod
+    def build(self, job: BuildJob) -> tuple[dict, dict]:
+        """Writes the index data for ``job``; returns (source, content) for the log and sets
+        ``job.read`` and ``job.written``."""
+
+    def check_refresh(self, entry: Any, source: dict, mode: str) -> None:
+        """Raises InvalidIndexConfigError when ``entry`` cannot be refreshed with ``mode``
+        (incremental or quick) over ``source``; by default, a quick refresh needs the source
+        read as before."""
+        if mode == "quick":
+            mismatch = source_mismatch(entry.source, source, source["schema"], check_files=False)
+            if mismatch:
+                raise InvalidIndexConfigError(
+                    f"index '{entry.name}' cannot be refreshed with mode='{mode}': {mismatch}; "
+                    "use mode='full'")
+
+    def optimize_selection(self, entry: Any, mode: str, budget: int, job: BuildJob) -> list[list]:
+        """The data files (``[name, bucket, rows, bytes]``) an optimizeIndex in ``mode`` would
+        compact within ``budget`` bytes; empty when nothing qualifies. Kinds whose data is not
+        compacted raise InvalidIndexConfigError."""
+        raise InvalidIndexConfigError(
+            f"index '{entry.name}' is a {self.display_name}; optimizeIndex compacts the data "
+            "files of covering indexes")
+
+    def optimize(self, job: BuildJob, chosen: list[list]) -> tuple[dict, dict]:
+        """Writes the data version of an optimize that compacts ``chosen`` (see
+        :meth:`optimize_selection`)."""
+        raise NotImplementedError
+
+    def load(self, entry: Any, fs: Any, settings: Any) -> Any:
+        """The query-time state of an index version (read once, cached per version)."""
+        return None
+
+    @abstractmethod
+    def match(self, root: PlanNode, relation: PlanNode, description: dict, entry: Any,
+              state: Any, ctx: MatchContext) -> Any:
+        """The verdict of ``entry`` (its loaded ``state``) for ``relation`` of the plan
+        ``root``, described (fingerprint, files, read settings) by ``description``."""
+
+    @abstractmethod
+    def choose(self, verdicts: list[Any]) -> Any:
+        """The best of this kind's applicable ``verdicts`` for one relation, or None."""
+
+    def needs_files(self, entry: Any, fingerprint: str | None, settings: Any) -> bool:
+        """Whether matching ``entry`` needs the relation's file list."""
+        return self.serving is Serving.PRUNE
+
+    @abstractmethod
+    def columns(self, entry: Any) -> tuple[list[str], list[str]]:
+        """(indexed, included) as ``indexes()`` shows them."""
+
+    def data_stats(self, content: dict) -> IoStats:
+        """The files, bytes and rows of an index version's data (its log entry's content)."""
+        return IoStats(int(content.get("numFiles") or 0), int(content.get("sizeInBytes") or 0),
+                       int(content.get("numRows") or 0))
+
+    def data_dirs(self, entry: Any) -> list[str]:
+        """The data directories the entry reads (vacuum keeps them)."""
+        return [entry.content["path"]]
