@@ -13,8 +13,11 @@ bucket) come first, as a group of their own: folding them into the buckets is wh
 bucketed reads drop the union they need. Quick mode takes them oldest first while the bytes
 taken are under ``bytes_per_iteration`` (at least one; the rest wait for the next call). Each
 bucket's share of the taken delta rows makes a new file at some level, so the files of every
-bucket at that level or lower are folded with them. Full mode folds every delta file and
-every bucket's files, so each bucket ends as one file.
+bucket at that level or lower are folded with them. Quick mode never leaves more files than
+it found: the delta group is taken only when the files it writes (one per bucket receiving
+rows) cannot outnumber the files it replaces; otherwise the delta files wait until enough of
+them reach the level of the buckets' files (or a full optimize). Full mode folds every delta
+file and every bucket's files, so each bucket ends as one file.
 """
 from __future__ import annotations
 
@@ -65,12 +68,13 @@ def select(files: list[DataFile], mode: str, bytes_per_iteration: int,
     if mode == "full":
         return ([deltas] if deltas else []) + _by_bucket(bucketed, None if deltas else 2)
     deltas = _oldest_within(deltas, bytes_per_iteration)
-    chosen = [deltas] if deltas else []
     # each bucket's share of the delta rows becomes a file at this level: lower and equal
     # levels of every bucket are folded with it, as one group would be
     share = sum(f.rows for f in deltas) // max(1, num_buckets)
     folded = [f for f in bucketed if deltas and f.level <= level(share)]
-    chosen += _by_bucket(folded, 1)
+    if deltas and not folds_without_growth(deltas, folded, num_buckets):
+        deltas, folded = [], []
+    chosen = ([deltas] if deltas else []) + _by_bucket(folded, 1)
     budget = sum(f.bytes for g in chosen for f in g)
     folded_names = {f.name for f in folded}
     groups: dict[tuple[int, int], list[DataFile]] = {}
@@ -85,6 +89,16 @@ def select(files: list[DataFile], mode: str, bytes_per_iteration: int,
         chosen.append(sorted(group, key=lambda f: f.name))
         budget += sum(f.bytes for f in group)
     return chosen
+
+
+def folds_without_growth(deltas: list[DataFile], folded: list[DataFile],
+                         num_buckets: int) -> bool:
+    """Whether rewriting ``deltas`` and the bucket files ``folded`` into buckets surely writes
+    no more files than it replaces: it writes one file per bucket receiving rows, at most the
+    buckets of ``folded`` plus one per delta row, and at most ``num_buckets``."""
+    buckets = {f.bucket for f in folded}
+    written = min(max(1, num_buckets), len(buckets) + sum(f.rows for f in deltas))
+    return written <= len(deltas) + len(folded)
 
 
 def _oldest_within(deltas: list[DataFile], bytes_per_iteration: int) -> list[DataFile]:
