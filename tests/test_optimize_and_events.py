@@ -60,7 +60,7 @@ def test_quick_optimize_compacts_level_groups_and_converges(spark, hs, source):
     assert hs._lifecycle().get("ix").content["dataVersion"] == 3
 
     events = hs.events().collect()
-    assert [(e["name"], e["mode"], e["dataVersion"]) for e in events] == [
+    assert [(e["operation"], e["mode"], e["dataVersion"]) for e in events] == [
         ("create", "full", 0), ("refresh", "incremental", 1), ("refresh", "incremental", 2),
         ("optimize", "quick", 3)]
     optimize = events[-1]
@@ -88,7 +88,7 @@ def test_quick_optimize_folds_delta_files_oldest_first_within_its_byte_budget(sp
     assert hs._lifecycle().get("ix").content["numRows"] == 2600
     assert_query(spark, source)
     events = hs.events().collect()
-    assert [e["input"]["rows"] for e in events if e["name"] == "optimize"] == [
+    assert [e["input"]["rows"] for e in events if e["operation"] == "optimize"] == [
         600 + 1000, 1600 + 1000]
 
 
@@ -133,35 +133,38 @@ def test_quick_optimize_never_leaves_more_files_than_it_found(spark, hs, tmp_pat
     assert hs._lifecycle().get("ix").content["dataVersion"] == 3
 
 
-def test_failed_operations_are_events_too(spark, hs, source, monkeypatch):
-    import accelerator.hyperspace as hyperspace_module
+def test_failed_operations_roll_back_and_are_events_too(spark, hs, source, monkeypatch):
+    import indexes.covering.kind as covering_kind
+    from accelerator import IndexOperationError
 
     def crash(*args, **kwargs):
         raise RuntimeError("executor lost")
 
-    monkeypatch.setattr(hyperspace_module, "write_buckets", crash)
-    with pytest.raises(RuntimeError, match="executor lost"):
+    monkeypatch.setattr(covering_kind, "write_buckets", crash)
+    with pytest.raises(IndexOperationError, match="'ix'.*RuntimeError: executor lost"):
         create(spark, hs, source, 2)
-    hs.cancel("ix")
     monkeypatch.undo()
     create(spark, hs, source, 2)
     append(spark, source, range(1000, 1040))
-    monkeypatch.setattr(hyperspace_module, "write_delta", crash)
-    with pytest.raises(RuntimeError, match="executor lost"):
+    monkeypatch.setattr(covering_kind, "write_delta", crash)
+    with pytest.raises(IndexOperationError, match="'ix'.*RuntimeError: executor lost"):
         hs.refreshIndex("ix", mode="incremental")
-    assert hs._lifecycle().get("ix").state.name == "REFRESHING"
-    hs.cancel("ix")
+    entry = hs._lifecycle().get("ix")    # rolled back: the version it started from
+    assert entry.state.name == "ACTIVE" and entry.data_version == 0
     monkeypatch.undo()
     hs.refreshIndex("ix", mode="incremental")
     events = hs.events().collect()
-    assert [(e["name"], e["mode"], e["status"], e["dataVersion"]) for e in events] == [
+    assert [(e["operation"], e["mode"], e["status"], e["dataVersion"]) for e in events] == [
         ("create", "full", "failed", None), ("create", "full", "succeeded", 0),
         ("refresh", "incremental", "failed", None), ("refresh", "incremental", "succeeded", 1)]
     assert [e["error"] for e in events] == [
         "RuntimeError: executor lost", None, "RuntimeError: executor lost", None]
     # a failed refresh read the version it started from and wrote nothing
     assert events[2]["input"] == events[3]["input"] and events[2]["input"]["rows"] == 600
-    assert events[2]["output"]["files"] == 0 and events[0]["input"]["files"] == 0
+    assert events[2]["output"]["files"] == 0
+    # a create's input is the source files it read
+    source_files = len(spark.read.parquet(source).inputFiles()) - 1   # before the append
+    assert events[0]["input"]["files"] == events[1]["input"]["files"] == source_files
     assert rows(query(spark, source)) == vanilla(spark, lambda: query(spark, source))
 
 
