@@ -17,6 +17,7 @@ from indexes.text.config import TextIndexConfig
 from indexes.errors import (
     AcceleratorError,
     ConcurrentModificationError,
+    CorruptLogError,
     IndexExistsError,
     IndexNotFoundError,
     IndexOperationError,
@@ -30,7 +31,7 @@ from indexes.errors import (
 __all__ = [
     "Hyperspace", "IndexConfig", "CoveringIndexConfig", "DataSkippingIndexConfig",
     "MinMaxSketch", "BloomFilterSketch", "ValueListSketch", "TextIndexConfig", "AcceleratorError",
-    "ConcurrentModificationError", "IndexExistsError", "IndexNotFoundError",
+    "ConcurrentModificationError", "CorruptLogError", "IndexExistsError", "IndexNotFoundError",
     "IndexOperationError", "IndexStateError", "InvalidIndexConfigError", "JvmSetupError",
     "SourceNotFoundError", "UnsupportedSourceError",
 ]

@@ -234,6 +234,9 @@ class Hyperspace:
                 e.content.get("sizeInBytes"), self._warning(e, kind))
 
     def _warning(self, e: IndexLogEntry, kind: Any) -> str | None:
+        if e.state is IndexState.CORRUPT:
+            return (f"log entry {e.properties.get('corruptFile')} is corrupt: "
+                    f"{e.properties.get('error')}; vacuumIndex('{e.name}') removes the index")
         if kind is None:
             return f"unknown index kind '{e.kind}'"
         missing = self._ops.missing_roots(e) if e.state is IndexState.ACTIVE else []

@@ -21,6 +21,7 @@ from accelerator.catalog import CATALOG
 from accelerator.settings import VACUUM_RETENTION, Settings
 from indexes import kinds
 from indexes.errors import (
+    IndexOperationError,
     IndexStateError,
     InvalidIndexConfigError,
     SourceNotFoundError,
@@ -113,10 +114,13 @@ class IndexOperations:
         try:
             outcome = action()
         except Exception as exc:
+            # the cause of an operation the lifecycle rolled back, else the error itself
+            cause = (exc.__cause__ if isinstance(exc, IndexOperationError)
+                     and exc.__cause__ is not None else exc)
             try:
                 events.write(operation, index, mode, started, now_ms(), None,
                              failed_input.to_json(), IoStats().to_json(),
-                             error=f"{type(exc).__name__}: {exc}")
+                             error=f"{type(cause).__name__}: {cause}")
             except Exception:   # the operation's own error is the one to report
                 log.warning("could not record the failed %s of index '%s'", operation, index,
                             exc_info=True)

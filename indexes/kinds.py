@@ -41,9 +41,10 @@ def kind_for_config(config: Any) -> IndexKind:
     for kind in KINDS:
         if isinstance(config, kind.config_type):
             return kind
-    names = ", ".join(k.config_type.__name__ for k in KINDS)
+    names = " or ".join(k.config_type.__name__ for k in KINDS).replace(
+        "CoveringIndexConfig", "IndexConfig (CoveringIndexConfig)", 1)
     raise InvalidIndexConfigError(
-        f"createIndex expects an index config ({names}), got {type(config).__name__}")
+        f"createIndex expects an {names}, got {type(config).__name__}")
 
 
 def choose(verdicts: list[Any]) -> Any:

@@ -1,0 +1,158 @@
+"""The registry of acceleration kinds and the pure decisions taken out of the rewriter: which
+verdict serves a relation, when the join rule stands back, in how many partitions a join reads
+buckets, and the per-version cache. No JVM."""
+from __future__ import annotations
+
+import threading
+from types import SimpleNamespace
+
+import pytest
+
+from indexes import kinds
+from indexes.covering.config import CoveringIndexConfig
+from indexes.covering.join_match import JoinApplicable, join_obstacle, join_partitions
+from indexes.covering.match import Applicable
+from indexes.errors import InvalidIndexConfigError
+from indexes.kind import Serving
+from indexes.skipping.config import DataSkippingIndexConfig, MinMaxSketch
+from indexes.skipping.match import Pruning
+from indexes.source import NotApplicable
+from indexes.text.config import TextIndexConfig
+from indexes.text.match import TextPruning
+from indexes.version_cache import VersionCache
+
+
+def entry(name, kind, size=100, files=None, buckets=8, entry_id=1, timestamp=1, path=None):
+    return SimpleNamespace(
+        name=name, kind=kind, id=entry_id, timestamp=timestamp, config={"numBuckets": buckets},
+        source={"files": files or [["/src/a", 100_000_000, 1]]},
+        content={"sizeInBytes": size, "path": path or f"/sys/{name.lower()}/v__=0"})
+
+
+COVERING, SKIPPING, TEXT = (k.name for k in kinds.KINDS)
+
+
+def covering(name, size=100, point_lookup=False, **kw):
+    return Applicable(entry(name, COVERING, size, **kw), [], False, point_lookup=point_lookup)
+
+
+def pruning(name, kept_bytes, cls=Pruning, kind=SKIPPING):
+    return cls(entry(name, kind), ["/src/a"], 10, 1000, kept_bytes, 0)
+
+
+def test_every_kind_is_registered_once_with_its_config_type():
+    assert [k.display_name for k in kinds.KINDS] == [
+        "CoveringIndex", "DataSkippingIndex", "TextIndex"]
+    assert len({k.name for k in kinds.KINDS}) == len(kinds.KINDS)
+    assert kinds.kind_for_config(CoveringIndexConfig("c", ["a"])).name == COVERING
+    assert kinds.kind_for_config(
+        DataSkippingIndexConfig("s", MinMaxSketch("a"))).serving is Serving.PRUNE
+    assert kinds.kind_for_config(TextIndexConfig("t", "a")).name == TEXT
+    assert kinds.kind_of(SimpleNamespace(kind="nope")) is None
+
+
+def test_a_non_config_is_rejected_naming_the_accepted_types():
+    with pytest.raises(InvalidIndexConfigError,
+                       match="expects an IndexConfig.*DataSkippingIndexConfig or "
+                             "TextIndexConfig, got dict"):
+        kinds.kind_for_config({"indexName": "x"})
+
+
+def test_a_covering_index_wins_over_pruning_indexes():
+    verdicts = [pruning("s", 1), covering("c", size=10**9)]
+    assert kinds.choose(verdicts).index.name == "c"
+
+
+def test_among_pruning_kinds_the_fewest_kept_bytes_win():
+    text = pruning("t", 200, TextPruning, TEXT)
+    assert kinds.choose([pruning("s", 500), text]).index.name == "t"
+    assert kinds.choose([pruning("s", 100), text]).index.name == "s"
+
+
+def test_among_covering_indexes_a_point_lookup_then_the_smallest_wins():
+    assert kinds.choose([covering("big", 500), covering("small", 50)]).index.name == "small"
+    assert kinds.choose([covering("small", 50),
+                         covering("lookup", 500, point_lookup=True)]).index.name == "lookup"
+
+
+def test_no_applicable_verdict_chooses_nothing():
+    e = entry("c", COVERING)
+    assert kinds.choose([NotApplicable(e, "NO_FILTER", "x")]) is None
+    assert kinds.choose([]) is None
+
+
+def test_the_join_rule_stands_back_for_the_documented_reasons():
+    big = [entry("l", COVERING)], [entry("r", COVERING)]
+    none = (None, None)
+    assert join_obstacle("", none, big, True, 10 << 20) is None
+    assert "bucketing.enabled is false" in join_obstacle("", none, big, False, 10 << 20)
+    assert "broadcast" in join_obstacle("BROADCAST(r)", none, big, True, 10 << 20)
+    small = [entry("l", COVERING, files=[["/src/a", 1000, 1]])], big[1]
+    assert "within spark.sql.autoBroadcastJoinThreshold" in join_obstacle(
+        "", none, small, True, 10 << 20)
+    assert join_obstacle("", none, small, True, -1) is None     # never broadcast by size
+    lookup = (covering("l", point_lookup=True), None)
+    assert "looks the rows up" in join_obstacle("", lookup, big, True, 10 << 20)
+
+
+def test_join_partitions_group_many_buckets_unless_rows_are_added_to_them():
+    left, right = covering("l", size=1 << 20, buckets=200), covering("r", size=1 << 20,
+                                                                    buckets=200)
+    assert join_partitions(JoinApplicable(left, right), cores=2) == 8   # a divisor of 200
+    appended = Applicable(left.index, [], False, appended=("/src/new",))
+    assert join_partitions(JoinApplicable(appended, right), cores=2) == 200
+    few = covering("l", buckets=8), covering("r", buckets=8)
+    assert join_partitions(JoinApplicable(*few), cores=2) == 8
+
+
+def test_version_cache_reloads_a_replaced_version_and_drops_it_on_retain():
+    cache = VersionCache(capacity=8)
+    v1 = entry("ix", COVERING, entry_id=1, timestamp=10)
+    loads = []
+    assert cache.get(v1, "rel", lambda: loads.append(1) or "r1") == "r1"
+    assert cache.get(v1, "rel", lambda: "never") == "r1" and loads == [1]
+    v2 = entry("ix", COVERING, entry_id=3, timestamp=20)
+    assert cache.get(v2, "rel", lambda: "r2") == "r2"
+    other = entry("other", COVERING)
+    cache.get(other, "rel", lambda: "o")
+    elsewhere = entry("ix", COVERING, path="/elsewhere/ix/v__=0")
+    cache.get(elsewhere, "rel", lambda: "e")
+    assert len(cache) == 3
+    cache.retain("/sys", [v2])    # 'other' is no longer an ACTIVE index of /sys
+    assert len(cache) == 2 and cache.get(v2, "rel", lambda: "reloaded") == "r2"
+    cache.retain("/sys", [])
+    assert cache.get(elsewhere, "rel", lambda: "never") == "e"   # another system path
+
+
+def test_version_cache_is_bounded_least_recently_used_first():
+    cache = VersionCache(capacity=2)
+    a, b, c = (entry(n, COVERING) for n in "abc")
+    cache.get(a, "k", lambda: "a")
+    cache.get(b, "k", lambda: "b")
+    cache.get(a, "k", lambda: "never")      # a is now the most recent
+    cache.get(c, "k", lambda: "c")
+    assert len(cache) == 2
+    assert cache.get(a, "k", lambda: "again") == "a"
+    assert cache.get(b, "k", lambda: "b reloaded") == "b reloaded"
+
+
+def test_version_cache_loads_a_value_once_under_concurrency():
+    cache = VersionCache()
+    e = entry("ix", COVERING)
+    calls = []
+    barrier = threading.Barrier(8)
+
+    def load():
+        calls.append(1)
+        return "v"
+
+    def worker():
+        barrier.wait()
+        assert cache.get(e, "k", load) == "v"
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert calls == [1]
