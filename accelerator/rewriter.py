@@ -82,6 +82,7 @@ class Rewriter:
         self._lock = threading.Lock()
         self._recorders: dict[str, HistoryRecorder] = {}
         self._roots: dict[str, set[tuple[str, bool]]] = {}   # indexed root paths per system path
+        self._qualified: dict[str, str] = {}   # system path → its qualified form
         self._serve = {Serving.REPLACE: self._replace, Serving.PRUNE: self._prune}
 
     # --- JVM callback -------------------------------------------------------------------
@@ -186,10 +187,22 @@ class Rewriter:
             if decision.chosen is not None:
                 serve = self._serve[kinds.kind_of(decision.chosen.index).serving]
                 result.plan = serve(result.plan, decision, joined, settings, payload)
-        if record and settings.history_enabled:
+        if record and settings.history_enabled and not self._reads_own_files(settings, decisions):
             self.recorder(settings.system_path).record_plan(
                 root, [(r, d.description) for r, d in zip(relations, decisions)], result.applied)
         return result
+
+    def _reads_own_files(self, settings: Settings, decisions: list[RelationDecision]) -> bool:
+        """Whether a plan reads only files under the system path (its history, events or
+        index data read directly): the accelerator's own queries are not user demand."""
+        with self._lock:
+            own = self._qualified.get(settings.system_path)
+        if own is None:
+            own = self._fs.qualify(settings.system_path).rstrip("/") + "/"
+            with self._lock:
+                self._qualified[settings.system_path] = own
+        roots = [p for d in decisions for p in d.description.get("rootPaths", [])]
+        return bool(roots) and all(p.startswith(own) for p in roots)
 
     def _match(self, root: PlanNode, relation: PlanNode, description: dict, entry: Any,
                settings: Settings, ctx: MatchContext) -> Any:

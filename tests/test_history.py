@@ -321,6 +321,8 @@ def test_flush_history_makes_a_query_just_run_visible(spark, hs, system_path, da
     assert row["predicates"][0]["shape"] == "equality"
     Hyperspace.flushHistory(spark)                  # written once only
     assert len(_seen(hs.history(), data, "wa3")) == 1
+    # reading the history (files under the system path) is not recorded as demand
+    assert Hyperspace.flushHistory(spark) == 0
 
 
 def test_recorder_flushes_at_the_configured_interval(spark, hs, system_path, data):
