@@ -87,6 +87,17 @@ class IndexOperations:
     def lifecycle(self) -> IndexLifecycle:
         return IndexLifecycle(self.fs, self.settings().system_path)
 
+    def _target(self, name: str, operation: str, mode: str,
+                modes: tuple[str, ...]) -> tuple[IndexLifecycle, IndexLogEntry, IndexKind]:
+        """The lifecycle, latest entry and kind of the index an ``operation`` in ``mode``
+        (one of ``modes``) works on."""
+        if mode not in modes:
+            raise InvalidIndexConfigError(
+                f"{operation} mode {mode!r} is not supported; use one of {', '.join(modes)}")
+        lifecycle = self.lifecycle()
+        entry = lifecycle.get(name)
+        return lifecycle, entry, self._kind(entry)
+
     def _kind(self, entry: IndexLogEntry) -> IndexKind:
         kind = kinds.kind_of(entry)
         if kind is None:
@@ -228,12 +239,7 @@ class IndexOperations:
                          action)
 
     def refresh(self, name: str, mode: str) -> OperationResult:
-        if mode not in REFRESH_MODES:
-            raise InvalidIndexConfigError(
-                f"refresh mode {mode!r} is not supported; use one of {', '.join(REFRESH_MODES)}")
-        lifecycle = self.lifecycle()
-        entry = lifecycle.get(name)
-        kind = self._kind(entry)
+        lifecycle, entry, kind = self._target(name, "refresh", mode, REFRESH_MODES)
         df = self.read_source(entry)
         source = self.describe_source(df)
         if (entry.state is IndexState.ACTIVE
@@ -263,12 +269,7 @@ class IndexOperations:
         return self._run("refresh", entry.name, mode, _data_stats_io(entry), action)
 
     def optimize(self, name: str, mode: str) -> OperationResult:
-        if mode not in OPTIMIZE_MODES:
-            raise InvalidIndexConfigError(
-                f"optimize mode {mode!r} is not supported; use one of {', '.join(OPTIMIZE_MODES)}")
-        lifecycle = self.lifecycle()
-        entry = lifecycle.get(name)
-        kind = self._kind(entry)
+        lifecycle, entry, kind = self._target(name, "optimize", mode, OPTIMIZE_MODES)
         if entry.state is not IndexState.ACTIVE:
             raise IndexStateError(
                 f"cannot optimize index '{entry.name}': it is {entry.state}, and optimize needs "
