@@ -1,33 +1,252 @@
-"""The ``accelerator`` command: ``demo`` runs the product end to end on a local sample,
-``indexes`` lists the indexes of a system path, ``jar`` prints the compiled JVM rule's jar."""
+"""The accelerator command: every index operation of the Python API over one system path
+(create from a spec file, refresh, optimize, delete, restore, vacuum, cancel), listings (indexes,
+index, events, history), plan analysis of SQL queries (explain, whynot), a demo on a local sample,
+and jar (the compiled JVM rule's jar).
+
+Exit codes: 0 success; 1 a user error, whose message goes to stderr (an AcceleratorError, a bad
+spec file, a system path that does not exist, SQL that Spark cannot analyse); 2 a usage error.
+"""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
+import io
+import json
 import logging
 import os
 import statistics
 import sys
 import time
+from importlib import metadata
 from pathlib import Path
+from typing import Any, Callable, Iterator
 
-from accelerator.settings import SYSTEM_PATH
+import yaml
+
+from accelerator.settings import ENABLED, SYSTEM_PATH, Settings
+from indexes.errors import AcceleratorError
+
+DISTRIBUTION = "spark-accelerator"
+MAX_BUCKET_BYTES = 256 << 20
+_SHOW_ALL = 1 << 30   # rows for DataFrame.show: all of them (Spark caps it itself)
+_QUERY_CONTEXT_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
 
 
-def _session(master: str, system_path: str | None, app: str):
+class CliError(AcceleratorError):
+    """A user error the command line finds itself: a bad spec file or a missing system path."""
+
+
+def fitted_buckets(size_bytes: int, max_bucket_bytes: int = MAX_BUCKET_BYTES) -> int:
+    """The fewest buckets, a power of two, that keep each at most ``max_bucket_bytes`` of
+    ``size_bytes``: 1 for small data, else buckets of between half that and that."""
+    buckets = 1
+    while size_bytes > buckets * max_bucket_bytes:
+        buckets *= 2
+    return buckets
+
+
+# --- spec files ---------------------------------------------------------------------------
+_SOURCE_KEYS = {"path", "paths", "format", "options", "schema"}
+_INDEX_KEYS = {  # kind: (required keys, optional keys), besides "kind" and "name"
+    "covering": ({"indexedColumns"}, {"includedColumns", "numBuckets"}),
+    "skipping": ({"sketches"}, set()),
+    "text": ({"column"}, set()),
+}
+
+
+def _keys(where: str, spec: Any, required: set[str], optional: set[str]) -> dict:
+    """``spec`` as a mapping holding every ``required`` key and no key but those and
+    ``optional``; CliError naming ``where`` otherwise."""
+    if not isinstance(spec, dict):
+        raise CliError(f"{where} must be a mapping, got {type(spec).__name__}")
+    missing = sorted(required - spec.keys())
+    unknown = sorted(spec.keys() - required - optional, key=str)
+    if unknown:   # first: a misspelled key is also a missing one
+        raise CliError(f"{where} has unknown keys {', '.join(map(str, unknown))}; known: "
+                       f"{', '.join(sorted(required | optional))}")
+    if missing:
+        raise CliError(f"{where} lacks {', '.join(missing)}")
+    return spec
+
+
+def _sketch(where: str, spec: Any) -> Any:
+    """A sketch from ``{kind: MinMax|BloomFilter|ValueList, expression, <parameters>}``."""
+    from indexes.skipping.config import SKETCH_CLASSES
+
+    classes = {c.kind.lower(): c for c in SKETCH_CLASSES}
+    kind = spec.get("kind") if isinstance(spec, dict) else None
+    cls = classes.get(str(kind).lower())
+    if cls is None:
+        raise CliError(f"{where}: kind must be one of {', '.join(c.kind for c in SKETCH_CLASSES)}, "
+                       f"got {kind!r}")
+    params = {f.name for f in dataclasses.fields(cls)} - {"expression"}
+    fields = _keys(where, spec, {"kind", "expression"}, params)
+    return cls(**{k: v for k, v in fields.items() if k != "kind"})
+
+
+def index_config(spec: Any, where: str = "index") -> Any:
+    """The index config a spec's ``index`` mapping describes (see README, "Command line")."""
+    from indexes.covering.config import CoveringIndexConfig
+    from indexes.skipping.config import DataSkippingIndexConfig
+    from indexes.text.config import TextIndexConfig
+
+    kind = spec.get("kind") if isinstance(spec, dict) else None
+    if kind not in _INDEX_KEYS:
+        raise CliError(f"{where}: kind must be one of {', '.join(_INDEX_KEYS)}, got {kind!r}")
+    required, optional = _INDEX_KEYS[kind]
+    fields = {k: v for k, v in _keys(where, spec, required | {"kind", "name"}, optional).items()
+              if k not in ("kind", "name")}
+    if kind == "covering":
+        return CoveringIndexConfig(spec["name"], **fields)
+    if kind == "text":
+        return TextIndexConfig(spec["name"], **fields)
+    sketches = fields["sketches"]
+    if not isinstance(sketches, list):
+        raise CliError(f"{where}: sketches must be a list, got {type(sketches).__name__}")
+    return DataSkippingIndexConfig(spec["name"], *(_sketch(f"{where}: sketches[{i}]", s)
+                                                   for i, s in enumerate(sketches)))
+
+
+def source_frame(spark: Any, spec: Any, where: str = "source") -> Any:
+    """The DataFrame a spec's ``source`` mapping reads: ``path`` or ``paths``, ``format``
+    (default parquet), read ``options`` and an optional DDL ``schema``."""
+    fields = _keys(where, spec, set(), _SOURCE_KEYS)
+    if ("path" in fields) == ("paths" in fields):
+        raise CliError(f"{where} needs exactly one of path (a string) and paths (a list)")
+    paths = [fields["path"]] if "path" in fields else fields["paths"]
+    if not isinstance(paths, list) or not paths or not all(isinstance(p, str) for p in paths):
+        raise CliError(f"{where}: paths must be a non-empty list of strings, got {paths!r}")
+    options = fields.get("options") or {}
+    if not isinstance(options, dict):
+        raise CliError(f"{where}: options must be a mapping, got {type(options).__name__}")
+    reader = spark.read.format(fields.get("format", "parquet")).options(**options)
+    if fields.get("schema") is not None:
+        reader = reader.schema(fields["schema"])
+    return reader.load(paths)
+
+
+def load_spec(spark: Any, path: str) -> tuple[Any, Any]:
+    """(source DataFrame, index config) of a JSON (``.json``) or YAML spec file."""
+    try:
+        text = Path(path).read_text()
+        spec = json.loads(text) if path.lower().endswith(".json") else yaml.safe_load(text)
+    except (OSError, ValueError, yaml.YAMLError) as exc:
+        raise CliError(f"cannot read spec file {path}: {exc}") from None
+    where = f"spec file {path}"
+    fields = _keys(where, spec, {"source", "index"}, set())
+    return (source_frame(spark, fields["source"], f"{where}: source"),
+            index_config(fields["index"], f"{where}: index"))
+
+
+# --- session ------------------------------------------------------------------------------
+@contextlib.contextmanager
+def _spark(args: argparse.Namespace, app: str, system_path: str | None) -> Iterator[Any]:
+    """The active SparkSession (its settings restored afterwards, never stopped), or a new local
+    one (stopped afterwards), with ``system_path`` as accelerator system path when given."""
     from pyspark.sql import SparkSession
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)   # workers run index builds
-    builder = (SparkSession.builder.master(master).appName(app)
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "8")
-               .config("spark.sql.maxMetadataStringLength", "1000"))
+
+    spark = SparkSession.getActiveSession()
+    created = spark is None
+    if created:
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)   # workers run index builds
+        spark = (SparkSession.builder.master(args.master).appName(app)
+                 .config("spark.ui.enabled", "false")
+                 .config("spark.ui.showConsoleProgress", "false")
+                 .config("spark.sql.shuffle.partitions", "8")
+                 .config("spark.sql.maxMetadataStringLength", "1000")
+                 .getOrCreate())
+        spark.sparkContext.setLogLevel("ERROR")
+    saved = {key: spark.conf.get(key, None) for key in (SYSTEM_PATH, ENABLED)}
     if system_path:
-        builder = builder.config(SYSTEM_PATH, system_path)
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    return spark
+        spark.conf.set(SYSTEM_PATH, system_path)
+    try:
+        yield spark
+    finally:
+        if created:
+            spark.stop()
+        else:
+            for key, value in saved.items():
+                if value is None:
+                    spark.conf.unset(key)
+                else:
+                    spark.conf.set(key, value)
 
 
+def _check_system_path(spark: Any) -> None:
+    """CliError when the session's system path does not exist."""
+    from indexes.fs import HadoopFs
+
+    path = Settings.of_session(spark).system_path
+    if not HadoopFs(spark).exists(path):
+        raise CliError(f"system path {path} does not exist; give the right --system-path, or "
+                       "create an index there with `accelerator create`")
+
+
+# --- commands over a system path ----------------------------------------------------------
+def _mode(args: argparse.Namespace) -> dict:
+    """The ``mode`` argument when given (else the API's default applies)."""
+    return {} if args.mode is None else {"mode": args.mode}
+
+
+def _query(hs: Any, args: argparse.Namespace) -> Any:
+    """The DataFrame of the command's SQL, with the accelerator enabled."""
+    hs.enable(hs.spark)
+    return hs.spark.sql(args.sql)
+
+
+COMMANDS: dict[str, Callable[[Any, argparse.Namespace], Any]] = {
+    "create": lambda hs, a: hs.createIndex(*load_spec(hs.spark, a.spec)),
+    "refresh": lambda hs, a: hs.refreshIndex(a.name, **_mode(a)),
+    "optimize": lambda hs, a: hs.optimizeIndex(a.name, **_mode(a)),
+    "delete": lambda hs, a: hs.deleteIndex(a.name),
+    "restore": lambda hs, a: hs.restoreIndex(a.name),
+    "vacuum": lambda hs, a: hs.vacuumIndex(a.name, a.retention_seconds),
+    "cancel": lambda hs, a: hs.cancel(a.name),
+    "indexes": lambda hs, a: hs.indexes(),
+    "index": lambda hs, a: hs.index(a.name),
+    "events": lambda hs, a: hs.events(),
+    "history": lambda hs, a: hs.history(),
+    "explain": lambda hs, a: hs.explain(_query(hs, a), verbose=a.verbose),
+    "whynot": lambda hs, a: hs.whyNot(_query(hs, a), indexName=a.index),
+}
+
+
+def _emit(result: Any, as_json: bool, vertical: bool) -> None:
+    """Prints what an API call returned: a DataFrame as a table (or one JSON object per row);
+    explain's text and whyNot's reasons, which the API printed itself, only as JSON."""
+    from pyspark.sql import DataFrame, functions as F
+
+    if isinstance(result, DataFrame):
+        if as_json:
+            for row in result.select(F.to_json(F.struct("*"))).collect():
+                print(row[0])
+        else:
+            result.show(_SHOW_ALL, truncate=False, vertical=vertical)
+    elif as_json and isinstance(result, str):
+        print(json.dumps({"explain": result}))
+    elif as_json and isinstance(result, list):
+        for reason in result:
+            print(json.dumps(dataclasses.asdict(reason)))
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Runs one command of :data:`COMMANDS` on the system path and prints its result."""
+    from accelerator import Hyperspace
+
+    with _spark(args, f"accelerator-{args.command}", args.system_path) as spark:
+        if args.command != "create":
+            _check_system_path(spark)
+        hs = Hyperspace(spark)
+        # in JSON mode, stdout carries only JSON: what the API prints itself is dropped
+        quiet = contextlib.redirect_stdout(io.StringIO()) if args.json else contextlib.nullcontext()
+        with quiet:
+            result = COMMANDS[args.command](hs, args)
+        _emit(result, args.json, vertical=args.command == "index")
+    return 0
+
+
+# --- demo and jar -------------------------------------------------------------------------
 def _timed(fn, runs: int) -> tuple[float, object]:
     times, result = [], None
     for _ in range(runs):
@@ -35,6 +254,13 @@ def _timed(fn, runs: int) -> tuple[float, object]:
         result = fn()
         times.append(time.perf_counter() - start)
     return statistics.median(times), result
+
+
+def _files_read(label: str, files: list[str], shown: int = 3) -> str:
+    """``label``: how many files, and the first ``shown`` of them."""
+    names = "\n".join(f"    {f}" for f in sorted(files)[:shown])
+    more = f"\n    ... and {len(files) - shown} more" if len(files) > shown else ""
+    return f"{label} read {len(files)} file(s):\n{names}{more}"
 
 
 def demo(args: argparse.Namespace) -> int:
@@ -46,58 +272,57 @@ def demo(args: argparse.Namespace) -> int:
 
     work = Path(args.work_dir).resolve()
     system_path = args.system_path or str(work / "indexes")
-    spark = _session(args.master, system_path, "accelerator-demo")
-    data = str(work / "nested")
-    print(f"writing {args.rows:,} rows of nested sample data to {data}")
-    (spark.range(args.rows, numPartitions=args.files)
-        .select(F.col("id").cast("int").alias("id"),
-                F.concat(F.lit("name"), F.col("id")).alias("name"),
-                F.struct(F.concat(F.lit("va"), F.col("id") % 1000).alias("field1"),
-                         F.struct(F.concat(F.lit("wa"), F.col("id") % 50000).alias("field1"),
-                                  F.concat(F.lit("wb"), F.col("id")).alias("field2")).alias("nst"))
-                .alias("nested"))
-        .write.mode("overwrite").parquet(data))
+    with _spark(args, "accelerator-demo", system_path) as spark:
+        data = str(work / "nested")
+        print(f"writing {args.rows:,} rows of nested sample data to {data}")
+        (spark.range(args.rows, numPartitions=args.files)
+            .select(F.col("id").cast("int").alias("id"),
+                    F.concat(F.lit("name"), F.col("id")).alias("name"),
+                    F.struct(F.concat(F.lit("va"), F.col("id") % 1000).alias("field1"),
+                             F.struct(F.concat(F.lit("wa"), F.col("id") % 50000).alias("field1"),
+                                      F.concat(F.lit("wb"), F.col("id")).alias("field2"))
+                             .alias("nst"))
+                    .alias("nested"))
+            .write.mode("overwrite").parquet(data))
 
-    hs = Hyperspace(spark)
-    for stale in ("idx_nested",):
-        try:
-            if hs._lifecycle().get(stale).state.value == "ACTIVE":
-                hs.deleteIndex(stale)
-            hs.vacuumIndex(stale)
+        hs = Hyperspace(spark)
+        try:   # the index of an earlier run
+            if hs.index("idx_nested").first()["state"] == "ACTIVE":
+                hs.deleteIndex("idx_nested")
+            hs.vacuumIndex("idx_nested")
         except IndexNotFoundError:
             pass
-    df = spark.read.parquet(data)
-    start = time.perf_counter()
-    hs.createIndex(df, IndexConfig("idx_nested", indexedColumns=["nested.nst.field1"],
-                                   includedColumns=["id", "name", "nested.nst.field2"]))
-    print(f"created index idx_nested in {time.perf_counter() - start:.1f} s under {system_path}")
+        df = spark.read.parquet(data)
+        data_bytes = sum(p.stat().st_size for p in Path(data).glob("*.parquet"))
+        buckets = fitted_buckets(data_bytes)
+        start = time.perf_counter()
+        hs.createIndex(df, IndexConfig("idx_nested", indexedColumns=["nested.nst.field1"],
+                                       includedColumns=["id", "name", "nested.nst.field2"],
+                                       numBuckets=buckets))
+        print(f"created index idx_nested ({buckets} bucket(s) for {data_bytes / 2**20:.1f} MB "
+              f"of data) in {time.perf_counter() - start:.1f} s under {system_path}")
 
-    def query():
-        return (df.filter(df["nested.nst.field1"] == "wa1")
-                  .select("id", "name", "nested.nst.field2").collect())
+        def build():
+            return (spark.read.parquet(data).filter(F.col("nested.nst.field1") == "wa1")
+                    .select("id", "name", "nested.nst.field2"))
 
-    Hyperspace.disable(spark)
-    query()
-    vanilla_s, vanilla = _timed(query, args.runs)
-    Hyperspace.enable(spark)
-    query()
-    accelerated_s, accelerated = _timed(query, args.runs)
-    hs.explain(df.filter(df["nested.nst.field1"] == "wa1").select("id", "name", "nested.nst.field2"))
-    identical = sorted(map(tuple, vanilla)) == sorted(map(tuple, accelerated))
-    print(f"\nrows: {len(accelerated)}   results identical: {identical}")
-    print(f"vanilla Spark: {vanilla_s * 1000:.0f} ms   with the index: {accelerated_s * 1000:.0f} ms   "
-          f"(median of {args.runs}; {vanilla_s / accelerated_s:.1f}x)")
-    spark.stop()
+        Hyperspace.disable(spark)
+        vanilla_files = build().inputFiles()
+        build().collect()
+        vanilla_s, vanilla = _timed(lambda: build().collect(), args.runs)
+        Hyperspace.enable(spark)
+        accelerated_files = build().inputFiles()
+        build().collect()
+        accelerated_s, accelerated = _timed(lambda: build().collect(), args.runs)
+        hs.explain(build())
+        print(_files_read("\nvanilla Spark", vanilla_files))
+        print(_files_read("with the index", accelerated_files))
+        identical = sorted(map(tuple, vanilla)) == sorted(map(tuple, accelerated))
+        print(f"\nrows: {len(accelerated)}   results identical: {identical}")
+        print(f"vanilla Spark: {vanilla_s * 1000:.0f} ms   with the index: "
+              f"{accelerated_s * 1000:.0f} ms   (median of {args.runs}; "
+              f"{vanilla_s / accelerated_s:.1f}x)")
     return 0 if identical else 1
-
-
-def list_indexes(args: argparse.Namespace) -> int:
-    """Prints the indexes of a system path."""
-    from accelerator import Hyperspace
-    spark = _session(args.master, args.system_path, "accelerator-indexes")
-    Hyperspace(spark).indexes().show(truncate=False)
-    spark.stop()
-    return 0
 
 
 def print_jar(args: argparse.Namespace) -> int:
@@ -109,9 +334,56 @@ def print_jar(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="accelerator", description=__doc__)
-    sub = parser.add_subparsers(dest="command")
+# --- arguments ----------------------------------------------------------------------------
+def _version() -> str:
+    try:
+        return metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        return "(not installed)"
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line's argument parser."""
+    top = argparse.ArgumentParser(prog="accelerator", description=__doc__,
+                                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    top.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    sub = top.add_subparsers(dest="command")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--system-path", help="index system path (default: the session's "
+                        "spark.accelerator.system.path, else <spark.sql.warehouse.dir>/indexes)")
+    common.add_argument("--master", default="local[2]",
+                        help="Spark master, when no Spark session is active (default local[2])")
+    common.add_argument("--json", action="store_true", help="print one JSON object per row")
+
+    def command(name: str, help_: str, *arguments: tuple[str, dict]) -> None:
+        p = sub.add_parser(name, parents=[common], help=help_, description=help_)
+        for flag, options in arguments:
+            p.add_argument(flag, **options)
+        p.set_defaults(func=run_command)
+
+    name = ("name", {"help": "index name"})
+    sql = ("sql", {"help": "a SQL query, e.g. \"SELECT * FROM parquet.`/data/x` WHERE a = 1\""})
+    command("create", "create an index from a JSON or YAML spec file (see README)",
+            ("spec", {"help": "spec file (.json, else YAML)"}))
+    command("refresh", "bring an index up to date with its source", name,
+            ("--mode", {"help": "full (default), incremental or quick"}))
+    command("optimize", "compact a covering index's data files", name,
+            ("--mode", {"help": "quick (default) or full"}))
+    command("delete", "soft-delete an index (restore brings it back)", name)
+    command("restore", "restore a deleted index", name)
+    command("vacuum", "remove a deleted index for good, or an active index's unused data versions",
+            name, ("--retention-seconds", {"type": float, "help": "keep data versions replaced "
+                   "less long ago (default spark.accelerator.index.vacuum.retentionSeconds)"}))
+    command("cancel", "roll back an operation that did not finish", name)
+    command("indexes", "list the indexes")
+    command("index", "show one index with its details", name)
+    command("events", "list the index operations")
+    command("history", "list the recorded query history")
+    command("explain", "the plan of a SQL query with indexes and without, and the indexes used",
+            sql, ("--verbose", {"action": "store_true", "help": "show every candidate index"}))
+    command("whynot", "why each index (or one) is or is not used by a SQL query", sql,
+            ("--index", {"help": "only this index"}))
+
     d = sub.add_parser("demo", help="run the nested covering-index example end to end")
     d.add_argument("--work-dir", default="accelerator-demo", help="where sample data goes")
     d.add_argument("--system-path", help="index system path (default <work-dir>/indexes)")
@@ -120,17 +392,29 @@ def main(argv: list[str] | None = None) -> int:
     d.add_argument("--runs", type=int, default=5)
     d.add_argument("--master", default="local[2]")
     d.set_defaults(func=demo)
-    i = sub.add_parser("indexes", help="list the indexes of a system path")
-    i.add_argument("--system-path", help="index system path (default from Spark settings)")
-    i.add_argument("--master", default="local[2]")
-    i.set_defaults(func=list_indexes)
     j = sub.add_parser("jar", help="print the path of the compiled JVM rule (compiling it if needed)")
     j.set_defaults(func=print_jar)
-    args = parser.parse_args(argv)
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Runs the command line on ``argv`` (default ``sys.argv[1:]``); returns the exit code.
+    Without a command it runs ``demo``."""
+    from pyspark.errors import AnalysisException
+    from pyspark.logger import PySparkLogger
+
+    top = parser()
+    args = top.parse_args(argv)
     if not getattr(args, "func", None):
-        args = parser.parse_args(["demo", *(argv or [])])
+        args = top.parse_args(["demo", *(sys.argv[1:] if argv is None else argv)])
     logging.basicConfig(level=logging.WARNING)
-    return args.func(args)
+    for name in _QUERY_CONTEXT_LOGGERS:   # they log each Spark error again, with a JVM stack
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
+    try:
+        return args.func(args)
+    except (AcceleratorError, AnalysisException) as exc:
+        print(f"accelerator {args.command}: error: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":
