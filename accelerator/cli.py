@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import io
 import json
 import logging
 import os
@@ -189,6 +188,12 @@ def _mode(args: argparse.Namespace) -> dict:
     return {} if args.mode is None else {"mode": args.mode}
 
 
+def _shown(args: argparse.Namespace) -> Callable[[str], Any]:
+    """Where explain and whyNot show their text: stdout, or nowhere with ``--json`` (their
+    results are then printed as JSON)."""
+    return (lambda text: None) if args.json else print
+
+
 def _query(hs: Any, args: argparse.Namespace) -> Any:
     """The DataFrame of the command's SQL, with the accelerator enabled."""
     hs.enable(hs.spark)
@@ -207,14 +212,15 @@ COMMANDS: dict[str, Callable[[Any, argparse.Namespace], Any]] = {
     "index": lambda hs, a: hs.index(a.name),
     "events": lambda hs, a: hs.events(),
     "history": lambda hs, a: hs.history(),
-    "explain": lambda hs, a: hs.explain(_query(hs, a), verbose=a.verbose),
-    "whynot": lambda hs, a: hs.whyNot(_query(hs, a), indexName=a.index),
+    "explain": lambda hs, a: hs.explain(_query(hs, a), verbose=a.verbose,
+                                        redirectFunc=_shown(a)),
+    "whynot": lambda hs, a: hs.whyNot(_query(hs, a), indexName=a.index, redirectFunc=_shown(a)),
 }
 
 
 def _emit(result: Any, as_json: bool, vertical: bool) -> None:
     """Prints what an API call returned: a DataFrame as a table (or one JSON object per row);
-    explain's text and whyNot's reasons, which the API printed itself, only as JSON."""
+    explain's text and whyNot's reasons, which the API showed itself, only as JSON."""
     from pyspark.sql import DataFrame, functions as F
 
     if isinstance(result, DataFrame):
@@ -237,11 +243,7 @@ def run_command(args: argparse.Namespace) -> int:
     with _spark(args, f"accelerator-{args.command}", args.system_path) as spark:
         if args.command != "create":
             _check_system_path(spark)
-        hs = Hyperspace(spark)
-        # in JSON mode, stdout carries only JSON: what the API prints itself is dropped
-        quiet = contextlib.redirect_stdout(io.StringIO()) if args.json else contextlib.nullcontext()
-        with quiet:
-            result = COMMANDS[args.command](hs, args)
+        result = COMMANDS[args.command](Hyperspace(spark), args)
         _emit(result, args.json, vertical=args.command == "index")
     return 0
 
