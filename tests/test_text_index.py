@@ -168,11 +168,84 @@ def test_search_errors(spark, hs, logs):
     hs.createIndex(df, DataSkippingIndexConfig("ds", MinMaxSketch("id")))
     with pytest.raises(InvalidIndexConfigError, match="invalid full-text query"):
         hs.search(df, "txt", 'unbalanced "quote')
+    with pytest.raises(InvalidIndexConfigError, match="only excludes words.*write 'x -y'"):
+        hs.search(df, "txt", "timeout AND NOT db")
     with pytest.raises(InvalidIndexConfigError, match="needs a text index"):
         hs.search(df, "ds", "x")
     spark.createDataFrame([(1,)], "a int").write.parquet(logs + "_other")
     with pytest.raises(InvalidIndexConfigError, match="is over"):
         hs.search(spark.read.parquet(logs + "_other"), "txt", "x")
+
+
+@pytest.mark.parametrize("query, valid", [
+    ("timeout AND NOT db", False),
+    ("timeout OR NOT db", False),
+    ("timeout AND (-db -two)", False),
+    ("timeout AND (NOT db OR two)", False),
+    ("(timeout OR two) AND NOT \"db 1\"", False),
+    ("tim* AND NOT db", False),
+    ("w:/ti[(]me.*/ AND NOT db", False),
+    ("timeout -db", True),
+    ("+timeout -db", True),
+    ("timeout AND (two -db)", True),
+    ("timeout -(db OR two)", True),
+    ("\"timeout AND NOT db\" two", True),
+    ("w:/t[i)]meo.*/ AND db* -two", True),
+])
+def test_check_query_rejects_parts_that_only_exclude(query, valid):
+    """A part of a query holding only excluded words matches nothing in tantivy (the whole
+    query then matches nothing or less than it says): rejected with a message saying what to
+    write instead; excluded words next to words to find are fine."""
+    from indexes.text.shards import matching_positions
+    from indexes.text.search import check_query
+
+    values = ["timeout db 1", "timeout two", "db two", "other timeout"]
+    if valid:
+        check_query(query)
+        assert matching_positions(query, values)
+    else:
+        with pytest.raises(ValueError, match="only excludes words.*write 'x -y'"):
+            check_query(query)
+
+
+SEARCH_SCRIPT = """
+import sys
+from pyspark.sql import SparkSession
+from accelerator import Hyperspace, TextIndexConfig
+base = sys.argv[1]
+spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+         .config("spark.ui.showConsoleProgress", "false")
+         .config("spark.accelerator.system.path", base + "/indexes").getOrCreate())
+rows = [(i, f"INFO {i} request timeout at db-{i % 3}") for i in range(50_000)]
+spark.createDataFrame(rows, "id long, message string").repartition(2).write.parquet(base + "/logs")
+df = spark.read.parquet(base + "/logs")
+hs = Hyperspace(spark)
+hs.createIndex(df, TextIndexConfig("txt", column="message"))
+print("limit", len(hs.search(df, "txt", "timeout").limit(1).collect()), flush=True)
+hs.search(df, "txt", "timeout", score=True).show(5)
+print("count", hs.search(df, "txt", "timeout -1").count(), flush=True)
+spark.stop()
+"""
+
+
+def test_search_read_in_part_leaves_no_broken_pipe(tmp_path):
+    """A search result read in part (limit, show) ends its Python workers' tasks cleanly: no
+    BrokenPipeError printed by Spark's Python daemon (it runs in a fresh Spark, whose stderr
+    is the subprocess's)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable,
+           "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", SEARCH_SCRIPT, str(tmp_path)], cwd=root,
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "limit 1" in done.stdout and "only showing top 5 rows" in done.stdout
+    assert f"count {sum(1 for i in range(50_000) if i % 3 != 1)}" in done.stdout
+    assert "BrokenPipeError" not in done.stderr, done.stderr[-3000:]
 
 
 def test_config_errors(spark, hs, logs):

@@ -35,16 +35,17 @@ def search(df: DataFrame, entry: Any, source: dict, reader: Any, query: str, sco
     hit_files = {f for f, _, _ in hits}
     candidates = [p for p, size, mtime in source["files"]
                   if indexed.get(p) != (size, mtime) or p in hit_files]
-    extra = [F.expr(entry.config["column"]).alias(_TEXT)]
+    extra = [F.expr(entry.config["column"]).alias(_TEXT), F.col("_metadata.file_path").alias(_FILE)]
     if score:
-        extra += [F.col("_metadata.file_path").alias(_FILE),
-                  F.col("_metadata.row_index").alias(_ROW)]
-    scoped = df.where(F.col("_metadata.file_path").isin([to_uri(p) for p in candidates])) \
-        if candidates else df.limit(0)
+        extra.append(F.col("_metadata.row_index").alias(_ROW))
+    scoped = df.where(F.col("_metadata.file_path").isin([to_uri(p) for p in candidates]))
     wide = scoped.select("*", *extra)
-    matched = wide.mapInArrow(_exact(query), wide.schema).drop(_TEXT)
+    # Spark stops a Python worker whose output is no longer read (show(5), limit(1)), and its
+    # daemon then prints a BrokenPipeError; a shuffle after the exact check lets every task
+    # of it run to the end, whatever reads the result
+    matched = wide.mapInArrow(_exact(query), wide.schema).drop(_TEXT).repartition(_FILE)
     if not score:
-        return matched
+        return matched.drop(_FILE)
     schema = StructType([StructField(_FILE, StringType()), StructField(_ROW, LongType()),
                          StructField("score", DoubleType())])
     scores = spark.createDataFrame([(to_uri(f), r, float(s)) for f, r, s in hits], schema)

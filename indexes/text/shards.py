@@ -165,10 +165,42 @@ def parse(index: Any, query: str) -> Any:
     return index.parse_query('"'.join(parts), ["w"], allow_regexes=True)
 
 
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_BOOLEAN = "BooleanQuery { subqueries: ["
+
+
+def _excluding_only(parsed: Any) -> bool:
+    """Whether a parsed query holds a boolean clause whose subqueries are all excluded (which
+    tantivy matches nothing with), read from its debug form with string literals blanked."""
+    text = _STRING.sub('""', repr(parsed))
+    start = text.find(_BOOLEAN)
+    while start != -1:
+        occurs, depth, i = [], 0, start + len(_BOOLEAN)
+        while depth >= 0:   # up to the closing bracket of the subqueries
+            c = text[i]
+            if c in "([{":
+                if depth == 0 and c == "(":
+                    occurs.append(text[i + 1:text.index(",", i)])
+                depth += 1
+            elif c in ")]}":
+                depth -= 1
+            i += 1
+        if occurs and all(o == "MustNot" for o in occurs):
+            return True
+        start = text.find(_BOOLEAN, start + 1)
+    return False
+
+
 def check_query(query: str) -> None:
-    """Raises ValueError (with tantivy's message) when ``query`` is not a valid full-text query."""
+    """Raises ValueError when ``query`` is not a valid full-text query (with tantivy's message)
+    or holds a part that only excludes words, such as ``x AND NOT y``: tantivy reads ``NOT y``
+    there as a clause of its own that matches nothing, so the whole query would match nothing."""
     t = _tantivy()
-    parse(_register(t.Index(schema())), query)
+    if _excluding_only(parse(_register(t.Index(schema())), query)):
+        raise ValueError(
+            "a part of it only excludes words (like 'NOT y' in 'x AND NOT y' or 'x OR NOT y'), "
+            "which tantivy reads as a clause of its own that matches nothing; put the words to "
+            "exclude next to words to find instead: write 'x -y'")
 
 
 def matching_positions(query: str, values: list[str | None]) -> list[int]:
