@@ -215,8 +215,9 @@ class IndexLogManager:
 
         When the newest entry cannot be read, logs a warning naming the file and the error and
         returns a CORRUPT entry in its place: its id, the name, kind and config of the newest
-        readable entry (else the directory name and kind ``unknown``), no source or content,
-        and ``properties`` ``corruptFile`` (the file) and ``error`` (the message).
+        readable entry (else the directory name and kind ``unknown``) and its timestamp (so
+        every read gives the same entry), no source or content, and ``properties``
+        ``corruptFile`` (the file) and ``error`` (the message).
         """
         latest_id = self.latest_id()
         if latest_id is None:
@@ -230,6 +231,7 @@ class IndexLogManager:
                 id=latest_id, name=known.name if known else self._dir_name,
                 kind=known.kind if known else "unknown", state=IndexState.CORRUPT,
                 config=dict(known.config) if known else {},
+                timestamp=known.timestamp if known else 0,
                 properties={"corruptFile": exc.path, "error": str(exc)})
 
     def _newest_readable(self, ids: list[int]) -> IndexLogEntry | None:
