@@ -18,6 +18,7 @@ from indexes.errors import (
     AcceleratorError,
     ConcurrentModificationError,
     CorruptLogError,
+    ExecutorEnvironmentError,
     IndexExistsError,
     IndexNotFoundError,
     IndexOperationError,
@@ -31,7 +32,8 @@ from indexes.errors import (
 __all__ = [
     "Hyperspace", "IndexConfig", "CoveringIndexConfig", "DataSkippingIndexConfig",
     "MinMaxSketch", "BloomFilterSketch", "ValueListSketch", "TextIndexConfig", "AcceleratorError",
-    "ConcurrentModificationError", "CorruptLogError", "IndexExistsError", "IndexNotFoundError",
+    "ConcurrentModificationError", "CorruptLogError", "ExecutorEnvironmentError",
+    "IndexExistsError", "IndexNotFoundError",
     "IndexOperationError", "IndexStateError", "InvalidIndexConfigError", "JvmSetupError",
     "SourceNotFoundError", "UnsupportedSourceError",
 ]

@@ -24,7 +24,7 @@ from indexes.errors import InvalidIndexConfigError
 from indexes.events import EventLog
 from indexes.log import IndexLogEntry, IndexState
 from indexes.skipping.config import DataSkippingIndexConfig
-from indexes.source import source_mismatch
+from indexes.source import file_uri, source_mismatch
 from indexes.text import search as text_search
 from indexes.text.config import KIND as TEXT, TextIndexConfig
 
@@ -114,8 +114,9 @@ class Hyperspace:
         so repeated calls converge instead of rewriting the same files. ``mode="full"``
         compacts every bucket with more than one file. Either mode folds the delta files of
         incremental refreshes into the buckets (quick mode oldest first within the same byte
-        budget, at least one; full mode all of them, and every bucket then ends as one file).
-        When nothing qualifies, nothing is done (status ``noop``).
+        budget, at least one, and only when that cannot leave more files than it found; full
+        mode all of them, and every bucket then ends as one file). When nothing qualifies,
+        nothing is done (status ``noop``).
         """
         return self._summary(self._ops.optimize(indexName, mode))
 
@@ -205,7 +206,7 @@ class Hyperspace:
         reader = session.rewriter(self.spark).state(entry, self._settings())
         self._ops.prepare_executors(kinds.kind_of(entry))
         with session.suspended(self.spark):
-            return text_search.search(df, entry, source, reader, query, score, self._ops.to_uri)
+            return text_search.search(df, entry, source, reader, query, score, file_uri)
 
     # --- listing ------------------------------------------------------------------------
     def indexes(self) -> DataFrame:

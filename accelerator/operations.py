@@ -34,7 +34,13 @@ from indexes.covering.compaction import MODES as OPTIMIZE_MODES
 from indexes.lifecycle import IndexLifecycle
 from indexes.log import IndexLogEntry, IndexState, now_ms
 from indexes.plan import LOGICAL_RELATION, parse_plan
-from indexes.source import file_changes, read_options, relation_schema, source_mismatch
+from indexes.source import (
+    file_changes,
+    file_uri,
+    read_options,
+    relation_schema,
+    source_mismatch,
+)
 
 log = logging.getLogger("accelerator.operations")
 
@@ -112,10 +118,6 @@ class IndexOperations:
         CATALOG.invalidate()
         session.rewriter(self.spark).active_indexes(self.settings())
 
-    def to_uri(self, path: str) -> str:
-        """A file's path as Spark gives it in ``_metadata.file_path``."""
-        return self.spark.sparkContext._jvm.org.apache.hadoop.fs.Path(path).toUri().toString()
-
     def _run(self, operation: str, index: str, mode: str, failed_input: IoStats,
              action: Callable[[], _Outcome]) -> OperationResult:
         """Runs ``action`` timed; records its event (a failed one with ``failed_input`` as
@@ -162,14 +164,16 @@ class IndexOperations:
         return run
 
     def prepare_executors(self, kind: IndexKind) -> None:
-        """Makes the executors ready to run the Python code of ``kind``'s builds."""
-        workers.ship(self.spark)
+        """Makes the executors ready to run the Python code of ``kind``'s builds (before any
+        index state is written): the ``indexes`` package shipped, the workers' interpreter
+        chosen, the modules the builds import checked."""
+        workers.prepare(self.spark, kind.executor_modules)
 
     def _job(self, kind: IndexKind, df: DataFrame | None, config: dict, source: dict,
              previous: IndexLogEntry | None = None) -> BuildJob:
         """A build job, with the executors prepared for the kind's builds."""
         self.prepare_executors(kind)
-        return BuildJob(self.spark, df, config, source, "", self.fs, self.to_uri, previous)
+        return BuildJob(self.spark, df, config, source, "", self.fs, file_uri, previous)
 
     # --- sources ------------------------------------------------------------------------
     def describe_source(self, df: Any) -> dict:

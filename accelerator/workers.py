@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import indexes
-from indexes.errors import AcceleratorError
+from indexes.errors import ExecutorEnvironmentError
 
 _lock = threading.Lock()
 _shipped: set[int] = set()
@@ -96,9 +96,9 @@ def _import_errors() -> Callable[[list[str]], list[tuple[str, str]]]:
     return run
 
 
-def _missing(python: str, failed: list[tuple[str, str]]) -> AcceleratorError:
+def _missing(python: str, failed: list[tuple[str, str]]) -> ExecutorEnvironmentError:
     names = ", ".join(repr(m) for m, _ in failed)
-    return AcceleratorError(
+    return ExecutorEnvironmentError(
         f"index builds run Python on the executors, and their interpreter {python!r} cannot "
         f"import {names} ({failed[0][1]}); install {'them' if len(failed) > 1 else 'it'} "
         f"there, or {_FIX}")
@@ -113,7 +113,7 @@ def _cause(error: Exception) -> str:
 
 
 def check_executors(spark: Any, modules: tuple[str, ...]) -> None:
-    """Raises AcceleratorError unless a Python worker of ``spark``'s executors imports every
+    """Raises ExecutorEnvironmentError unless a Python worker of ``spark``'s executors imports every
     one of ``modules`` (one task; each module found is remembered per SparkContext and
     interpreter)."""
     sc = spark.sparkContext
@@ -124,7 +124,7 @@ def check_executors(spark: Any, modules: tuple[str, ...]) -> None:
     try:
         failed = sc.parallelize([todo], 1).flatMap(_import_errors()).collect()
     except Exception as e:  # the interpreter itself could not run
-        raise AcceleratorError(
+        raise ExecutorEnvironmentError(
             f"index builds run Python on the executors, and Python interpreter {python!r} "
             f"could not run there ({_cause(e)}); {_FIX}") from None
     if failed:
@@ -136,7 +136,7 @@ def check_executors(spark: Any, modules: tuple[str, ...]) -> None:
 def prepare(spark: Any, modules: tuple[str, ...] = ()) -> None:
     """Makes ``spark``'s executors ready for a build importing ``modules`` (see the module
     docstring): ships ``indexes``, chooses the workers' interpreter and checks the imports;
-    raises AcceleratorError naming a module the workers cannot import and what to set."""
+    raises ExecutorEnvironmentError naming a module the workers cannot import and what to set."""
     ship(spark)
     sc = spark.sparkContext
     sc.pythonExec = worker_python(sc.master, os.environ.get("PYSPARK_PYTHON"),

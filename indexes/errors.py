@@ -24,6 +24,10 @@ class SourceNotFoundError(AcceleratorError):
     """The files an index was built over can no longer be read (a root path was removed)."""
 
 
+class ExecutorEnvironmentError(AcceleratorError):
+    """The executors' Python cannot run an index build (an interpreter or module is missing)."""
+
+
 class IndexExistsError(AcceleratorError):
     """An index of that name already exists."""
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from accelerator import workers
-from indexes.errors import AcceleratorError
+from indexes.errors import ExecutorEnvironmentError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,7 +33,7 @@ def test_worker_python(master, env, conf, expected):
 
 def test_check_executors_names_the_missing_module_and_the_settings(spark):
     workers.check_executors(spark, ("pyarrow", "pandas"))
-    with pytest.raises(AcceleratorError) as caught:
+    with pytest.raises(ExecutorEnvironmentError) as caught:
         workers.check_executors(spark, ("pyarrow", "no_such_module_xyz"))
     message = str(caught.value)
     assert "cannot import 'no_such_module_xyz'" in message and "'pyarrow'" not in message
@@ -46,7 +46,7 @@ def test_check_executors_reports_an_interpreter_that_does_not_run(spark):
     sc = spark.sparkContext
     previous, sc.pythonExec = sc.pythonExec, "/no/such/python"
     try:
-        with pytest.raises(AcceleratorError) as caught:
+        with pytest.raises(ExecutorEnvironmentError) as caught:
             workers.check_executors(spark, ("pyarrow",))
     finally:
         sc.pythonExec = previous
@@ -56,14 +56,14 @@ def test_check_executors_reports_an_interpreter_that_does_not_run(spark):
 
 
 def test_prepare_in_local_mode_checks_the_driver_imports(spark):
-    with pytest.raises(AcceleratorError, match="cannot import 'no_such_module_xyz'"):
+    with pytest.raises(ExecutorEnvironmentError, match="cannot import 'no_such_module_xyz'"):
         workers.prepare(spark, ("no_such_module_xyz",))
 
 
 LOCAL_SCRIPT = """
 import sys
 from pyspark.sql import SparkSession
-from accelerator import BloomFilterSketch, DataSkippingIndexConfig, Hyperspace, workers
+from accelerator import BloomFilterSketch, DataSkippingIndexConfig, Hyperspace
 
 base = sys.argv[1]
 spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
@@ -71,7 +71,6 @@ spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "fal
          .config("spark.accelerator.system.path", base + "/indexes").getOrCreate())
 spark.createDataFrame([(i, f"k{i}") for i in range(20)], "id long, key string") \\
     .repartition(2).write.parquet(base + "/src")
-workers.prepare(spark, ("pyarrow", "pandas", "pybloom_live"))   # what builds call first
 Hyperspace(spark).createIndex(spark.read.parquet(base + "/src"), DataSkippingIndexConfig(
     "ds", BloomFilterSketch("key", expectedDistinctCountPerFile=100)))
 Hyperspace.enable(spark)

@@ -26,7 +26,6 @@ class CoveringKind(IndexKind):
     display_name = "CoveringIndex"
     config_type = CoveringIndexConfig
     serving = Serving.REPLACE
-    executor_modules = ("pyarrow",)
     joins = True
 
     def resolve(self, df: Any, config: CoveringIndexConfig, source: dict, settings: Any) -> dict:
