@@ -24,7 +24,7 @@ from indexes.errors import InvalidIndexConfigError
 from indexes.events import EventLog
 from indexes.log import IndexLogEntry, IndexState
 from indexes.skipping.config import DataSkippingIndexConfig
-from indexes.source import file_uri, source_mismatch
+from indexes.source import source_mismatch
 from indexes.text import search as text_search
 from indexes.text.config import KIND as TEXT, TextIndexConfig
 
@@ -206,7 +206,7 @@ class Hyperspace:
         reader = session.rewriter(self.spark).state(entry, self._settings())
         self._ops.prepare_executors(kinds.kind_of(entry))
         with session.suspended(self.spark):
-            return text_search.search(df, entry, source, reader, query, score, file_uri)
+            return text_search.search(df, entry, source, reader, query, score)
 
     # --- listing ------------------------------------------------------------------------
     def indexes(self) -> DataFrame:

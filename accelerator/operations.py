@@ -34,13 +34,7 @@ from indexes.covering.compaction import MODES as OPTIMIZE_MODES
 from indexes.lifecycle import IndexLifecycle
 from indexes.log import IndexLogEntry, IndexState, now_ms
 from indexes.plan import LOGICAL_RELATION, parse_plan
-from indexes.source import (
-    file_changes,
-    file_uri,
-    read_options,
-    relation_schema,
-    source_mismatch,
-)
+from indexes.source import file_changes, read_options, relation_schema, source_mismatch
 
 log = logging.getLogger("accelerator.operations")
 
@@ -142,8 +136,11 @@ class IndexOperations:
             self.changed()
         finished = now_ms()
         inputs, outputs = outcome.events_io or (outcome.read.to_json(), outcome.written.to_json())
-        events.write(operation, outcome.entry.name, mode, started, finished,
-                     outcome.entry.data_version, inputs, outputs)
+        try:
+            events.write(operation, outcome.entry.name, mode, started, finished,
+                         outcome.entry.data_version, inputs, outputs)
+        except Exception:   # the operation itself succeeded
+            log.warning("could not record the %s of index '%s'", operation, index, exc_info=True)
         return OperationResult(outcome.entry.name, operation, "succeeded",
                                outcome.entry.data_version, outcome.read, outcome.written,
                                (finished - started) / 1000, outcome.message)
@@ -173,7 +170,7 @@ class IndexOperations:
              previous: IndexLogEntry | None = None) -> BuildJob:
         """A build job, with the executors prepared for the kind's builds."""
         self.prepare_executors(kind)
-        return BuildJob(self.spark, df, config, source, "", self.fs, file_uri, previous)
+        return BuildJob(self.spark, df, config, source, "", self.fs, previous)
 
     # --- sources ------------------------------------------------------------------------
     def describe_source(self, df: Any) -> dict:

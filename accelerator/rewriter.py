@@ -43,8 +43,8 @@ class RelationDecision:
 
     ordinal: int
     description: dict
-    results: list[Any] = field(default_factory=list)   # Applicable | Pruning | NotApplicable
-    chosen: Any = None                                  # the Applicable or Pruning used, if any
+    results: list[Any] = field(default_factory=list)   # every candidate index's verdict
+    chosen: Any = None                                  # the applicable verdict used, if any
 
 
 @dataclass

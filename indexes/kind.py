@@ -14,7 +14,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Callable
+from typing import Any
 
 from indexes.errors import InvalidIndexConfigError
 from indexes.plan import PlanNode
@@ -70,7 +70,6 @@ class BuildJob:
     source: dict                 # the source's description now (files, format, schema...)
     data_path: str
     fs: Any                      # an indexes.fs file system
-    to_uri: Callable[[str], str]  # a path as Spark gives it in _metadata.file_path
     previous: Any = None         # incremental refresh and optimize: the entry being replaced
     read: IoStats = field(default_factory=IoStats)      # set by the build
     written: IoStats = field(default_factory=IoStats)   # set by the build

@@ -15,7 +15,7 @@ from indexes.covering.match import LINEAGE_COLUMN, index_columns
 from indexes.errors import InvalidIndexConfigError
 from indexes.kind import BuildJob, IndexKind, IoStats, MatchContext, Serving
 from indexes.plan import PlanNode
-from indexes.source import file_changes, source_mismatch
+from indexes.source import file_changes, file_uri, source_mismatch
 
 
 class CoveringKind(IndexKind):
@@ -51,7 +51,7 @@ class CoveringKind(IndexKind):
         indexed, included = index_columns(job.config)
         files = job.source["files"]
         ids = {f[0]: i for i, f in enumerate(files)} if job.config.get("lineage") else None
-        rows = index_rows(job.df, indexed, included, _by_uri(job, ids))
+        rows = index_rows(job.df, indexed, included, _by_uri(ids))
         content = write_buckets(rows, [c.name for c in indexed], job.config["numBuckets"],
                                 job.data_path, job.fs)
         job.read = IoStats.of_files(files)
@@ -77,8 +77,8 @@ class CoveringKind(IndexKind):
         new_ids = None if ids is None else {f[0]: ids[f[0]] for f in appended}
         keys, buckets = [c.name for c in indexed], entry.config["numBuckets"]
         rows = index_rows(
-            job.df.where(F.col("_metadata.file_path").isin([job.to_uri(f[0]) for f in appended])),
-            indexed, included, _by_uri(job, new_ids))
+            job.df.where(F.col("_metadata.file_path").isin([file_uri(f[0]) for f in appended])),
+            indexed, included, _by_uri(new_ids))
         job.read = IoStats.of_files(appended)
         if gone:
             kept = (job.spark.read.parquet(*data_dirs(entry.content))
@@ -173,9 +173,9 @@ class CoveringKind(IndexKind):
         return data_dirs(entry.content)
 
 
-def _by_uri(job: BuildJob, ids: dict[str, int] | None) -> dict[str, int] | None:
+def _by_uri(ids: dict[str, int] | None) -> dict[str, int] | None:
     """File ids keyed by the URI Spark gives as ``_metadata.file_path``."""
-    return None if ids is None else {job.to_uri(p): i for p, i in ids.items()}
+    return None if ids is None else {file_uri(p): i for p, i in ids.items()}
 
 
 def _written(files: list[list]) -> IoStats:

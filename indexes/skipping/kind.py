@@ -12,6 +12,7 @@ from indexes.skipping import match
 from indexes.skipping.build import compute_stats, resolve_sketches, sketch_specs
 from indexes.skipping.config import KIND, DataSkippingIndexConfig
 from indexes.skipping.store import FileEntry, read_table, write_table
+from indexes.source import file_uri
 
 
 class SkippingKind(IndexKind):
@@ -43,7 +44,7 @@ class SkippingKind(IndexKind):
         entries, facts = dict(reused), {}
         if todo:
             scope = job.df if not reused else job.df.where(
-                F.col("_metadata.file_path").isin([job.to_uri(p) for p, _, _ in todo]))
+                F.col("_metadata.file_path").isin([file_uri(p) for p, _, _ in todo]))
             computed, facts = compute_stats(scope, job.source, sketches, todo)
             entries.update(computed)
         size = write_table(job.fs, job.data_path, specs, entries)

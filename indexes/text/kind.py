@@ -8,7 +8,7 @@ from pyspark.sql import functions as F
 
 from indexes.kind import BuildJob, IndexKind, IoStats, MatchContext, Serving
 from indexes.plan import PlanNode
-from indexes.source import covered_files
+from indexes.source import covered_files, file_uri
 from indexes.text import match
 from indexes.text.build import resolve_column, write_shards
 from indexes.text.config import KIND, TextIndexConfig
@@ -52,7 +52,7 @@ class TextKind(IndexKind):
         built: list[dict] = []
         if todo:
             scope = job.df if job.previous is None else job.df.where(
-                F.col("_metadata.file_path").isin([job.to_uri(p) for p, _, _ in todo]))
+                F.col("_metadata.file_path").isin([file_uri(p) for p, _, _ in todo]))
             built = write_shards(scope, job.config, job.source["format"],
                                  f"{job.data_path.rstrip('/')}/{'new' if kept else 'all'}")
         shards = kept + built

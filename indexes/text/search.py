@@ -8,6 +8,7 @@ from typing import Any, Callable, Iterator
 from pyspark.sql import DataFrame, functions as F
 from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
 
+from indexes.source import file_uri
 from indexes.text.shards import check_query
 
 __all__ = ["check_query", "search"]
@@ -26,8 +27,8 @@ def _exact(query: str) -> Callable[[Iterator[Any]], Iterator[Any]]:
     return run
 
 
-def search(df: DataFrame, entry: Any, source: dict, reader: Any, query: str, score: bool,
-           to_uri: Callable[[str], str]) -> DataFrame:
+def search(df: DataFrame, entry: Any, source: dict, reader: Any, query: str,
+           score: bool) -> DataFrame:
     """The rows of ``df`` (reading ``source``) whose indexed column matches ``query``."""
     spark = df.sparkSession
     indexed = {p: (size, mtime) for p, size, mtime in entry.source.get("files", [])}
@@ -38,7 +39,7 @@ def search(df: DataFrame, entry: Any, source: dict, reader: Any, query: str, sco
     extra = [F.expr(entry.config["column"]).alias(_TEXT), F.col("_metadata.file_path").alias(_FILE)]
     if score:
         extra.append(F.col("_metadata.row_index").alias(_ROW))
-    scoped = df.where(F.col("_metadata.file_path").isin([to_uri(p) for p in candidates]))
+    scoped = df.where(F.col("_metadata.file_path").isin([file_uri(p) for p in candidates]))
     wide = scoped.select("*", *extra)
     # Spark stops a Python worker whose output is no longer read (show(5), limit(1)), and its
     # daemon then prints a BrokenPipeError; a shuffle after the exact check lets every task
@@ -48,5 +49,5 @@ def search(df: DataFrame, entry: Any, source: dict, reader: Any, query: str, sco
         return matched.drop(_FILE)
     schema = StructType([StructField(_FILE, StringType()), StructField(_ROW, LongType()),
                          StructField("score", DoubleType())])
-    scores = spark.createDataFrame([(to_uri(f), r, float(s)) for f, r, s in hits], schema)
+    scores = spark.createDataFrame([(file_uri(f), r, float(s)) for f, r, s in hits], schema)
     return matched.join(scores, [_FILE, _ROW], "left").drop(_FILE, _ROW)
