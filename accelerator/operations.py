@@ -96,6 +96,7 @@ class IndexOperations:
                 f"{operation} mode {mode!r} is not supported; use one of {', '.join(modes)}")
         lifecycle = self.lifecycle()
         entry = lifecycle.get(name)
+        lifecycle.reject_busy(entry, operation)
         return lifecycle, entry, self._kind(entry)
 
     def _kind(self, entry: IndexLogEntry) -> IndexKind:

@@ -119,7 +119,7 @@ class IndexLifecycle:
     def _require(self, name: str, allowed: IndexState, action: str, hint: str) -> IndexLogEntry:
         """The latest entry, which must be in state ``allowed`` for ``action``."""
         entry = self.get(name)
-        self._reject_busy(entry, action)
+        self.reject_busy(entry, action)
         if entry.state is not allowed:
             raise IndexStateError(
                 f"cannot {action} index '{entry.name}': it is {entry.state}, and {action} needs "
@@ -134,8 +134,9 @@ class IndexLifecycle:
                 f"{entry.properties['error']}")
 
     @classmethod
-    def _reject_busy(cls, entry: IndexLogEntry, action: str) -> None:
-        """Rejects a CORRUPT entry and one in a transient state."""
+    def reject_busy(cls, entry: IndexLogEntry, action: str) -> None:
+        """Raises IndexStateError when ``entry`` is CORRUPT or in a transient state, naming
+        ``action`` and what to do."""
         cls._reject_corrupt(entry, action)
         if not entry.state.is_stable:
             raise IndexStateError(
@@ -237,7 +238,7 @@ class IndexLifecycle:
         log = self.log_manager(name)
         latest = log.latest()
         if latest is not None:
-            self._reject_busy(latest, "create")
+            self.reject_busy(latest, "create")
             if latest.state is not IndexState.DOESNOTEXIST:
                 raise IndexExistsError(
                     f"index '{latest.name}' already exists (state {latest.state}); delete and "

@@ -11,6 +11,7 @@ from accelerator import (
     BloomFilterSketch,
     DataSkippingIndexConfig,
     IndexConfig,
+    IndexStateError,
     MinMaxSketch,
     SourceNotFoundError,
     TextIndexConfig,
@@ -110,6 +111,9 @@ def test_a_corrupt_log_entry_is_listed_and_can_be_vacuumed(spark, hs, source):
     assert listed["other"]["state"] == "ACTIVE" and listed["other"]["warning"] is None
     q = lambda: spark.read.parquet(source).where("k = 3").select("id")  # noqa: E731
     assert rows(q()) == vanilla(spark, q)
+    for operation in (lambda: hs.refreshIndex("ix"), lambda: hs.optimizeIndex("ix")):
+        with pytest.raises(IndexStateError, match=r"index 'ix': it is CORRUPT.*vacuum"):
+            operation()
     hs.vacuumIndex("ix")
     assert [r["name"] for r in hs.indexes().collect()] == ["other"]
 
