@@ -21,9 +21,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-import yaml
-
 from accelerator.settings import ENABLED, SYSTEM_PATH, Settings
+from accelerator.spec import load_spec
 from indexes.errors import AcceleratorError
 
 DISTRIBUTION = "spark-accelerator"
@@ -33,7 +32,7 @@ _QUERY_CONTEXT_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger"
 
 
 class CliError(AcceleratorError):
-    """A user error the command line finds itself: a bad spec file or a missing system path."""
+    """A user error the command line finds itself: a missing system path."""
 
 
 def fitted_buckets(size_bytes: int, max_bucket_bytes: int = MAX_BUCKET_BYTES) -> int:
@@ -43,99 +42,6 @@ def fitted_buckets(size_bytes: int, max_bucket_bytes: int = MAX_BUCKET_BYTES) ->
     while size_bytes > buckets * max_bucket_bytes:
         buckets *= 2
     return buckets
-
-
-# --- spec files ---------------------------------------------------------------------------
-_SOURCE_KEYS = {"path", "paths", "format", "options", "schema"}
-_INDEX_KEYS = {  # kind: (required keys, optional keys), besides "kind" and "name"
-    "covering": ({"indexedColumns"}, {"includedColumns", "numBuckets"}),
-    "skipping": ({"sketches"}, set()),
-    "text": ({"column"}, set()),
-}
-
-
-def _keys(where: str, spec: Any, required: set[str], optional: set[str]) -> dict:
-    """``spec`` as a mapping holding every ``required`` key and no key but those and
-    ``optional``; CliError naming ``where`` otherwise."""
-    if not isinstance(spec, dict):
-        raise CliError(f"{where} must be a mapping, got {type(spec).__name__}")
-    missing = sorted(required - spec.keys())
-    unknown = sorted(spec.keys() - required - optional, key=str)
-    if unknown:   # first: a misspelled key is also a missing one
-        raise CliError(f"{where} has unknown keys {', '.join(map(str, unknown))}; known: "
-                       f"{', '.join(sorted(required | optional))}")
-    if missing:
-        raise CliError(f"{where} lacks {', '.join(missing)}")
-    return spec
-
-
-def _sketch(where: str, spec: Any) -> Any:
-    """A sketch from ``{kind: MinMax|BloomFilter|ValueList, expression, <parameters>}``."""
-    from indexes.skipping.config import SKETCH_CLASSES
-
-    classes = {c.kind.lower(): c for c in SKETCH_CLASSES}
-    kind = spec.get("kind") if isinstance(spec, dict) else None
-    cls = classes.get(str(kind).lower())
-    if cls is None:
-        raise CliError(f"{where}: kind must be one of {', '.join(c.kind for c in SKETCH_CLASSES)}, "
-                       f"got {kind!r}")
-    params = {f.name for f in dataclasses.fields(cls)} - {"expression"}
-    fields = _keys(where, spec, {"kind", "expression"}, params)
-    return cls(**{k: v for k, v in fields.items() if k != "kind"})
-
-
-def index_config(spec: Any, where: str = "index") -> Any:
-    """The index config a spec's ``index`` mapping describes (see README, "Command line")."""
-    from indexes.covering.config import CoveringIndexConfig
-    from indexes.skipping.config import DataSkippingIndexConfig
-    from indexes.text.config import TextIndexConfig
-
-    kind = spec.get("kind") if isinstance(spec, dict) else None
-    if kind not in _INDEX_KEYS:
-        raise CliError(f"{where}: kind must be one of {', '.join(_INDEX_KEYS)}, got {kind!r}")
-    required, optional = _INDEX_KEYS[kind]
-    fields = {k: v for k, v in _keys(where, spec, required | {"kind", "name"}, optional).items()
-              if k not in ("kind", "name")}
-    if kind == "covering":
-        return CoveringIndexConfig(spec["name"], **fields)
-    if kind == "text":
-        return TextIndexConfig(spec["name"], **fields)
-    sketches = fields["sketches"]
-    if not isinstance(sketches, list):
-        raise CliError(f"{where}: sketches must be a list, got {type(sketches).__name__}")
-    return DataSkippingIndexConfig(spec["name"], *(_sketch(f"{where}: sketches[{i}]", s)
-                                                   for i, s in enumerate(sketches)))
-
-
-def source_frame(spark: Any, spec: Any, where: str = "source") -> Any:
-    """The DataFrame a spec's ``source`` mapping reads: ``path`` or ``paths``, ``format``
-    (default parquet), read ``options`` and an optional DDL ``schema``."""
-    fields = _keys(where, spec, set(), _SOURCE_KEYS)
-    if ("path" in fields) == ("paths" in fields):
-        raise CliError(f"{where} needs exactly one of path (a string) and paths (a list)")
-    paths = [fields["path"]] if "path" in fields else fields["paths"]
-    if not isinstance(paths, list) or not paths or not all(isinstance(p, str) for p in paths):
-        raise CliError(f"{where}: paths must be a non-empty list of strings, got {paths!r}")
-    options = fields.get("options") or {}
-    if not isinstance(options, dict):
-        raise CliError(f"{where}: options must be a mapping, got {type(options).__name__}")
-    reader = spark.read.format(fields.get("format", "parquet")).options(**options)
-    if fields.get("schema") is not None:
-        reader = reader.schema(fields["schema"])
-    return reader.load(paths)
-
-
-def load_spec(spark: Any, path: str) -> tuple[Any, Any]:
-    """(source DataFrame, index config) of a JSON (``.json``) or YAML spec file."""
-    try:
-        text = Path(path).read_text()
-        spec = json.loads(text) if path.lower().endswith(".json") else yaml.safe_load(text)
-    except (OSError, ValueError, yaml.YAMLError) as exc:
-        raise CliError(f"cannot read spec file {path}: {exc}") from None
-    where = f"spec file {path}"
-    fields = _keys(where, spec, {"source", "index"}, set())
-    return (source_frame(spark, fields["source"], f"{where}: source"),
-            index_config(fields["index"], f"{where}: index"))
 
 
 # --- session ------------------------------------------------------------------------------

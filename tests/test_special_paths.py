@@ -9,7 +9,6 @@ import os
 from urllib.parse import unquote, urlparse
 
 import pytest
-from pyspark.sql import functions as F
 
 from accelerator import (
     BloomFilterSketch,

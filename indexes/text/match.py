@@ -11,7 +11,7 @@ whole filter can give true on none of its rows and raise on none.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from indexes.plan import Expr, PlanNode, output_attributes

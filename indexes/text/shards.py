@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from indexes.text.literals import END, GRAM, START, AllOf, AnyOf, Has, Requirement, fold, grams
+from indexes.text.literals import END, GRAM, START, AllOf, Has, Requirement, fold, grams
 
 GRAMS_TOKENIZER = "accelerator_trigram"
 #: A literal held by more than this share of a shard's rows, and by at least FREQUENT_ROWS of

@@ -1,0 +1,109 @@
+"""Index spec files for the command line: a source and an index config as a JSON or YAML
+mapping (the format is in the README, "Command line"), checked key by key with messages that
+name the file and the key."""
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from indexes.errors import AcceleratorError
+
+
+class SpecError(AcceleratorError):
+    """A spec file that cannot be read or does not describe a source and an index."""
+
+
+_SOURCE_KEYS = {"path", "paths", "format", "options", "schema"}
+_INDEX_KEYS = {  # kind: (required keys, optional keys), besides "kind" and "name"
+    "covering": ({"indexedColumns"}, {"includedColumns", "numBuckets"}),
+    "skipping": ({"sketches"}, set()),
+    "text": ({"column"}, set()),
+}
+
+
+def _keys(where: str, spec: Any, required: set[str], optional: set[str]) -> dict:
+    """``spec`` as a mapping holding every ``required`` key and no key but those and
+    ``optional``; SpecError naming ``where`` otherwise."""
+    if not isinstance(spec, dict):
+        raise SpecError(f"{where} must be a mapping, got {type(spec).__name__}")
+    missing = sorted(required - spec.keys())
+    unknown = sorted(spec.keys() - required - optional, key=str)
+    if unknown:   # first: a misspelled key is also a missing one
+        raise SpecError(f"{where} has unknown keys {', '.join(map(str, unknown))}; known: "
+                       f"{', '.join(sorted(required | optional))}")
+    if missing:
+        raise SpecError(f"{where} lacks {', '.join(missing)}")
+    return spec
+
+
+def _sketch(where: str, spec: Any) -> Any:
+    """A sketch from ``{kind: MinMax|BloomFilter|ValueList, expression, <parameters>}``."""
+    from indexes.skipping.config import SKETCH_CLASSES
+
+    classes = {c.kind.lower(): c for c in SKETCH_CLASSES}
+    kind = spec.get("kind") if isinstance(spec, dict) else None
+    cls = classes.get(str(kind).lower())
+    if cls is None:
+        raise SpecError(f"{where}: kind must be one of {', '.join(c.kind for c in SKETCH_CLASSES)}, "
+                       f"got {kind!r}")
+    params = {f.name for f in dataclasses.fields(cls)} - {"expression"}
+    fields = _keys(where, spec, {"kind", "expression"}, params)
+    return cls(**{k: v for k, v in fields.items() if k != "kind"})
+
+
+def index_config(spec: Any, where: str = "index") -> Any:
+    """The index config a spec's ``index`` mapping describes (see README, "Command line")."""
+    from indexes.covering.config import CoveringIndexConfig
+    from indexes.skipping.config import DataSkippingIndexConfig
+    from indexes.text.config import TextIndexConfig
+
+    kind = spec.get("kind") if isinstance(spec, dict) else None
+    if kind not in _INDEX_KEYS:
+        raise SpecError(f"{where}: kind must be one of {', '.join(_INDEX_KEYS)}, got {kind!r}")
+    required, optional = _INDEX_KEYS[kind]
+    fields = {k: v for k, v in _keys(where, spec, required | {"kind", "name"}, optional).items()
+              if k not in ("kind", "name")}
+    if kind == "covering":
+        return CoveringIndexConfig(spec["name"], **fields)
+    if kind == "text":
+        return TextIndexConfig(spec["name"], **fields)
+    sketches = fields["sketches"]
+    if not isinstance(sketches, list):
+        raise SpecError(f"{where}: sketches must be a list, got {type(sketches).__name__}")
+    return DataSkippingIndexConfig(spec["name"], *(_sketch(f"{where}: sketches[{i}]", s)
+                                                   for i, s in enumerate(sketches)))
+
+
+def source_frame(spark: Any, spec: Any, where: str = "source") -> Any:
+    """The DataFrame a spec's ``source`` mapping reads: ``path`` or ``paths``, ``format``
+    (default parquet), read ``options`` and an optional DDL ``schema``."""
+    fields = _keys(where, spec, set(), _SOURCE_KEYS)
+    if ("path" in fields) == ("paths" in fields):
+        raise SpecError(f"{where} needs exactly one of path (a string) and paths (a list)")
+    paths = [fields["path"]] if "path" in fields else fields["paths"]
+    if not isinstance(paths, list) or not paths or not all(isinstance(p, str) for p in paths):
+        raise SpecError(f"{where}: paths must be a non-empty list of strings, got {paths!r}")
+    options = fields.get("options") or {}
+    if not isinstance(options, dict):
+        raise SpecError(f"{where}: options must be a mapping, got {type(options).__name__}")
+    reader = spark.read.format(fields.get("format", "parquet")).options(**options)
+    if fields.get("schema") is not None:
+        reader = reader.schema(fields["schema"])
+    return reader.load(paths)
+
+
+def load_spec(spark: Any, path: str) -> tuple[Any, Any]:
+    """(source DataFrame, index config) of a JSON (``.json``) or YAML spec file."""
+    try:
+        text = Path(path).read_text()
+        spec = json.loads(text) if path.lower().endswith(".json") else yaml.safe_load(text)
+    except (OSError, ValueError, yaml.YAMLError) as exc:
+        raise SpecError(f"cannot read spec file {path}: {exc}") from None
+    where = f"spec file {path}"
+    fields = _keys(where, spec, {"source", "index"}, set())
+    return (source_frame(spark, fields["source"], f"{where}: source"),
+            index_config(fields["index"], f"{where}: index"))
