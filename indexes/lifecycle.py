@@ -431,8 +431,9 @@ class IndexLifecycle:
     # ------------------------------------------------------------------ data directories
 
     def _data_dirs(self, index_path: str) -> list[str]:
-        return [info.path for info in self._fs.list(index_path)
-                if info.is_dir and _DATA_DIR.match(info.name)]
+        """The data version directories of an index, oldest version first."""
+        return sorted((info.path for info in self._fs.list(index_path)
+                       if info.is_dir and _DATA_DIR.match(info.name)), key=data_version)
 
     def _remove_newer_data(self, index_path: str, version: int | None) -> None:
         keep = -1 if version is None else version
