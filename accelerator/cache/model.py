@@ -1,0 +1,283 @@
+"""What the cache tier is made of: priorities, TTL durations, cache keys, entries, and the rule
+that merges a warm-up request with what is cached already. Pure Python, no JVM.
+
+Times are epoch seconds (floats); a source file's modification time is epoch milliseconds, as
+Spark and Hadoop report it.
+"""
+from __future__ import annotations
+
+import enum
+import hashlib
+import json
+import re
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any, Iterable, Mapping
+
+from indexes.errors import AcceleratorError, InvalidIndexConfigError
+
+
+class CacheCapacityError(AcceleratorError):
+    """The cache cannot hold what was asked of it (e.g. more ALWAYS bytes than its size)."""
+
+
+class CacheNeverError(AcceleratorError):
+    """A source carries a NEVER marker, so none of its files may be cached."""
+
+
+class Priority(enum.IntEnum):
+    """How much an entry deserves its place: ALWAYS > HIGH > MEDIUM > LOW.
+
+    ALWAYS entries are never evicted (neither by TTL nor for space). NEVER is not a priority an
+    entry can have: it is a marker on a source root that forbids caching its files; it sorts
+    below every entry priority.
+    """
+
+    NEVER = 0
+    LOW = 1
+    MEDIUM = 2
+    HIGH = 3
+    ALWAYS = 4
+
+
+ENTRY_PRIORITIES = (Priority.ALWAYS, Priority.HIGH, Priority.MEDIUM, Priority.LOW)
+
+
+def parse_priority(value: str | Priority, allow_never: bool = False) -> Priority:
+    """The :class:`Priority` named by ``value`` (case-insensitive, surrounding blanks ignored).
+
+    NEVER is accepted only with ``allow_never`` (it marks a source, not an entry). Raises
+    :class:`InvalidIndexConfigError` naming the value and the allowed ones.
+    """
+    allowed = [p for p in Priority if allow_never or p is not Priority.NEVER]
+    if isinstance(value, Priority):
+        found: Priority | None = value
+    else:
+        found = Priority.__members__.get(str(value).strip().upper())
+    if found is None or found not in allowed:
+        names = ", ".join(p.name for p in sorted(allowed, reverse=True))
+        raise InvalidIndexConfigError(
+            f"invalid cache priority {value!r}: expected one of {names} (case-insensitive)")
+    return found
+
+
+_DURATION = re.compile(
+    r"P(?:(?P<weeks>\d+)W)?(?:(?P<days>\d+)D)?"
+    r"(?:T(?=\d)(?:(?P<hours>\d+)H)?(?:(?P<minutes>\d+)M)?(?:(?P<seconds>\d+)S)?)?")
+_UNIT_SECONDS = {"weeks": 604800, "days": 86400, "hours": 3600, "minutes": 60, "seconds": 1}
+
+
+def parse_duration(text: str) -> int:
+    """Seconds in an ISO-8601 duration such as ``PT30M``, ``P7D``, ``PT1H30M`` or ``P1DT2H``
+    (weeks, days, hours, minutes and whole seconds; case-insensitive).
+
+    Months and years are refused (their length varies): write days instead. Raises
+    :class:`InvalidIndexConfigError` naming the value.
+    """
+    raw = str(text).strip().upper()
+    match = _DURATION.fullmatch(raw)
+    if match is None or raw in ("P", "PT") or raw.endswith("T"):
+        date_part = raw.split("T", 1)[0]
+        hint = ("; months and years are not supported (their length varies), use days (P30D)"
+                if "Y" in date_part or "M" in date_part else "")
+        raise InvalidIndexConfigError(
+            f"invalid TTL {text!r}: expected an ISO-8601 duration such as PT30M, P7D, PT1H30M "
+            f"or P1DT2H{hint}")
+    return sum(int(v) * _UNIT_SECONDS[k] for k, v in match.groupdict().items() if v)
+
+
+def format_duration(seconds: int) -> str:
+    """The ISO-8601 duration of ``seconds`` (``P1DT2H``, ``PT30M``; ``PT0S`` for zero)."""
+    days, rest = divmod(int(seconds), 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    time_part = "".join(f"{n}{u}" for n, u in ((hours, "H"), (minutes, "M"), (secs, "S")) if n)
+    out = "P" + (f"{days}D" if days else "") + (f"T{time_part}" if time_part else "")
+    return out if out != "P" else "PT0S"
+
+
+def _canonical_json(text: str | None) -> Any:
+    """A schema JSON string parsed (so formatting does not change a key); unparseable text as is."""
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+@dataclass(frozen=True)
+class CacheKey:
+    """What identifies the cached form of one source file: the file (path, size, modification
+    time) and everything that changes what Spark reads from it (format, read options, the
+    relation's data schema, read settings). A changed file or changed options give another key.
+
+    Option names are compared case-insensitively (as Spark does); options and settings are
+    sorted, so their order does not matter. :attr:`hex` is the key used on disk.
+    """
+
+    path: str
+    size: int
+    modification_time: int
+    format: str
+    options: tuple[tuple[str, str], ...] = ()
+    schema_json: str | None = None
+    read_settings: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def create(cls, path: str, size: int, modification_time: int, format: str,
+               options: Mapping[str, Any] | None = None, schema_json: str | None = None,
+               read_settings: Mapping[str, Any] | None = None) -> "CacheKey":
+        """A key with its options and settings normalized (sorted, values as strings)."""
+        opts = tuple(sorted((str(k).lower(), str(v)) for k, v in (options or {}).items()))
+        settings = tuple(sorted((str(k), str(v)) for k, v in (read_settings or {}).items()))
+        return cls(str(path), int(size), int(modification_time), str(format).lower(), opts,
+                   schema_json, settings)
+
+    @property
+    def hex(self) -> str:
+        """The sha256 hex digest of the key's canonical JSON."""
+        canonical = json.dumps(
+            {"v": 1, "path": self.path, "size": self.size, "mtime": self.modification_time,
+             "format": self.format, "options": [list(o) for o in self.options],
+             "schema": _canonical_json(self.schema_json),
+             "settings": [list(s) for s in self.read_settings]},
+            sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+class EntryState(str, enum.Enum):
+    """ACTIVE entries are served; EVICTED ones are not, and their files go after a grace period."""
+
+    ACTIVE = "ACTIVE"
+    EVICTED = "EVICTED"
+
+
+def normalize_columns(columns: Iterable[str]) -> tuple[str, ...]:
+    """Top-level column names, unique and sorted. Nested fields are cached with their top-level
+    column: the caller passes ``nested`` for ``nested.a.b``."""
+    out = tuple(sorted({str(c) for c in columns}))
+    if not out or any(not c.strip() for c in out):
+        raise InvalidIndexConfigError(
+            f"a cache entry needs non-empty column names, got {list(out)}")
+    return out
+
+
+@dataclass(frozen=True)
+class CacheEntry:
+    """One committed cache entry: the given columns of one source file, as Parquet under
+    ``data_path``.
+
+    ``ttl_seconds`` counts from ``last_used`` (None: no TTL). ``retired`` lists data paths this
+    entry replaced (with when), deleted after the grace period; ``usage_folded`` names the usage
+    records already counted in ``hits`` and ``last_used`` (see :mod:`accelerator.cache.manifest`).
+    """
+
+    key: str
+    source_root: str
+    file_path: str
+    file_size: int
+    file_mtime: int
+    columns: tuple[str, ...]
+    priority: Priority
+    ttl_seconds: int | None
+    bytes: int
+    data_path: str
+    created: float
+    last_used: float
+    hits: int = 0
+    state: EntryState = EntryState.ACTIVE
+    evicted_at: float | None = None
+    retired: tuple[tuple[str, float], ...] = ()
+    usage_folded: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "columns", normalize_columns(self.columns))
+        object.__setattr__(self, "priority", parse_priority(self.priority))
+        object.__setattr__(self, "state", EntryState(self.state))
+        object.__setattr__(self, "retired", tuple((str(p), float(t)) for p, t in self.retired))
+        object.__setattr__(self, "usage_folded", tuple(self.usage_folded))
+
+    @property
+    def active(self) -> bool:
+        return self.state is EntryState.ACTIVE
+
+    def expired(self, now: float) -> bool:
+        """Whether the TTL has run out: ``now - last_used >= ttl_seconds``. ALWAYS entries and
+        entries without a TTL never expire."""
+        return (self.priority is not Priority.ALWAYS and self.ttl_seconds is not None
+                and now - self.last_used >= self.ttl_seconds)
+
+    def evicted(self, now: float) -> "CacheEntry":
+        """This entry marked EVICTED at ``now`` (unchanged if it already is)."""
+        return self if not self.active else replace(self, state=EntryState.EVICTED, evicted_at=now)
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        data["priority"] = self.priority.name
+        data["state"] = self.state.value
+        data["columns"] = list(self.columns)
+        data["retired"] = [list(r) for r in self.retired]
+        data["usage_folded"] = list(self.usage_folded)
+        return json.dumps(data, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "CacheEntry":
+        """The entry :meth:`to_json` wrote; ValueError when the text is not one."""
+        try:
+            data = json.loads(text)
+            data["columns"] = tuple(data["columns"])
+            data["retired"] = tuple(tuple(r) for r in data.get("retired", ()))
+            return cls(**data)
+        except (TypeError, KeyError, AttributeError) as exc:
+            raise ValueError(f"not a cache entry: {exc}") from exc
+
+
+def merge_ttl(a: int | None, b: int | None) -> int | None:
+    """The longer of two TTLs; no TTL (None) is the longest."""
+    return None if a is None or b is None else max(a, b)
+
+
+@dataclass(frozen=True)
+class WarmupPlan:
+    """What a warm-up of one key must do (see :func:`plan_warmup`).
+
+    ``write``: whether data must be written (holding ``columns``); when False, ``keep`` already
+    covers the request and only its priority and TTL may change (to ``priority``, ``ttl_seconds``).
+    ``supersedes``: entries to mark EVICTED once the new entry is committed.
+    """
+
+    columns: tuple[str, ...]
+    priority: Priority
+    ttl_seconds: int | None
+    write: bool
+    keep: CacheEntry | None
+    supersedes: tuple[CacheEntry, ...]
+
+
+def plan_warmup(key: CacheKey, columns: Iterable[str], priority: Priority,
+                ttl_seconds: int | None, entries: Iterable[CacheEntry]) -> WarmupPlan:
+    """The merge rule for a warm-up request of ``columns`` of the file ``key`` identifies.
+
+    ``entries`` are the manifest's entries (any; only ACTIVE ones of this key or this file
+    count). A request never lowers an entry's priority (the higher wins) nor shortens its TTL
+    (:func:`merge_ttl`). If the ACTIVE entry of the key holds every requested column, nothing is
+    written. Otherwise one new entry holds the union of the requested columns and the current
+    entry's, superseding it. ACTIVE entries of the same file path under another version of the
+    file (another size or modification time) are superseded as well: they can never be served
+    again. Entries of the same file version read with other options are left alone.
+    """
+    wanted = set(normalize_columns(columns))
+    priority = parse_priority(priority)
+    digest = key.hex
+    active = [e for e in entries if e.active]
+    current = next((e for e in active if e.key == digest), None)
+    stale = tuple(e for e in active if e.key != digest and e.file_path == key.path
+                  and (e.file_size, e.file_mtime) != (key.size, key.modification_time))
+    if current is None:
+        return WarmupPlan(tuple(sorted(wanted)), priority, ttl_seconds, True, None, stale)
+    merged_priority = max(priority, current.priority)
+    merged_ttl = merge_ttl(ttl_seconds, current.ttl_seconds)
+    if wanted <= set(current.columns):
+        return WarmupPlan(current.columns, merged_priority, merged_ttl, False, current, stale)
+    return WarmupPlan(tuple(sorted(wanted | set(current.columns))), merged_priority, merged_ttl,
+                      True, None, (current, *stale))

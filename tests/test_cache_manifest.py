@@ -1,0 +1,270 @@
+"""The cache manifest over MemoryFs, without a JVM: commits, races between writers, usage
+records, eviction, collection after the grace period and NEVER markers."""
+from __future__ import annotations
+
+import sys
+import threading
+from dataclasses import replace
+
+import pytest
+
+from accelerator.cache.manifest import CacheManifest
+from accelerator.cache.model import CacheNeverError, EntryState, Priority
+from accelerator.cache.never import NeverMarkers
+from indexes.fs import MemoryFs
+from tests.fs_doubles import Clock, RacingFs
+from tests.test_cache_model import entry
+
+KEY = "a" * 64
+OTHER = "b" * 64
+CACHE = "memory:///sys/_cache"
+
+
+@pytest.fixture
+def clock():
+    return Clock(now=1_000_000)   # MemoryFs modification times, epoch ms
+
+
+@pytest.fixture
+def fs(clock):
+    return MemoryFs(clock)
+
+
+@pytest.fixture
+def manifest(fs, clock):
+    return CacheManifest(fs, CACHE, clock=lambda: clock.now / 1000.0)
+
+
+def warmed(manifest, key=KEY, columns=("a",), priority=Priority.MEDIUM, nbytes=100, **more):
+    """An entry whose data a warm-up wrote to a fresh data path."""
+    data = manifest.new_data_path(key)
+    manifest.fs.write_text(f"{data}/part-0.parquet", "x")
+    return replace(entry(key, priority, nbytes, columns=columns, **more), data_path=data)
+
+
+def names(fs, path):
+    return [f.name for f in fs.list(path)]
+
+
+def test_commit_and_read_back(manifest, fs):
+    assert manifest.get(KEY) is None and manifest.entries() == []
+    e = warmed(manifest, ttl=60)
+    result = manifest.commit(e)
+    assert result.committed and result.entry == e
+    assert manifest.get(KEY) == e and manifest.entries() == [e]
+    assert names(fs, f"{CACHE}/_manifest/entries/{KEY}") == ["0000000000.json"]
+    assert manifest.commit(e).committed   # committing the same entry again writes nothing
+    assert len(names(fs, f"{CACHE}/_manifest/entries/{KEY}")) == 1
+
+
+def test_temp_and_foreign_files_are_never_listed(manifest, fs):
+    folder = f"{CACHE}/_manifest/entries/{KEY}"
+    fs.write_text(f"{folder}/0000000000.json.1234.tmp", '{"half": ')
+    fs.write_text(f"{CACHE}/_manifest/entries/not-a-key/0000000000.json", "{}")
+    assert manifest.get(KEY) is None and manifest.entries() == []
+
+
+def test_an_unreadable_version_is_ignored_and_replaced(manifest, fs):
+    fs.write_text(f"{CACHE}/_manifest/entries/{KEY}/0000000000.json", "{broken")
+    assert manifest.get(KEY) is None
+    e = warmed(manifest)
+    assert manifest.commit(e).committed and manifest.get(KEY) == e
+
+
+def test_union_replaces_and_a_narrower_commit_keeps_the_current_entry(manifest, clock):
+    first = warmed(manifest, columns=("a", "b"), priority=Priority.HIGH, ttl=600, hits=4)
+    manifest.commit(first)
+    narrower = warmed(manifest, columns=("a",), priority=Priority.ALWAYS, ttl=60)
+    result = manifest.commit(narrower)
+    assert not result.committed and result.entry.data_path == first.data_path
+    assert result.entry.priority is Priority.ALWAYS and result.entry.ttl_seconds == 600
+    clock.now += 5_000
+    union = warmed(manifest, columns=("a", "b", "c"), priority=Priority.LOW, ttl=30)
+    result = manifest.commit(union)
+    assert result.committed
+    now = manifest.get(KEY)
+    assert now.columns == ("a", "b", "c") and now.data_path == union.data_path
+    assert now.priority is Priority.ALWAYS and now.ttl_seconds == 600 and now.hits == 4
+    assert now.retired == ((first.data_path, clock.now / 1000.0),)
+
+
+def test_commit_evicts_the_entries_of_an_older_version_of_the_file(manifest):
+    stale = warmed(manifest, OTHER, size=9)
+    manifest.commit(stale)
+    manifest.commit(warmed(manifest), supersedes=[stale])
+    assert manifest.get(OTHER).state is EntryState.EVICTED
+    assert [e.key for e in manifest.entries()] == [KEY]
+
+
+def test_raise_terms_never_lowers(manifest):
+    assert manifest.raise_terms(KEY, Priority.HIGH, 60) is None
+    manifest.commit(warmed(manifest, priority=Priority.HIGH, ttl=600))
+    assert manifest.raise_terms(KEY, Priority.LOW, 60).priority is Priority.HIGH
+    raised = manifest.raise_terms(KEY, Priority.ALWAYS, None)
+    assert raised.priority is Priority.ALWAYS and raised.ttl_seconds is None
+
+
+def run_threads(n, target):
+    barrier = threading.Barrier(n)
+    errors = []
+
+    def run(i):
+        try:
+            barrier.wait(timeout=30)
+            target(i)
+        except Exception as exc:  # noqa: BLE001 - collected for the assertion
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert errors == []
+
+
+def test_two_threads_committing_one_key_leave_one_entry(fs, clock):
+    results = [None, None]
+    meet = threading.Barrier(2)     # both reach the write of version 0 before either writes it
+    managers = [CacheManifest(RacingFs(fs, meet, f"{KEY}/0000000000.json"), CACHE,
+                              clock=lambda: clock.now / 1000.0) for _ in range(2)]
+    entries = [warmed(m) for m in managers]
+
+    def commit(i):
+        results[i] = managers[i].commit(entries[i])
+
+    run_threads(2, commit)
+    assert sorted(r.committed for r in results) == [False, True]
+    winner = next(r.entry for r in results if r.committed)
+    assert all(r.entry == winner for r in results)
+    assert managers[0].entries() == [winner]
+    assert names(fs, f"{CACHE}/_manifest/entries/{KEY}") == ["0000000000.json"]
+
+
+@pytest.fixture
+def tight_switching():
+    """Threads switch every microsecond, so racing writers really meet (hundreds of lost
+    create_exclusive races in the test below)."""
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    yield
+    sys.setswitchinterval(before)
+
+
+def test_concurrent_updates_and_usage_are_not_lost(manifest, fs, clock, tight_switching):
+    manifest.commit(warmed(manifest, last_used=1.0))
+    others = [CacheManifest(fs, CACHE) for _ in range(8)]
+
+    def work(i):
+        for j in range(10):
+            others[i].record_use(KEY, now=100.0 + i * 10 + j)
+            if j % 3 == 0:
+                others[i].compact_usage(KEY)
+            if i == 0 and j == 5:
+                others[i].raise_terms(KEY, Priority.HIGH, None)
+
+    run_threads(8, work)
+    current = manifest.get(KEY)
+    assert current.hits == 80 and current.last_used == 179.0
+    assert current.priority is Priority.HIGH
+    folded = manifest.compact_usage(KEY)
+    assert (folded.hits, folded.last_used) == (80, 179.0)
+    assert names(fs, f"{CACHE}/_manifest/usage/{KEY}") == []
+    assert manifest.compact_usage(KEY) == folded
+
+
+def test_usage_folding_counts_each_record_once(manifest, fs):
+    manifest.commit(warmed(manifest))
+    manifest.record_use(KEY, now=5.0, hits=2)
+    manifest.record_use(KEY, now=7.0)
+    assert (manifest.get(KEY).hits, manifest.get(KEY).last_used) == (3, 7.0)
+    # a compaction that died after committing, before deleting its records
+    real_delete = fs.delete
+    fs.delete = lambda path, recursive=True: False
+    assert manifest.compact_usage(KEY).hits == 3
+    fs.delete = real_delete
+    manifest.record_use(KEY, now=9.0)
+    assert manifest.get(KEY).hits == 4
+    assert manifest.compact_usage(KEY).hits == 4
+    assert manifest.get(KEY).hits == 4 and manifest.get(KEY).last_used == 9.0
+
+
+def test_evict_marks_at_once_and_only_the_data_it_was_given(manifest):
+    old = warmed(manifest, columns=("a",))
+    manifest.commit(old)
+    manifest.commit(warmed(manifest, columns=("a", "b")))
+    assert manifest.evict([old], now=50.0) == []    # replaced meanwhile: not evicted
+    current = manifest.get(KEY)
+    [gone] = manifest.evict([current], now=50.0)
+    assert gone.state is EntryState.EVICTED and gone.evicted_at == 50.0
+    assert manifest.entries() == [] and manifest.entries(include_evicted=True) == [gone]
+    assert manifest.evict([current], now=60.0) == []
+
+
+def test_collect_waits_for_the_grace_period(manifest, fs, clock):
+    first = warmed(manifest, columns=("a",))
+    manifest.commit(first)
+    second = warmed(manifest, columns=("a", "b"))
+    manifest.commit(second)          # retires first's data at t0
+    t0 = clock.now / 1000.0
+    manifest.record_use(KEY, now=t0)
+    assert manifest.collect(now=t0 + 10) == [f"{CACHE}/_manifest/entries/{KEY}/0000000000.json"]
+    assert fs.exists(first.data_path)
+    deleted = manifest.collect(now=t0 + 3600)
+    assert first.data_path in deleted and not fs.exists(first.data_path)
+    assert manifest.get(KEY).retired == () and fs.exists(second.data_path)
+
+    current = manifest.get(KEY)
+    manifest.evict([current], now=t0 + 4000)
+    early = manifest.collect(now=t0 + 4000 + 3599)   # evicted; only superseded versions go
+    assert early and all(p.startswith(f"{CACHE}/_manifest/entries/{KEY}/") for p in early)
+    assert fs.exists(second.data_path) and manifest.get(KEY).state is EntryState.EVICTED
+    deleted = manifest.collect(now=t0 + 4000 + 3600)
+    assert second.data_path in deleted and not fs.exists(second.data_path)
+    assert manifest.get(KEY) is None and manifest.keys() == []
+    assert names(fs, f"{CACHE}/_manifest/usage") == []
+
+
+def test_collect_removes_orphan_data_and_old_temp_files(manifest, fs, clock):
+    kept = warmed(manifest)
+    manifest.commit(kept)
+    orphan = manifest.new_data_path(OTHER)          # a warm-up that never committed
+    fs.write_text(f"{orphan}/part-0.parquet", "x")
+    temp = f"{CACHE}/_manifest/entries/{KEY}/0000000001.json.abc.tmp"
+    fs.write_text(temp, "{")
+    t0 = clock.now / 1000.0
+    manifest.record_use(OTHER, now=t0)               # usage of a key that has no entry
+    [use] = [f.path for f in fs.list(f"{CACHE}/_manifest/usage/{OTHER}")]
+    assert manifest.collect(now=t0 + 100) == []
+    assert sorted(manifest.collect(now=t0 + 3600)) == sorted([orphan, temp, use])
+    assert fs.exists(kept.data_path) and manifest.get(KEY) == kept
+
+
+def test_recommit_after_eviction_retires_the_evicted_data(manifest, clock):
+    first = warmed(manifest)
+    manifest.commit(first)
+    manifest.evict([first], now=10.0)
+    again = warmed(manifest, columns=("z",))
+    assert manifest.commit(again).committed
+    assert manifest.get(KEY).retired == ((first.data_path, 10.0),)
+    assert first.data_path in manifest.collect(now=10.0 + 3600)
+
+
+def test_never_markers(manifest, fs):
+    never = NeverMarkers(manifest)
+    manifest.commit(warmed(manifest))        # source root /lake/t
+    never.check("/lake/t/f1.parquet")
+    marker = never.set("/lake/t/", reason="holds personal data")
+    assert marker.root == "/lake/t" and never.list() == [marker]
+    assert manifest.entries() == []          # its entries are evicted at once
+    with pytest.raises(CacheNeverError) as err:
+        never.check("/lake/t/f1.parquet")
+    assert "/lake/t" in str(err.value) and marker.path in str(err.value)
+    assert "holds personal data" in str(err.value)
+    never.check("/lake/t2/f1.parquet")       # a sibling with a common prefix
+    assert never.set("/lake/t") == marker     # idempotent
+    fs.write_text(f"{manifest.never_path}/broken.json", "{")
+    assert never.list() == [marker]           # an unreadable marker is skipped
+    assert never.lift("/lake/t") and not never.lift("/lake/t")
+    never.check("/lake/t/f1.parquet")
+    assert never.list() == []
