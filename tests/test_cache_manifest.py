@@ -9,8 +9,9 @@ from dataclasses import replace
 import pytest
 
 from accelerator.cache.manifest import CacheManifest
-from accelerator.cache.model import CacheNeverError, EntryState, Priority
+from accelerator.cache.model import CacheKey, CacheNeverError, EntryState, Priority, plan_warmup
 from accelerator.cache.never import NeverMarkers
+from accelerator.cache.policy import check_always_fits, choose_evictions
 from indexes.fs import MemoryFs
 from tests.fs_doubles import Clock, RacingFs
 from tests.test_cache_model import entry
@@ -268,3 +269,26 @@ def test_never_markers(manifest, fs):
     assert never.lift("/lake/t") and not never.lift("/lake/t")
     never.check("/lake/t/f1.parquet")
     assert never.list() == []
+
+
+def test_a_warmup_and_a_demoter_pass_compose(manifest, clock):
+    """The order the Spark side follows: plan, check ALWAYS room, write, commit; then evict."""
+    k = CacheKey.create("/lake/t/f1.parquet", 10, 1000, "parquet")
+    for columns, priority in [(["a"], Priority.LOW), (["b"], Priority.ALWAYS), (["a"], "high")]:
+        plan = plan_warmup(k, columns, priority, 60, manifest.entries())
+        if not plan.write:
+            manifest.raise_terms(k.hex, plan.priority, plan.ttl_seconds)
+            continue
+        if plan.priority is Priority.ALWAYS:
+            check_always_fits(manifest.entries(), 100, 1000, replacing=plan.supersedes)
+        new = replace(warmed(manifest, k.hex, plan.columns, plan.priority, 100),
+                      ttl_seconds=plan.ttl_seconds, file_mtime=k.modification_time)
+        assert manifest.commit(new, plan.supersedes).committed
+    [current] = manifest.entries()
+    assert current.columns == ("a", "b") and current.priority is Priority.ALWAYS
+    assert choose_evictions(manifest.entries(), 1e12, max_bytes=100) == []   # ALWAYS stays
+    manifest.commit(warmed(manifest, OTHER, nbytes=50, ttl=60, last_used=0.0))
+    evictions = choose_evictions(manifest.entries(), 60.0, max_bytes=1000)
+    assert [v.entry.key for v in evictions] == [OTHER]
+    assert [e.key for e in manifest.evict([v.entry for v in evictions], 60.0)] == [OTHER]
+    assert [e.key for e in manifest.entries()] == [k.hex]

@@ -115,6 +115,11 @@ def test_entry_normalizes_columns_and_round_trips_json():
     assert gone.evicted(9.0) is gone
 
 
+def test_from_json_ignores_fields_of_newer_versions():
+    e = entry()
+    assert CacheEntry.from_json(e.to_json()[:-1] + ', "zone": "eu"}') == e
+
+
 @pytest.mark.parametrize("text", ["{}", "[]", '{"key": "k"}', "not json"])
 def test_from_json_refuses_what_is_not_an_entry(text):
     with pytest.raises(ValueError):

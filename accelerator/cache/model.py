@@ -10,7 +10,7 @@ import enum
 import hashlib
 import json
 import re
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Iterable, Mapping
 
 from indexes.errors import AcceleratorError, InvalidIndexConfigError
@@ -222,9 +222,11 @@ class CacheEntry:
 
     @classmethod
     def from_json(cls, text: str) -> "CacheEntry":
-        """The entry :meth:`to_json` wrote; ValueError when the text is not one."""
+        """The entry :meth:`to_json` wrote (fields it does not know, written by a newer version,
+        are ignored); ValueError when the text is not one."""
         try:
-            data = json.loads(text)
+            known = {f.name for f in fields(cls)}
+            data = {k: v for k, v in json.loads(text).items() if k in known}
             data["columns"] = tuple(data["columns"])
             data["retired"] = tuple(tuple(r) for r in data.get("retired", ()))
             return cls(**data)
