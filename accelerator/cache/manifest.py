@@ -283,7 +283,7 @@ class CacheManifest:
         keys = self.keys()
         referenced: set[str] = set()
         for key in keys:
-            referenced |= self._collect_key(key, now, cutoff, delete)
+            referenced |= self._collect_key(key, cutoff, delete)
         for path, written in data_dirs:
             if path not in referenced and written <= cutoff:
                 delete(path)
@@ -298,7 +298,7 @@ class CacheManifest:
         self._collect_old(self.never_path, cutoff, delete)
         return deleted
 
-    def _collect_key(self, key: str, now: float, cutoff: float,
+    def _collect_key(self, key: str, cutoff: float,
                      delete: Callable[[str], None]) -> set[str]:
         """Collects one key; the data paths it still references."""
         versions = self._versions(key)
