@@ -21,6 +21,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from accelerator.session import conf_set
 from accelerator.settings import ENABLED, SYSTEM_PATH, Settings
 from accelerator.spec import load_spec
 from indexes.errors import AcceleratorError
@@ -62,20 +63,16 @@ def _spark(args: argparse.Namespace, app: str, system_path: str | None) -> Itera
                  .config("spark.sql.maxMetadataStringLength", "1000")
                  .getOrCreate())
         spark.sparkContext.setLogLevel("ERROR")
-    saved = {key: spark.conf.get(key, None) for key in (SYSTEM_PATH, ENABLED)}
+    # the system path, and the rewrite that explain/whynot turn on, restored afterwards
+    overrides = {ENABLED: spark.conf.get(ENABLED, "false")}
     if system_path:
-        spark.conf.set(SYSTEM_PATH, system_path)
+        overrides[SYSTEM_PATH] = system_path
     try:
-        yield spark
+        with conf_set(spark, overrides):
+            yield spark
     finally:
         if created:
             spark.stop()
-        else:
-            for key, value in saved.items():
-                if value is None:
-                    spark.conf.unset(key)
-                else:
-                    spark.conf.set(key, value)
 
 
 def _check_system_path(spark: Any) -> None:

@@ -30,12 +30,8 @@ class WhyNot:
 
 @contextlib.contextmanager
 def _rewrite(spark: Any, enabled: bool) -> Iterator[None]:
-    previous = spark.conf.get(ENABLED, "false")
-    spark.conf.set(ENABLED, "true" if enabled else "false")
-    try:
+    with session.conf_set(spark, {ENABLED: "true" if enabled else "false"}):
         yield
-    finally:
-        spark.conf.set(ENABLED, previous)
 
 
 def _execution(spark: Any, df: Any) -> Any:

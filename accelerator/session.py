@@ -91,3 +91,20 @@ def suspended(spark: Any) -> Iterator[None]:
         yield
     finally:
         context.setLocalProperty(SUSPENDED, previous)
+
+
+@contextlib.contextmanager
+def conf_set(spark: Any, values: dict[str, str]) -> Iterator[None]:
+    """Sets session settings for the block, then restores each one as it was (unset where it
+    was unset)."""
+    previous = {key: spark.conf.get(key, None) for key in values}
+    for key, value in values.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in previous.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)

@@ -14,6 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from accelerator import Hyperspace, IndexNotFoundError
 from accelerator.explain import why_not
+from accelerator.session import conf_set
 from bench.workloads import SHUFFLE_PARTITIONS, BuildCost, Context, PruningCost, Workload
 
 log = logging.getLogger("bench.harness")
@@ -186,18 +187,9 @@ def run_workload(spark: SparkSession, workload: Workload, ctx: Context, work_dir
 
     ``built``: the indexes this run built so far (see ``_ensure_index``), shared by the calls of
     one run so that workloads declaring the same index build it once."""
-    previous = {key: spark.conf.get(key, None) for key in workload.conf}
-    for key, value in workload.conf.items():
-        spark.conf.set(key, value)
-    try:
+    with conf_set(spark, workload.conf):
         return _run_workload(spark, workload, ctx, work_dir, pairs, warmups,
                              {} if built is None else built)
-    finally:
-        for key, value in previous.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
 
 
 def _run_workload(spark: SparkSession, workload: Workload, ctx: Context, work_dir: str,

@@ -4,6 +4,7 @@ from __future__ import annotations
 import contextlib
 
 from accelerator import Hyperspace
+from accelerator.session import conf_set
 
 
 def rows(df):
@@ -30,29 +31,10 @@ def bucket_union(spark) -> bool:
 @contextlib.contextmanager
 def using_system_path(spark, path: str):
     """Sets the accelerator system path on the session for the duration of the block."""
-    previous = spark.conf.get("spark.accelerator.system.path", None)
-    spark.conf.set("spark.accelerator.system.path", path)
-    try:
+    with conf_set(spark, {"spark.accelerator.system.path": path}):
         yield path
-    finally:
-        if previous is None:
-            spark.conf.unset("spark.accelerator.system.path")
-        else:
-            spark.conf.set("spark.accelerator.system.path", previous)
 
 
-@contextlib.contextmanager
 def session_conf(spark, **settings: str):
     """Sets Spark settings (``spark__sql__x="1"`` for ``spark.sql.x``) for the block."""
-    keys = {k.replace("__", "."): v for k, v in settings.items()}
-    previous = {k: spark.conf.get(k, None) for k in keys}
-    for k, v in keys.items():
-        spark.conf.set(k, v)
-    try:
-        yield
-    finally:
-        for k, v in previous.items():
-            if v is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, v)
+    return conf_set(spark, {k.replace("__", "."): v for k, v in settings.items()})
