@@ -209,6 +209,27 @@ def test_operations_print_their_summary(spark, tmp_path, capsys, source):
     assert "|index" in out and "delete" in out
 
 
+def test_cancel_rolls_back_what_a_dead_process_left(spark, tmp_path, capsys, source):
+    from indexes.fs import HadoopFs
+    from indexes.lifecycle import IndexLifecycle
+    from indexes.log import IndexState
+
+    system_path = str(tmp_path / "indexes")
+    code, _, err = cli(capsys, "create", covering_spec(tmp_path, source),
+                       "--system-path", system_path)
+    assert code == 0, err
+    lifecycle = IndexLifecycle(HadoopFs(spark), system_path)
+    entry = lifecycle.get("idx_k")
+    # a process that died mid-refresh leaves the transient state behind
+    assert lifecycle.log_manager("idx_k").write(entry.derive(entry.id + 1, IndexState.REFRESHING))
+    assert index_row(capsys, system_path, "idx_k")["state"] == "REFRESHING"
+    code, out, err = cli(capsys, "cancel", "idx_k", "--system-path", system_path, "--json")
+    assert code == 0, err
+    [summary] = json_rows(out)
+    assert (summary["operation"], summary["status"]) == ("cancel", "succeeded")
+    assert index_row(capsys, system_path, "idx_k")["state"] == "ACTIVE"
+
+
 def test_skipping_index_from_a_json_spec(spark, tmp_path, capsys, source):
     system_path = str(tmp_path / "indexes")
     spec = write_spec(tmp_path, json.dumps({
