@@ -3,7 +3,6 @@ mapping (the format is in the README, "Command line"), checked key by key with m
 name the file and the key."""
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,7 @@ from typing import Any
 import yaml
 
 from indexes.errors import AcceleratorError
+from indexes.kinds import KINDS
 
 
 class SpecError(AcceleratorError):
@@ -18,11 +18,6 @@ class SpecError(AcceleratorError):
 
 
 _SOURCE_KEYS = {"path", "paths", "format", "options", "schema"}
-_INDEX_KEYS = {  # kind: (required keys, optional keys), besides "kind" and "name"
-    "covering": ({"indexedColumns"}, {"includedColumns", "numBuckets"}),
-    "skipping": ({"sketches"}, set()),
-    "text": ({"column"}, set()),
-}
 
 
 def _keys(where: str, spec: Any, required: set[str], optional: set[str]) -> dict:
@@ -34,48 +29,23 @@ def _keys(where: str, spec: Any, required: set[str], optional: set[str]) -> dict
     unknown = sorted(spec.keys() - required - optional, key=str)
     if unknown:   # first: a misspelled key is also a missing one
         raise SpecError(f"{where} has unknown keys {', '.join(map(str, unknown))}; known: "
-                       f"{', '.join(sorted(required | optional))}")
+                        f"{', '.join(sorted(required | optional))}")
     if missing:
         raise SpecError(f"{where} lacks {', '.join(missing)}")
     return spec
 
 
-def _sketch(where: str, spec: Any) -> Any:
-    """A sketch from ``{kind: MinMax|BloomFilter|ValueList, expression, <parameters>}``."""
-    from indexes.skipping.config import SKETCH_CLASSES
-
-    classes = {c.kind.lower(): c for c in SKETCH_CLASSES}
-    kind = spec.get("kind") if isinstance(spec, dict) else None
-    cls = classes.get(str(kind).lower())
-    if cls is None:
-        raise SpecError(f"{where}: kind must be one of {', '.join(c.kind for c in SKETCH_CLASSES)}, "
-                       f"got {kind!r}")
-    params = {f.name for f in dataclasses.fields(cls)} - {"expression"}
-    fields = _keys(where, spec, {"kind", "expression"}, params)
-    return cls(**{k: v for k, v in fields.items() if k != "kind"})
-
-
 def index_config(spec: Any, where: str = "index") -> Any:
-    """The index config a spec's ``index`` mapping describes (see README, "Command line")."""
-    from indexes.covering.config import CoveringIndexConfig
-    from indexes.skipping.config import DataSkippingIndexConfig
-    from indexes.text.config import TextIndexConfig
-
-    kind = spec.get("kind") if isinstance(spec, dict) else None
-    if kind not in _INDEX_KEYS:
-        raise SpecError(f"{where}: kind must be one of {', '.join(_INDEX_KEYS)}, got {kind!r}")
-    required, optional = _INDEX_KEYS[kind]
-    fields = {k: v for k, v in _keys(where, spec, required | {"kind", "name"}, optional).items()
-              if k not in ("kind", "name")}
-    if kind == "covering":
-        return CoveringIndexConfig(spec["name"], **fields)
-    if kind == "text":
-        return TextIndexConfig(spec["name"], **fields)
-    sketches = fields["sketches"]
-    if not isinstance(sketches, list):
-        raise SpecError(f"{where}: sketches must be a list, got {type(sketches).__name__}")
-    return DataSkippingIndexConfig(spec["name"], *(_sketch(f"{where}: sketches[{i}]", s)
-                                                   for i, s in enumerate(sketches)))
+    """The index config a spec's ``index`` mapping describes (see README, "Command line"):
+    ``kind`` names an index kind (its ``spec_name``), which reads the other keys."""
+    by_spec = {k.spec_name: k for k in KINDS}
+    kind = by_spec.get(spec.get("kind")) if isinstance(spec, dict) else None
+    if kind is None:
+        found = spec.get("kind") if isinstance(spec, dict) else None
+        raise SpecError(f"{where}: kind must be one of {', '.join(by_spec)}, got {found!r}")
+    _keys(where, spec, {"kind", "name"}, set(spec) - {"kind", "name"})
+    fields = {k: v for k, v in spec.items() if k not in ("kind", "name")}
+    return kind.config_from_spec(spec["name"], fields, where, _keys)
 
 
 def source_frame(spark: Any, spec: Any, where: str = "source") -> Any:

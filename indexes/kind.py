@@ -14,13 +14,17 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, Callable
 
 from indexes.errors import InvalidIndexConfigError
 from indexes.plan import PlanNode
 from indexes.source import source_mismatch
 
 REFRESH_MODES = ("full", "incremental", "quick")
+
+#: ``check(where, mapping, required, optional) -> mapping``: validates the keys of a mapping
+#: read from a spec file, raising an error that names ``where``
+SpecCheck = Callable[[str, Any, set, set], dict]
 
 
 class Serving(str, Enum):
@@ -80,6 +84,7 @@ class IndexKind(ABC):
 
     name: str                    # the ``kind`` of its log entries
     display_name: str            # its ``kind`` in ``indexes()``
+    spec_name: str               # its ``kind`` in spec files (the command line's ``create``)
     config_type: type
     serving: Serving
     executor_modules: tuple[str, ...] = ()   # Python modules its builds import on executors
@@ -89,6 +94,11 @@ class IndexKind(ABC):
     def resolve(self, df: Any, config: Any, source: dict, settings: Any) -> dict:
         """The config recorded in the log for ``config`` over ``df`` (reading ``source``);
         InvalidIndexConfigError when it does not fit the source."""
+
+    @abstractmethod
+    def config_from_spec(self, name: str, fields: dict, where: str, check: SpecCheck) -> Any:
+        """The config a spec file's index mapping describes: ``fields`` are its keys besides
+        ``kind`` and ``name``, checked with ``check``; ``where`` names the mapping."""
 
     @abstractmethod
     def build(self, job: BuildJob) -> tuple[dict, dict]:

@@ -13,7 +13,7 @@ from indexes.covering.build import data_dirs, data_facts, index_rows, write_buck
 from indexes.covering.config import KIND, CoveringIndexConfig
 from indexes.covering.match import LINEAGE_COLUMN, index_columns
 from indexes.errors import InvalidIndexConfigError
-from indexes.kind import BuildJob, IndexKind, IoStats, MatchContext, Serving
+from indexes.kind import BuildJob, IndexKind, IoStats, MatchContext, Serving, SpecCheck
 from indexes.plan import PlanNode
 from indexes.source import file_changes, file_uri, source_mismatch
 
@@ -24,6 +24,7 @@ class CoveringKind(IndexKind):
 
     name = KIND
     display_name = "CoveringIndex"
+    spec_name = "covering"
     config_type = CoveringIndexConfig
     serving = Serving.REPLACE
     joins = True
@@ -43,6 +44,11 @@ class CoveringKind(IndexKind):
                     "rename it or disable lineage for this index")
             cfg["lineage"] = True
         return cfg
+
+    def config_from_spec(self, name: str, fields: dict, where: str,
+                         check: SpecCheck) -> CoveringIndexConfig:
+        return CoveringIndexConfig(
+            name, **check(where, fields, {"indexedColumns"}, {"includedColumns", "numBuckets"}))
 
     # --- builds -------------------------------------------------------------------------
     def build(self, job: BuildJob) -> tuple[dict, dict]:

@@ -2,15 +2,17 @@
 file list."""
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from pyspark.sql import functions as F
 
-from indexes.kind import BuildJob, IndexKind, IoStats, MatchContext, Serving
+from indexes.kind import BuildJob, IndexKind, IoStats, MatchContext, Serving, SpecCheck
 from indexes.plan import PlanNode
 from indexes.skipping import match
 from indexes.skipping.build import compute_stats, resolve_sketches, sketch_specs
-from indexes.skipping.config import KIND, DataSkippingIndexConfig
+from indexes.errors import InvalidIndexConfigError
+from indexes.skipping.config import KIND, SKETCH_CLASSES, DataSkippingIndexConfig
 from indexes.skipping.store import FileEntry, read_table, write_table
 from indexes.source import file_uri
 
@@ -20,6 +22,7 @@ class SkippingKind(IndexKind):
 
     name = KIND
     display_name = "DataSkippingIndex"
+    spec_name = "skipping"
     config_type = DataSkippingIndexConfig
     serving = Serving.PRUNE
     executor_modules = ("pyarrow", "pandas", "pybloom_live")
@@ -29,6 +32,17 @@ class SkippingKind(IndexKind):
         sketches = resolve_sketches(df, config, source["partitionColumns"])
         ansi = str(df.sparkSession.conf.get("spark.sql.ansi.enabled")).lower() == "true"
         return {"sketches": [s.to_json() for s in sketches], "ansi": ansi}
+
+    def config_from_spec(self, name: str, fields: dict, where: str,
+                         check: SpecCheck) -> DataSkippingIndexConfig:
+        """``sketches``: a list of ``{kind: MinMax|BloomFilter|ValueList, expression,
+        <parameters of the sketch class>}``."""
+        sketches = check(where, fields, {"sketches"}, set())["sketches"]
+        if not isinstance(sketches, list):
+            raise InvalidIndexConfigError(
+                f"{where}: sketches must be a list, got {type(sketches).__name__}")
+        return DataSkippingIndexConfig(name, *(_sketch(f"{where}: sketches[{i}]", s, check)
+                                               for i, s in enumerate(sketches)))
 
     def build(self, job: BuildJob) -> tuple[dict, dict]:
         """Writes the statistics of the source's files; an incremental refresh reuses the
@@ -67,3 +81,17 @@ class SkippingKind(IndexKind):
 
     def columns(self, entry: Any) -> tuple[list[str], list[str]]:
         return [f"{s['kind']}({s['expression']})" for s in entry.config["sketches"]], []
+
+
+def _sketch(where: str, spec: Any, check: SpecCheck) -> Any:
+    """A sketch from ``{kind: MinMax|BloomFilter|ValueList, expression, <parameters>}``."""
+    classes = {c.kind.lower(): c for c in SKETCH_CLASSES}
+    kind = spec.get("kind") if isinstance(spec, dict) else None
+    cls = classes.get(str(kind).lower())
+    if cls is None:
+        raise InvalidIndexConfigError(
+            f"{where}: kind must be one of {', '.join(c.kind for c in SKETCH_CLASSES)}, got "
+            f"{kind!r}")
+    params = {f.name for f in dataclasses.fields(cls)} - {"expression"}
+    fields = check(where, spec, {"kind", "expression"}, params)
+    return cls(**{k: v for k, v in fields.items() if k != "kind"})

@@ -6,7 +6,7 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
-from indexes.kind import BuildJob, IndexKind, IoStats, MatchContext, Serving
+from indexes.kind import BuildJob, IndexKind, IoStats, MatchContext, Serving, SpecCheck
 from indexes.plan import PlanNode
 from indexes.source import covered_files, file_uri
 from indexes.text import match
@@ -21,12 +21,17 @@ class TextKind(IndexKind):
 
     name = KIND
     display_name = "TextIndex"
+    spec_name = "text"
     config_type = TextIndexConfig
     serving = Serving.PRUNE
     executor_modules = ("pyarrow", "pandas", "tantivy")
 
     def resolve(self, df: Any, config: TextIndexConfig, source: dict, settings: Any) -> dict:
         return {**resolve_column(df, config), "unicodeVersion": UNICODE_VERSION}
+
+    def config_from_spec(self, name: str, fields: dict, where: str,
+                         check: SpecCheck) -> TextIndexConfig:
+        return TextIndexConfig(name, **check(where, fields, {"column"}, set()))
 
     def build(self, job: BuildJob) -> tuple[dict, dict]:
         """Writes the shards of the source's files; an incremental refresh indexes only
