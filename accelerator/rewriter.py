@@ -210,8 +210,11 @@ class Rewriter:
                                           self.state(entry, settings), ctx)
 
     def state(self, entry: Any, settings: Settings) -> Any:
-        """The query-time state of an index version (statistics, text reader), cached."""
+        """The query-time state of an index version (statistics, text reader), cached; None
+        for a kind that has none (it takes no room in the cache)."""
         kind = kinds.kind_of(entry)
+        if not kind.stateful:
+            return None
         return self._versions.get(entry, ("state",), lambda: kind.load(entry, self._fs, settings))
 
     def _prune(self, plan: Any, decision: RelationDecision, joined: dict[int, int],

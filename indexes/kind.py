@@ -89,6 +89,7 @@ class IndexKind(ABC):
     serving: Serving
     executor_modules: tuple[str, ...] = ()   # Python modules its builds import on executors
     joins: bool = False          # whether the join rule may pair its indexes
+    stateful: bool = False       # whether matching reads a state :meth:`load` gives
 
     @abstractmethod
     def resolve(self, df: Any, config: Any, source: dict, settings: Any) -> dict:
@@ -130,7 +131,8 @@ class IndexKind(ABC):
         raise NotImplementedError
 
     def load(self, entry: Any, fs: Any, settings: Any) -> Any:
-        """The query-time state of an index version (read once, cached per version)."""
+        """The query-time state of an index version (read once, cached per version) of a
+        ``stateful`` kind."""
         return None
 
     @abstractmethod

@@ -25,6 +25,7 @@ class SkippingKind(IndexKind):
     spec_name = "skipping"
     config_type = DataSkippingIndexConfig
     serving = Serving.PRUNE
+    stateful = True
     executor_modules = ("pyarrow", "pandas", "pybloom_live")
 
     def resolve(self, df: Any, config: DataSkippingIndexConfig, source: dict,

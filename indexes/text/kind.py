@@ -24,6 +24,7 @@ class TextKind(IndexKind):
     spec_name = "text"
     config_type = TextIndexConfig
     serving = Serving.PRUNE
+    stateful = True
     executor_modules = ("pyarrow", "pandas", "tantivy")
 
     def resolve(self, df: Any, config: TextIndexConfig, source: dict, settings: Any) -> dict:
