@@ -158,9 +158,10 @@ def test_concurrent_updates_and_usage_are_not_lost(manifest, fs, clock, tight_sw
 
     def work(i):
         for j in range(10):
-            others[i].record_use(KEY, now=100.0 + i * 10 + j)
+            others[i].record_usage({KEY: (1, 100.0 + i * 10 + j)}, misses=2,
+                                   now=100.0 + i * 10 + j)
             if j % 3 == 0:
-                others[i].compact_usage(KEY)
+                others[i].compact_usage()
             if i == 0 and j == 5:
                 others[i].raise_terms(KEY, Priority.HIGH, None)
 
@@ -168,26 +169,33 @@ def test_concurrent_updates_and_usage_are_not_lost(manifest, fs, clock, tight_sw
     current = manifest.get(KEY)
     assert current.hits == 80 and current.last_used == 179.0
     assert current.priority is Priority.HIGH
-    folded = manifest.compact_usage(KEY)
+    assert manifest.totals().misses == 160
+    manifest.compact_usage()
+    folded = manifest.get(KEY)
     assert (folded.hits, folded.last_used) == (80, 179.0)
-    assert names(fs, f"{CACHE}/_manifest/usage/{KEY}") == []
-    assert manifest.compact_usage(KEY) == folded
+    assert names(fs, f"{CACHE}/_manifest/usage") == []
+    assert manifest.totals().misses == 160
+    manifest.compact_usage()
+    assert manifest.get(KEY) == folded
 
 
 def test_usage_folding_counts_each_record_once(manifest, fs):
     manifest.commit(warmed(manifest))
-    manifest.record_use(KEY, now=5.0, hits=2)
-    manifest.record_use(KEY, now=7.0)
+    manifest.record_usage({KEY: (2, 5.0), OTHER: (1, 5.0)}, bytes_served=10, now=5.0)
+    manifest.record_usage({KEY: (1, 7.0)}, bytes_served=5, now=7.0)
     assert (manifest.get(KEY).hits, manifest.get(KEY).last_used) == (3, 7.0)
     # a compaction that died after committing, before deleting its records
     real_delete = fs.delete
     fs.delete = lambda path, recursive=True: False
-    assert manifest.compact_usage(KEY).hits == 3
+    manifest.compact_usage()
+    assert manifest.get(KEY).hits == 3 and manifest.totals().bytes_served == 15
     fs.delete = real_delete
-    manifest.record_use(KEY, now=9.0)
+    manifest.record_usage({KEY: (1, 9.0)}, bytes_served=1, now=9.0)
     assert manifest.get(KEY).hits == 4
-    assert manifest.compact_usage(KEY).hits == 4
+    manifest.compact_usage()
     assert manifest.get(KEY).hits == 4 and manifest.get(KEY).last_used == 9.0
+    assert manifest.totals().bytes_served == 16
+    assert names(fs, f"{CACHE}/_manifest/usage") == []
 
 
 def test_evict_marks_at_once_and_only_the_data_it_was_given(manifest):
@@ -208,8 +216,9 @@ def test_collect_waits_for_the_grace_period(manifest, fs, clock):
     second = warmed(manifest, columns=("a", "b"))
     manifest.commit(second)          # retires first's data at t0
     t0 = clock.now / 1000.0
-    manifest.record_use(KEY, now=t0)
-    assert manifest.collect(now=t0 + 10) == [f"{CACHE}/_manifest/entries/{KEY}/0000000000.json"]
+    manifest.record_usage({KEY: (1, t0)}, now=t0)
+    assert manifest.collect(now=t0 + 10) == [f"{CACHE}/_manifest/entries/{KEY}/0000000000.json",
+                                             f"{CACHE}/_manifest/entries/{KEY}/0000000001.json"]
     assert fs.exists(first.data_path)
     deleted = manifest.collect(now=t0 + 3600)
     assert first.data_path in deleted and not fs.exists(first.data_path)
@@ -218,7 +227,8 @@ def test_collect_waits_for_the_grace_period(manifest, fs, clock):
     current = manifest.get(KEY)
     manifest.evict([current], now=t0 + 4000)
     early = manifest.collect(now=t0 + 4000 + 3599)   # evicted; only superseded versions go
-    assert early and all(p.startswith(f"{CACHE}/_manifest/entries/{KEY}/") for p in early)
+    assert early and all(p.startswith((f"{CACHE}/_manifest/entries/{KEY}/",
+                                       f"{CACHE}/_manifest/totals/")) for p in early)
     assert fs.exists(second.data_path) and manifest.get(KEY).state is EntryState.EVICTED
     deleted = manifest.collect(now=t0 + 4000 + 3600)
     assert second.data_path in deleted and not fs.exists(second.data_path)
@@ -234,10 +244,11 @@ def test_collect_removes_orphan_data_and_old_temp_files(manifest, fs, clock):
     temp = f"{CACHE}/_manifest/entries/{KEY}/0000000001.json.abc.tmp"
     fs.write_text(temp, "{")
     t0 = clock.now / 1000.0
-    manifest.record_use(OTHER, now=t0)               # usage of a key that has no entry
-    [use] = [f.path for f in fs.list(f"{CACHE}/_manifest/usage/{OTHER}")]
+    manifest.record_usage({OTHER: (1, t0)}, now=t0)   # usage of a key that has no entry
     assert manifest.collect(now=t0 + 100) == []
-    assert sorted(manifest.collect(now=t0 + 3600)) == sorted([orphan, temp, use])
+    assert names(fs, f"{CACHE}/_manifest/usage") == []   # folded (into the totals) at once
+    # the warm-up's whole directory goes
+    assert sorted(manifest.collect(now=t0 + 3600)) == sorted([orphan.rsplit("/", 1)[0], temp])
     assert fs.exists(kept.data_path) and manifest.get(KEY) == kept
 
 

@@ -4,7 +4,9 @@ protocol (:class:`indexes.fs.FileSystem`), shared safely by several processes. N
 Layout under the cache path::
 
     _manifest/entries/<key>/<seq>.json      versions of one entry; the highest ``seq`` is current
-    _manifest/usage/<key>/<ms>-<uuid>.json  usage records (hits, last use) not yet folded in
+    _manifest/usage/<ms>-<uuid>.json        usage records (hits and last use per key, misses,
+                                            bytes served, evictions) not yet folded in
+    _manifest/totals/<seq>.json             versions of the folded counters of the whole cache
     _manifest/never/<sha256 of root>.json   NEVER markers (:mod:`accelerator.cache.never`)
     data/<key>/<uuid>/                      an entry's Parquet files (written by a warm-up)
 
@@ -28,7 +30,7 @@ import re
 import time
 import uuid
 from dataclasses import dataclass, replace
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Mapping
 
 from accelerator.cache.model import CacheEntry, Priority, merge_ttl
 from indexes.errors import ConcurrentModificationError
@@ -38,6 +40,7 @@ logger = logging.getLogger("accelerator.cache.manifest")
 
 _VERSION = re.compile(r"(\d{10})\.json")
 _USAGE = re.compile(r"\d{13}-[0-9a-f]{32}\.json")
+_TOTALS = ("misses", "bytesServed", "evictions")
 _KEY = re.compile(r"[0-9a-f]{64}")
 MAX_ATTEMPTS = 100
 DEFAULT_GRACE_SECONDS = 3600.0
@@ -53,6 +56,16 @@ class CommitResult:
     committed: bool
 
 
+@dataclass(frozen=True)
+class UsageTotals:
+    """Counters of the whole cache: relation files read from the source although their
+    relation had cached files (``misses``), bytes read from the cache and entries evicted."""
+
+    misses: int = 0
+    bytes_served: int = 0
+    evictions: int = 0
+
+
 class CacheManifest:
     """The entries of one cache path. ``clock`` gives epoch seconds for times not passed in."""
 
@@ -63,6 +76,7 @@ class CacheManifest:
         self._clock = clock
         self._entries = f"{self.path}/_manifest/entries"
         self._usage = f"{self.path}/_manifest/usage"
+        self._totals = f"{self.path}/_manifest/totals"
         self.never_path = f"{self.path}/_manifest/never"
         self._data = f"{self.path}/data"
 
@@ -76,60 +90,86 @@ class CacheManifest:
         """A fresh directory for a warm-up to write the data of ``key`` into before committing."""
         return f"{self._data}/{key}/{uuid.uuid4().hex}"
 
-    def _versions(self, key: str) -> list[tuple[int, str]]:
-        found = [(int(m.group(1)), f.path) for f in self.fs.list(f"{self._entries}/{key}")
+    def _versions(self, folder: str) -> list[tuple[int, str]]:
+        found = [(int(m.group(1)), f.path) for f in self.fs.list(folder)
                  if not f.is_dir and (m := _VERSION.fullmatch(f.name))]
         return sorted(found)
 
-    def _current(self, key: str) -> tuple[int, CacheEntry | None]:
-        """The highest version number of ``key`` and its entry (-1, None when there is none; an
-        unreadable version reads as None and is logged, so a new version replaces it)."""
+    def _latest(self, folder: str) -> tuple[int, str | None]:
+        """The highest version number in ``folder`` and its text (-1, None when there is none)."""
         for _ in range(MAX_ATTEMPTS):
-            versions = self._versions(key)
+            versions = self._versions(folder)
             if not versions:
                 return -1, None
             seq, path = versions[-1]
             try:
-                text = self.fs.read_text(path)
+                return seq, self.fs.read_text(path)
             except FileNotFoundError:   # collected between listing and reading: list again
                 continue
-            try:
-                return seq, CacheEntry.from_json(text)
-            except ValueError as exc:
-                logger.warning("unreadable cache entry %s ignored: %s", path, exc)
-                return seq, None
-        raise ConcurrentModificationError(f"the cache entry {key} kept changing while read")
+        raise ConcurrentModificationError(f"{folder} kept changing while read")
 
-    def _usage_records(self, key: str) -> dict[str, str]:
-        return {f.name: f.path for f in self.fs.list(f"{self._usage}/{key}")
-                if not f.is_dir and _USAGE.fullmatch(f.name)}
+    def _current(self, key: str) -> tuple[int, CacheEntry | None]:
+        """The highest version number of ``key`` and its entry (-1, None when there is none; an
+        unreadable version reads as None and is logged, so a new version replaces it)."""
+        seq, text = self._latest(f"{self._entries}/{key}")
+        if text is None:
+            return seq, None
+        try:
+            return seq, CacheEntry.from_json(text)
+        except ValueError as exc:
+            logger.warning("unreadable cache entry %s/%s ignored: %s", key, seq, exc)
+            return seq, None
+
+    def _usage_records(self) -> dict[str, dict]:
+        """Every usage record not yet deleted, by name (records deleted while they are read are
+        left out: they were folded)."""
+        out = {}
+        for f in self.fs.list(self._usage):
+            if f.is_dir or not _USAGE.fullmatch(f.name):
+                continue
+            try:
+                out[f.name] = json.loads(self.fs.read_text(f.path))
+            except FileNotFoundError:
+                continue
+        return out
+
+    @staticmethod
+    def _with_usage(entry: CacheEntry, records: dict[str, dict]) -> CacheEntry:
+        """``entry`` with the hits and last uses of the ``records`` it has not folded yet."""
+        uses = [r["entries"][entry.key] for name, r in records.items()
+                if entry.key in r.get("entries", {}) and name not in entry.usage_folded]
+        if not uses:
+            return entry
+        return replace(entry, hits=entry.hits + sum(int(h) for h, _ in uses),
+                       last_used=max([entry.last_used, *(float(t) for _, t in uses)]))
 
     def get(self, key: str) -> CacheEntry | None:
         """The current entry of ``key`` (any state), with the usage not yet folded in."""
-        for _ in range(MAX_ATTEMPTS):
-            records = self._usage_records(key)
-            entry = self._current(key)[1]
-            if entry is None:
-                return None
-            try:
-                uses = [json.loads(self.fs.read_text(path)) for name, path in records.items()
-                        if name not in entry.usage_folded]
-            except FileNotFoundError:   # folded and deleted meanwhile: read again
-                continue
-            if not uses:
-                return entry
-            return replace(entry, hits=entry.hits + sum(int(u["hits"]) for u in uses),
-                           last_used=max([entry.last_used, *(float(u["last_used"]) for u in uses)]))
-        raise ConcurrentModificationError(f"the cache entry {key} kept changing while read")
+        records = self._usage_records()
+        entry = self._current(key)[1]
+        return None if entry is None else self._with_usage(entry, records)
 
     def keys(self) -> list[str]:
         return sorted(f.name for f in self.fs.list(self._entries)
                       if f.is_dir and _KEY.fullmatch(f.name))
 
     def entries(self, include_evicted: bool = False) -> list[CacheEntry]:
-        """Every current entry (ACTIVE ones only unless ``include_evicted``)."""
-        out = [e for e in map(self.get, self.keys()) if e is not None]
+        """Every current entry (ACTIVE ones only unless ``include_evicted``), with its usage."""
+        records = self._usage_records()
+        out = [self._with_usage(e, records)
+               for e in (self._current(k)[1] for k in self.keys()) if e is not None]
         return [e for e in out if include_evicted or e.active]
+
+    def totals(self) -> UsageTotals:
+        """The cache's counters, usage not yet folded in included."""
+        text = self._latest(self._totals)[1]
+        folded = json.loads(text) if text else {}
+        counts = {k: int(folded.get(k, 0)) for k in _TOTALS}
+        for name, record in self._usage_records().items():
+            if name not in folded.get("folded", ()):
+                for k in _TOTALS:
+                    counts[k] += int(record.get(k, 0))
+        return UsageTotals(counts["misses"], counts["bytesServed"], counts["evictions"])
 
     # ------------------------------------------------------------------ writing
 
@@ -217,57 +257,83 @@ class CacheManifest:
             if result is not None and not result.active and result.evicted_at == now \
                     and result.data_path == entry.data_path:
                 done.append(result)
+        if done:
+            self.record_usage({}, evictions=len(done), now=now)
         return done
 
     # ------------------------------------------------------------------ usage
 
-    def record_use(self, key: str, now: float | None = None, hits: int = 1) -> None:
-        """Appends a usage record for ``key`` (``hits`` reads at ``now``). A serving session
-        records one per query and entry, not one per file read."""
+    def record_usage(self, uses: Mapping[str, tuple[int, float]], misses: int = 0,
+                     bytes_served: int = 0, evictions: int = 0,
+                     now: float | None = None) -> None:
+        """Appends one usage record: ``uses`` maps keys to (hits, last use); the counters add
+        to :meth:`totals`. A serving process writes one per flush, not one per query."""
         now = self.now() if now is None else now
         name = f"{int(now * 1000):013d}-{uuid.uuid4().hex}.json"
-        self.fs.create_exclusive(f"{self._usage}/{key}/{name}",
-                                 json.dumps({"hits": int(hits), "last_used": float(now)}))
+        self.fs.create_exclusive(f"{self._usage}/{name}", json.dumps({
+            "entries": {k: [int(h), float(t)] for k, (h, t) in uses.items()},
+            "misses": int(misses), "bytesServed": int(bytes_served),
+            "evictions": int(evictions)}))
 
-    def compact_usage(self, key: str) -> CacheEntry | None:
-        """Folds the usage records of ``key`` into a new version and deletes them."""
-        def change(current: CacheEntry | None) -> CacheEntry | None:
-            if current is None:
-                return None
-            records = self._usage_records(key)   # listed after reading ``current``: see below
-            new = [json.loads(self.fs.read_text(p)) for n, p in records.items()
-                   if n not in current.usage_folded]
-            # names folded before but no longer listed were deleted; the listed ones are
-            # exactly the records counted so far, or counted now
-            if not new and set(records) == set(current.usage_folded):
-                return current
-            return replace(current, usage_folded=tuple(sorted(records)),
-                           hits=current.hits + sum(int(u["hits"]) for u in new),
-                           last_used=max([current.last_used,
-                                          *(float(u["last_used"]) for u in new)]))
+    def _listed_usage(self) -> set[str]:
+        return {f.name for f in self.fs.list(self._usage)
+                if not f.is_dir and _USAGE.fullmatch(f.name)}
 
+    def compact_usage(self) -> None:
+        """Folds every usage record into new versions of the entries it names and of the
+        totals, then deletes it. Safe to run in several processes at once and to interrupt."""
+        records = self._usage_records()
+        if not records:
+            return
+        keys = sorted({k for r in records.values() for k in r.get("entries", {})})
+        for key in keys:
+            def change(current: CacheEntry | None, key: str = key) -> CacheEntry | None:
+                if current is None:
+                    return None
+                # listed after reading ``current``: a record still listed is not deleted yet,
+                # so if ``current`` has not folded it, no version before ours has; names
+                # folded before and no longer listed were deleted, never to be counted again
+                listed = self._listed_usage()
+                new = [n for n, r in records.items() if key in r.get("entries", {})
+                       and n in listed and n not in current.usage_folded]
+                if not new:
+                    return current
+                folded = {n for n in current.usage_folded if n in listed} | set(new)
+                uses = [records[n]["entries"][key] for n in new]
+                return replace(current, usage_folded=tuple(sorted(folded)),
+                               hits=current.hits + sum(int(h) for h, _ in uses),
+                               last_used=max([current.last_used, *(float(t) for _, t in uses)]))
+
+            self.update(key, change)
+        self._update_totals(records)
+        for name in records:
+            self.fs.delete(f"{self._usage}/{name}", recursive=False)
+
+    def _update_totals(self, records: dict[str, dict]) -> None:
         for _ in range(MAX_ATTEMPTS):
-            try:
-                result = self.update(key, change)
-                break
-            except FileNotFoundError:   # another compaction folded and deleted a record
-                continue
-        else:
-            raise ConcurrentModificationError(f"could not fold the usage of cache entry {key}")
-        if result is not None:
-            for name in result.usage_folded:
-                self.fs.delete(f"{self._usage}/{key}/{name}", recursive=False)
-        return self.get(key)
+            seq, text = self._latest(self._totals)
+            current = json.loads(text) if text else {"folded": []}
+            listed = self._listed_usage()   # as for entries (see compact_usage)
+            new = [n for n in records if n in listed and n not in current["folded"]]
+            if not new:
+                return
+            out = {k: int(current.get(k, 0)) + sum(int(records[n].get(k, 0)) for n in new)
+                   for k in _TOTALS}
+            out["folded"] = sorted({n for n in current["folded"] if n in listed} | set(new))
+            if self.fs.create_exclusive(f"{self._totals}/{seq + 1:010d}.json", json.dumps(out)):
+                return
+        raise ConcurrentModificationError("could not fold the cache's usage totals")
 
     # ------------------------------------------------------------------ collection
 
     def collect(self, now: float | None = None,
                 grace_seconds: float = DEFAULT_GRACE_SECONDS) -> list[str]:
         """Deletes what no query can still read, returning the deleted paths: the files of
-        entries EVICTED more than ``grace_seconds`` ago (data, versions, usage records), data
-        paths retired that long ago, versions older than the current one, data directories no
-        entry names that were last written that long ago (warm-ups that never committed: keep
-        the grace above the longest warm-up), and temp files left that long ago."""
+        entries EVICTED more than ``grace_seconds`` ago (data and versions), data paths retired
+        that long ago, versions older than the current one, data directories no entry names
+        that were last written that long ago (warm-ups that never committed: keep the grace
+        above the longest warm-up), and temp files left that long ago. Usage records are folded
+        first (:meth:`compact_usage`)."""
         now = self.now() if now is None else now
         cutoff = now - grace_seconds
         deleted: list[str] = []
@@ -276,32 +342,37 @@ class CacheManifest:
             if self.fs.delete(path, recursive=True):
                 deleted.append(path)
 
-        data_dirs = [(d.path, d.modification_time / 1000.0)
-                     for k in self.fs.list(self._data) if k.is_dir
-                     for d in self.fs.list(k.path) if d.is_dir]
-        usage_dirs = [d for d in self.fs.list(self._usage) if d.is_dir]
-        keys = self.keys()
+        self.compact_usage()
+        batches = [b for b in self.fs.list(self._data) if b.is_dir]
+        data_dirs = {b.path: [(d.path, d.modification_time / 1000.0)
+                              for d in self.fs.list(b.path) if d.is_dir] for b in batches}
         referenced: set[str] = set()
-        for key in keys:
+        for key in self.keys():
             referenced |= self._collect_key(key, cutoff, delete)
-        for path, written in data_dirs:
-            if path not in referenced and written <= cutoff:
-                delete(path)
-        for sub in usage_dirs:   # records of keys that have no entry (used, never committed)
-            if sub.name not in keys:
-                self._collect_old(sub.path, cutoff, delete, lambda name: True)
+        for batch in batches:
+            dirs = data_dirs[batch.path]
+            if not any(p in referenced for p, _ in dirs) and batch.modification_time / 1000.0 \
+                    <= cutoff and all(t <= cutoff for _, t in dirs):
+                delete(batch.path)   # a whole warm-up no entry uses any more
+                continue
+            for path, written in dirs:
+                if path not in referenced and written <= cutoff:
+                    delete(path)
         for sub in self.fs.list(self._entries):
             if sub.is_dir:
                 self._collect_old(sub.path, cutoff, delete)
-        for sub in usage_dirs:
-            self._collect_old(sub.path, cutoff, delete)
-        self._collect_old(self.never_path, cutoff, delete)
+        for folder in (self._usage, self.never_path):
+            self._collect_old(folder, cutoff, delete)
+        seq, _ = self._latest(self._totals)
+        self._collect_old(self._totals, cutoff, delete, lambda name: name.endswith(".tmp") or (
+            (m := _VERSION.fullmatch(name)) is not None and int(m.group(1)) < seq))
         return deleted
 
     def _collect_key(self, key: str, cutoff: float,
                      delete: Callable[[str], None]) -> set[str]:
         """Collects one key; the data paths it still references."""
-        versions = self._versions(key)
+        folder = f"{self._entries}/{key}"
+        versions = self._versions(folder)
         seq, current = self._current(key)
         if current is None:
             return set()
@@ -309,16 +380,13 @@ class CacheManifest:
                 and current.evicted_at <= cutoff:
             for path in [current.data_path, *(p for p, _ in current.retired)]:
                 delete(path)
-            for path in self._usage_records(key).values():
-                delete(path)
             for _, path in versions:   # only those listed: a re-warm's newer version stays
                 delete(path)
-            for folder in (f"{self._entries}/{key}", f"{self._usage}/{key}"):
-                try:
-                    if not self.fs.list(folder):
-                        self.fs.delete(folder, recursive=False)
-                except OSError:   # written to meanwhile
-                    pass
+            try:
+                if not self.fs.list(folder):
+                    self.fs.delete(folder, recursive=False)
+            except OSError:   # written to meanwhile
+                pass
             return set()
         for number, path in versions:
             if number < seq:

@@ -134,15 +134,33 @@ class CacheKey:
                    schema_json, settings)
 
     @property
+    def read_key(self) -> str:
+        """What the key holds besides the file: equal for every file of one relation read one
+        way, so serving computes it once per relation (see :func:`file_key`)."""
+        return read_key(self.format, self.options, self.schema_json, self.read_settings)
+
+    @property
     def hex(self) -> str:
-        """The sha256 hex digest of the key's canonical JSON."""
-        canonical = json.dumps(
-            {"v": 1, "path": self.path, "size": self.size, "mtime": self.modification_time,
-             "format": self.format, "options": [list(o) for o in self.options],
-             "schema": _canonical_json(self.schema_json),
-             "settings": [list(s) for s in self.read_settings]},
-            sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+        """The key used on disk: :func:`file_key` of the file and :attr:`read_key`."""
+        return file_key(self.read_key, self.path, self.size, self.modification_time)
+
+
+def read_key(format: str, options: tuple[tuple[str, str], ...], schema_json: str | None,
+             read_settings: tuple[tuple[str, str], ...]) -> str:
+    """The sha256 hex digest of how a relation reads its files (normalized as
+    :meth:`CacheKey.create` does)."""
+    canonical = json.dumps(
+        {"v": 1, "format": format, "options": [list(o) for o in options],
+         "schema": _canonical_json(schema_json), "settings": [list(s) for s in read_settings]},
+        sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def file_key(read_key: str, path: str, size: int, modification_time: int) -> str:
+    """The sha256 hex digest naming one file version read one way."""
+    canonical = json.dumps([2, read_key, path, int(size), int(modification_time)],
+                           separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 class EntryState(str, enum.Enum):
@@ -167,6 +185,8 @@ class CacheEntry:
     """One committed cache entry: the given columns of one source file, as Parquet under
     ``data_path``.
 
+    ``read_key`` is the key's :attr:`CacheKey.read_key`; ``files`` are the entry's Parquet files
+    (names under ``data_path`` with their sizes; none for a file without rows).
     ``ttl_seconds`` counts from ``last_used`` (None: no TTL). ``retired`` lists data paths this
     entry replaced (with when), deleted after the grace period; ``usage_folded`` names the usage
     records already counted in ``hits`` and ``last_used`` (see :mod:`accelerator.cache.manifest`).
@@ -185,6 +205,8 @@ class CacheEntry:
     created: float
     last_used: float
     hits: int = 0
+    read_key: str = ""
+    files: tuple[tuple[str, int], ...] = ()
     state: EntryState = EntryState.ACTIVE
     evicted_at: float | None = None
     retired: tuple[tuple[str, float], ...] = ()
@@ -196,6 +218,7 @@ class CacheEntry:
         object.__setattr__(self, "state", EntryState(self.state))
         object.__setattr__(self, "retired", tuple((str(p), float(t)) for p, t in self.retired))
         object.__setattr__(self, "usage_folded", tuple(self.usage_folded))
+        object.__setattr__(self, "files", tuple((str(n), int(b)) for n, b in self.files))
 
     @property
     def active(self) -> bool:
@@ -218,6 +241,7 @@ class CacheEntry:
         data["columns"] = list(self.columns)
         data["retired"] = [list(r) for r in self.retired]
         data["usage_folded"] = list(self.usage_folded)
+        data["files"] = [list(f) for f in self.files]
         return json.dumps(data, sort_keys=True)
 
     @classmethod
@@ -229,6 +253,7 @@ class CacheEntry:
             data = {k: v for k, v in json.loads(text).items() if k in known}
             data["columns"] = tuple(data["columns"])
             data["retired"] = tuple(tuple(r) for r in data.get("retired", ()))
+            data["files"] = tuple(tuple(f) for f in data.get("files", ()))
             return cls(**data)
         except (TypeError, KeyError, AttributeError) as exc:
             raise ValueError(f"not a cache entry: {exc}") from exc
