@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from accelerator import session
+from accelerator.cache import serving as cache_serving
 from accelerator.rewriter import RewriteResult
 from accelerator.settings import ENABLED, Settings
 from indexes.fs import HadoopFs
@@ -69,6 +70,10 @@ def explain(spark: Any, df: Any, verbose: bool = False) -> str:
              _RULE, "Indexes used:", _RULE]
     used = [d.chosen for r in results for d in r.relations if d.chosen is not None]
     lines += [c.explain_line() for c in used] or ["(none)"]
+    cached = [(d, d.cache) for r in results for d in r.relations if d.cache is not None]
+    if cached:
+        lines += ["", _RULE, "Cache:", _RULE]
+        lines += [c.explain_line(_roots(d)) for d, c in cached]
     if verbose:
         lines += ["", _RULE, "Candidates:", _RULE]
         for result in results:
@@ -107,13 +112,42 @@ def _reasons(entry: Any, result: RewriteResult) -> list[WhyNot]:
     return out
 
 
+#: the name whyNot gives the cache tier's reasons
+CACHE = "cache"
+
+
+def _cache_reasons(result: RewriteResult) -> list[WhyNot]:
+    """Why the cache serves (or not) each file source of one rewritten plan that has cached
+    files: one reason per code, with the number of files."""
+    out = []
+    for d in result.relations:
+        c = d.cache
+        if c is None:
+            continue
+        roots = _roots(d)
+        if c.plan is None:
+            out.append(WhyNot(CACHE, roots, c.code, c.reason))
+            continue
+        if c.code == "APPLIED":
+            out.append(WhyNot(CACHE, roots, "APPLIED",
+                              f"{len(c.plan.served)} files read from the cache"))
+        for code, n in sorted(c.plan.reasons.items()):
+            out.append(WhyNot(CACHE, roots, code,
+                              f"{n} files read from the source: {cache_serving.REASONS[code]}"))
+    return out
+
+
 def why_not(spark: Any, df: Any, index_name: str | None = None) -> list[WhyNot]:
     """For every index (or the named one) and every file source of ``df`` (its subqueries
-    included): why it is not used."""
+    included): why it is not used; then, for sources with cached files (unless an index is
+    named, or for ``index_name="cache"`` alone), why files are or are not read from the
+    cache."""
     settings = Settings.of_session(spark)
     lifecycle = IndexLifecycle(HadoopFs(spark), settings.system_path)
     entries = lifecycle.list()
-    if index_name is not None:
+    if index_name == CACHE:
+        entries = []
+    elif index_name is not None:
         entries = [lifecycle.get(index_name)]   # raises IndexNotFoundError with the existing names
     _, _, results = analyse(spark, df)
     out: list[WhyNot] = []
@@ -126,6 +160,9 @@ def why_not(spark: Any, df: Any, index_name: str | None = None) -> list[WhyNot]:
         else:
             for result in results:
                 out.extend(_reasons(entry, result))
+    if index_name in (None, CACHE):
+        for result in results:
+            out.extend(_cache_reasons(result))
     return out
 
 

@@ -15,6 +15,8 @@ from pyspark.sql import DataFrame, SparkSession
 
 from accelerator import explain as explain_mod
 from accelerator import session
+from accelerator.cache.operations import (CACHE_SUMMARY_SCHEMA, ENTRIES_SCHEMA, EVICTED_SCHEMA,
+                                          STATS_SCHEMA, UNCACHE_SCHEMA, CacheOperations)
 from accelerator.history import read_history
 from accelerator.operations import SUMMARY_SCHEMA, IndexOperations, OperationResult
 from accelerator.settings import Settings
@@ -48,6 +50,7 @@ class Hyperspace:
     def __init__(self, spark: SparkSession):
         self.spark = spark
         self._ops = IndexOperations(spark)
+        self._cache = CacheOperations(spark)
 
     # --- session ------------------------------------------------------------------------
     @staticmethod
@@ -242,6 +245,47 @@ class Hyperspace:
             return f"unknown index kind '{e.kind}'"
         missing = self._ops.missing_roots(e) if e.state is IndexState.ACTIVE else []
         return f"source path no longer exists: {', '.join(missing)}" if missing else None
+
+    # --- the cache tier -----------------------------------------------------------------
+    def cache(self, df: DataFrame, columns: list[str] | None = None, priority: str = "HIGH",
+              ttl: str | None = "P7D") -> DataFrame:
+        """Copies the columns ``df`` reads (or ``columns``; a nested field caches its top-level
+        column) of the files it reads (after partition pruning and data skipping) into the
+        cache as Parquet, one entry per file; queries over those files then read them from the
+        cache while the files are unchanged. ``priority``: ALWAYS (never evicted), HIGH,
+        MEDIUM, LOW, or NEVER (drops df's sources' entries and refuses to cache them until
+        :meth:`uncache`); an existing entry's priority is raised, never lowered. ``ttl``: an
+        ISO-8601 duration counted from the last use (None: none). Returns one row: ``files,
+        bytesRead, bytesWritten, seconds``."""
+        row = self._cache.cache(df, list(columns) if columns is not None else None, priority,
+                                ttl)
+        return self.spark.createDataFrame([row], CACHE_SUMMARY_SCHEMA)
+
+    def uncache(self, df: DataFrame) -> DataFrame:
+        """Evicts the entries of the files ``df`` reads and lifts the NEVER marker of its
+        sources; one row: ``entries, bytes`` evicted (their files go after
+        ``spark.accelerator.cache.deleteGraceSeconds``)."""
+        return self.spark.createDataFrame([self._cache.uncache(df)], UNCACHE_SCHEMA)
+
+    def cacheEntries(self) -> DataFrame:
+        """The cache's entries: ``source, file, columns, priority, ttl, bytes, created,
+        lastUsed, hits, state`` (``EVICTED`` ones are no longer served; their files are
+        deleted after the grace period)."""
+        return self.spark.createDataFrame(self._cache.entries(), ENTRIES_SCHEMA)
+
+    def cacheStats(self) -> DataFrame:
+        """One row: ``capacityBytes`` (``spark.accelerator.cache.maxBytes``), ``usedBytes`` and
+        ``entries`` (ACTIVE ones), ``hits``, ``misses`` (files read from the source by queries
+        over cached sources), ``bytesServed`` (bytes of the entries served) and
+        ``evictions``."""
+        return self.spark.createDataFrame([self._cache.stats()], STATS_SCHEMA)
+
+    def evictCache(self) -> DataFrame:
+        """Runs the demoter now (expired entries, then the lowest priorities, least recently
+        used first, while usage is above ``maxUsagePercent``, down to ``cleanupPercent``) and
+        deletes files whose grace period is over; one row per entry evicted: ``source, file,
+        priority, bytes, reason`` (``EXPIRED`` or ``SPACE``)."""
+        return self.spark.createDataFrame(self._cache.evict(), EVICTED_SCHEMA)
 
     # --- query history ------------------------------------------------------------------
     def history(self) -> DataFrame:

@@ -36,6 +36,7 @@ class JvmHelpers:
 
     builder: Any        # AcceleratorRuleBuilder
     plans: Any          # PlanRewrite
+    cache: Any          # CacheServing
     preinstalled: bool  # the rule came with spark.sql.extensions when the session was built
 
 
@@ -147,6 +148,6 @@ def helpers(spark: Any) -> JvmHelpers:
                 gateway.new_array(jvm.java.lang.Object, 0))
 
         found = JvmHelpers(builder=new("AcceleratorRuleBuilder"), plans=new("PlanRewrite"),
-                           preinstalled=preinstalled)
+                           cache=new("CacheServing"), preinstalled=preinstalled)
         _loaded[key] = found
         return found

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from accelerator import jvm
+from accelerator.cache import serving as cache_serving
+from accelerator.cache.tier import tier_for
 from accelerator.catalog import CATALOG
 from accelerator.history import new_recorder
 from accelerator.settings import Settings
@@ -33,6 +35,8 @@ from rules.recorder import HistoryRecorder
 log = logging.getLogger("accelerator.rewriter")
 
 FILE_LISTS_CACHED = 16
+#: relations' cache serving decisions kept (with their JVM file maps), oldest dropped first
+CACHE_DECISIONS_KEPT = 16
 #: index versions' relations and query-time states the rewriter keeps (least recent dropped)
 VERSIONS_CACHED = 64
 
@@ -45,6 +49,28 @@ class RelationDecision:
     description: dict
     results: list[Any] = field(default_factory=list)   # every candidate index's verdict
     chosen: Any = None                                  # the applicable verdict used, if any
+    cache: "CacheDecision | None" = None                # the cache's, for relations it covers
+
+
+@dataclass
+class CacheDecision:
+    """What the cache serves of one relation: ``code`` is APPLIED or why nothing is served;
+    ``plan`` says which files are served and why the others are not."""
+
+    code: str
+    reason: str = ""
+    plan: cache_serving.ServingPlan | None = None
+    files: Any = None            # the JVM map of the served files (CacheServing.CachedFiles)
+    required: frozenset = frozenset()
+
+    def explain_line(self, roots: str) -> str:
+        if self.plan is None:
+            return f"cache [{self.code}] {roots}: {self.reason}"
+        p = self.plan
+        why = ", ".join(f"{code}: {n}" for code, n in sorted(p.reasons.items()))
+        return (f"cache [{self.code}] {roots}: {len(p.served)} files ({p.served_bytes} bytes) "
+                f"from the cache, {p.source_files} files ({p.source_bytes} bytes) from the "
+                f"source" + (f" ({why})" if why else ""))
 
 
 @dataclass
@@ -59,6 +85,11 @@ class RewriteResult:
     @property
     def applied(self) -> list[str]:
         return [d.chosen.index.name for d in self.relations if d.chosen is not None]
+
+    @property
+    def cached(self) -> bool:
+        """Whether the cache serves some relation of the plan."""
+        return any(d.cache is not None and d.cache.code == "APPLIED" for d in self.relations)
 
 
 class Rewriter:
@@ -84,6 +115,8 @@ class Rewriter:
         self._roots: dict[str, set[tuple[str, bool]]] = {}   # indexed root paths per system path
         self._qualified: dict[str, str] = {}   # system path → its qualified form
         self._serve = {Serving.REPLACE: self._replace, Serving.PRUNE: self._prune}
+        self._cache_decisions: dict[tuple, tuple[Any, Any]] = {}
+        self._cache_roots: dict[str, tuple[int, frozenset[str]]] = {}   # per cache path
 
     # --- JVM callback -------------------------------------------------------------------
     def apply(self, plan: Any, payload: str) -> Any:
@@ -95,7 +128,7 @@ class Rewriter:
                                   with_files=capturing)
             for captured in list(self._captures):
                 captured.append(result)
-            return result.plan if result.applied else None
+            return result.plan if result.applied or result.cached else None
         except Exception:  # an accelerator bug must never fail a query
             log.warning("rewrite failed; running the original plan", exc_info=True)
             return None
@@ -136,10 +169,18 @@ class Rewriter:
             self._roots[system_path] = {
                 (p, kinds.kind_of(e).serving is Serving.PRUNE)
                 for e in active for p in e.source.get("rootPaths", [])}
-            roots = set().union(*self._roots.values())
-        self._helpers.plans.setIndexedRoots("\n".join(sorted(p for p, _ in roots)),
-                                            "\n".join(sorted(p for p, s in roots if s)))
+        self._publish_roots()
         return entries
+
+    def _publish_roots(self) -> None:
+        """Tells the JVM which root paths some index is over (and which a pruning kind is) or
+        hold cached files, so their relations come with their fingerprint."""
+        with self._lock:
+            roots = set().union(*self._roots.values())
+            cached = set().union(*(d for _, d in self._cache_roots.values()))
+        self._helpers.plans.setIndexedRoots(
+            "\n".join(sorted({p for p, _ in roots} | cached)),
+            "\n".join(sorted(p for p, s in roots if s)))
 
     def rewrite(self, plan: Any, payload: dict, record: bool = False,
                 with_files: bool = False) -> RewriteResult:
@@ -155,7 +196,10 @@ class Rewriter:
         decisions = [RelationDecision(i, d) for i, d in enumerate(payload["relations"])]
         result = RewriteResult(plan, root, decisions)
         indexes = self.active_indexes(settings)
-        result.skipped_reason = unsupported_reason(root) if indexes else None
+        view = self._cache_view(settings)
+        covered = view is not None and any(view.covers(d.description.get("rootPaths", []))
+                                           for d in decisions)
+        result.skipped_reason = unsupported_reason(root) if indexes or covered else None
         if result.skipped_reason:
             indexes = []
         ctx = MatchContext(
@@ -181,16 +225,103 @@ class Rewriter:
             decision.chosen = kinds.choose(decision.results)
         joined = self._join_rule(root, relations, decisions, indexes, settings,
                                  payload.get("joinHints", [])) if indexes else {}
-        # last relation first: a hybrid scan adds source relations, which would shift the
-        # (pre-order) ordinals of the relations after it
+        if covered:
+            for decision, relation in zip(decisions, relations):
+                decision.cache = self._cache_decision(plan, root, relation, decision, view,
+                                                      settings, payload, result.skipped_reason)
+        # last relation first: a hybrid scan or the cache adds relations, which would shift
+        # the (pre-order) ordinals of the relations after it
         for decision in reversed(decisions):
             if decision.chosen is not None:
                 serve = self._serve[kinds.kind_of(decision.chosen.index).serving]
                 result.plan = serve(result.plan, decision, joined, settings, payload)
+            if decision.cache is not None and decision.cache.files is not None:
+                result.plan = self._serve_cache(result.plan, decision, settings, record)
         if record and settings.history_enabled and not self._reads_own_files(settings, decisions):
             self.recorder(settings.system_path).record_plan(
                 root, [(r, d.description) for r, d in zip(relations, decisions)], result.applied)
         return result
+
+    # --- the cache ------------------------------------------------------------------------
+    def _cache_view(self, settings: Settings) -> cache_serving.CacheView | None:
+        """The snapshot of the session's cache (None when serving is off or nothing is
+        cached), publishing its directories to the JVM when it changed."""
+        if not settings.cache_enabled:
+            return None
+        view = tier_for(self._fs, settings.cache_path).view(settings.cache_refresh_seconds)
+        with self._lock:
+            published = self._cache_roots.get(settings.cache_path)
+            changed = published is None or published[0] != view.generation
+            if changed:
+                self._cache_roots[settings.cache_path] = (view.generation, view.dirs)
+        if changed and (view.dirs or (published and published[1])):
+            self._publish_roots()
+        return view if view.active else None
+
+    def _cache_decision(self, plan: Any, root: PlanNode, relation: PlanNode,
+                        decision: RelationDecision, view: cache_serving.CacheView,
+                        settings: Settings, payload: dict,
+                        unsupported: str | None) -> CacheDecision | None:
+        """What the cache serves of one relation (None when no cached file is under its
+        roots)."""
+        description = decision.description
+        if not view.covers(description.get("rootPaths", [])):
+            return None
+        if unsupported:
+            return CacheDecision("PLAN_NOT_SUPPORTED", unsupported)
+        if decision.chosen is not None and \
+                kinds.kind_of(decision.chosen.index).serving is Serving.REPLACE:
+            return CacheDecision("INDEX_APPLIED", f"the index '{decision.chosen.index.name}' "
+                                 "answers this relation (an index wins over the cache)")
+        if description.get("bucketed"):
+            return CacheDecision("BUCKETED", "bucketed relations are not served from the cache")
+        if "fingerprint" not in description or "dataSchema" not in description:
+            description.update(json.loads(self._helpers.plans.describe(plan, decision.ordinal,
+                                                                       1)))
+        fingerprint = description.get("fingerprint")
+        if fingerprint is None:
+            return CacheDecision("NO_FILE_LIST", "the relation does not list its files")
+        read_key = cache_serving.read_key_of(description, payload["readSettings"])
+        required = cache_serving.required_columns(root, relation,
+                                                  description.get("partitionColumns", []))
+        memo_key = (settings.cache_path, fingerprint, read_key, required, view.generation)
+        with self._lock:
+            found = self._cache_decisions.get(memo_key)
+        if found is None:
+            files = self._files(plan, decision, [])
+            serving = cache_serving.plan_serving(view, read_key, files or [], required)
+            lines = "\n".join(
+                "\t".join([path, *(str(x) for f in e.files for x in f)])
+                for path, e in serving.served.items())
+            found = (serving, self._helpers.cache.files(lines) if serving.served else None)
+            with self._lock:
+                if len(self._cache_decisions) >= CACHE_DECISIONS_KEPT:
+                    self._cache_decisions.pop(next(iter(self._cache_decisions)))
+                self._cache_decisions[memo_key] = found
+        serving, jfiles = found
+        if jfiles is None:
+            return CacheDecision("NOT_SERVED", "no file of the relation is served from the "
+                                 "cache", serving, None, required)
+        return CacheDecision("APPLIED", "", serving, jfiles, required)
+
+    def _serve_cache(self, plan: Any, decision: RelationDecision, settings: Settings,
+                     record: bool) -> Any:
+        """The relation reads its cached files from the cache (see CacheServing.swap); the
+        use is buffered for the entries' hits and last use."""
+        cache = decision.cache
+        swapped = self._helpers.cache.swap(plan, decision.ordinal, cache.files,
+                                           "\n".join(sorted(cache.required)))
+        if swapped is None:
+            decision.cache = CacheDecision("NOT_SUPPORTED", "the relation is bucketed, reads "
+                                           "file metadata columns or repeats a partition "
+                                           "column among its data columns")
+            return plan
+        if record:
+            served = cache.plan.served
+            kept = set(decision.chosen.kept) if decision.chosen is not None else None
+            used = [e for p, e in served.items() if kept is None or p in kept]
+            tier_for(self._fs, settings.cache_path).record(used, cache.plan.source_files)
+        return swapped
 
     def _reads_own_files(self, settings: Settings, decisions: list[RelationDecision]) -> bool:
         """Whether a plan reads only files under the system path (its history, events or

@@ -98,6 +98,34 @@ HISTORY_FLUSH_INTERVAL = _declare(
     "the longest a recorded query waits in the driver's memory before it is written to the "
     "history (read when the history of a system path is first recorded in a process; "
     "`Hyperspace.flushHistory(spark)` writes at once)")
+CACHE_PATH = _declare(
+    "spark.accelerator.cache.path", "",
+    "where the cache tier keeps its Parquet copies of source files and its manifest (any "
+    "Hadoop file system; ideally a faster one than the lake)",
+    derived="<system path>/_cache")
+CACHE_ENABLED = _declare(
+    "spark.accelerator.cache.enabled", "true",
+    "the rewrite reads cached files from the cache (false: from the source, as if nothing "
+    "were cached)")
+CACHE_MAX_BYTES = _declare(
+    "spark.accelerator.cache.maxBytes", "",
+    "the cache's size: the demoter keeps its entries' bytes below "
+    "`spark.accelerator.cache.maxUsagePercent` of it, and ALWAYS entries must fit in it",
+    derived="<half of the cache file system's capacity, else 64g>")
+CACHE_MAX_USAGE = _declare(
+    "spark.accelerator.cache.maxUsagePercent", "90",
+    "above this share of `maxBytes` the demoter evicts entries (lowest priority, least "
+    "recently used first)")
+CACHE_CLEANUP = _declare(
+    "spark.accelerator.cache.cleanupPercent", "80",
+    "the demoter evicts for space until usage is below this share of `maxBytes`")
+CACHE_GRACE = _declare(
+    "spark.accelerator.cache.deleteGraceSeconds", "3600",
+    "an evicted entry's files are deleted only this long after it stopped being served "
+    "(queries planned before still read them); keep it above your longest query and warm-up")
+CACHE_REFRESH = _declare(
+    "spark.accelerator.cache.refreshSeconds", "10",
+    "entries other processes commit or evict are seen by the rewrite after at most this delay")
 ENABLED = _declare(
     "spark.accelerator.enabled", "false",
     "whether the rule rewrites plans; `Hyperspace.enable`/`disable` set it")
@@ -142,6 +170,13 @@ class Settings:
     vacuum_retention_seconds: float   # vacuumIndex keeps versions replaced less long ago
     broadcast_threshold: int      # bytes; negative: Spark never broadcasts by size
     bucketing: bool
+    cache_path: str
+    cache_enabled: bool
+    cache_max_bytes: int | None   # None: derived from the cache file system's capacity
+    cache_max_usage_percent: float
+    cache_cleanup_percent: float
+    cache_grace_seconds: float
+    cache_refresh_seconds: float
 
     @staticmethod
     def read(get: Callable[[str, str], str]) -> "Settings":
@@ -153,9 +188,10 @@ class Settings:
         def flag(key: str) -> bool:
             return value(key).lower() == "true"
 
+        system_path = value(SYSTEM_PATH) \
+            or get(WAREHOUSE_DIR, "spark-warehouse").rstrip("/") + "/indexes"
         return Settings(
-            system_path=value(SYSTEM_PATH)
-            or get(WAREHOUSE_DIR, "spark-warehouse").rstrip("/") + "/indexes",
+            system_path=system_path,
             num_buckets=int(value(NUM_BUCKETS)),
             cache_expiry_seconds=float(value(CACHE_EXPIRY)),
             history_enabled=flag(HISTORY_ENABLED),
@@ -172,6 +208,13 @@ class Settings:
             vacuum_retention_seconds=float(value(VACUUM_RETENTION)),
             broadcast_threshold=byte_size(get(BROADCAST_THRESHOLD, "10MB")),
             bucketing=get(BUCKETING, "true").lower() == "true",
+            cache_path=value(CACHE_PATH) or system_path.rstrip("/") + "/_cache",
+            cache_enabled=flag(CACHE_ENABLED),
+            cache_max_bytes=byte_size(value(CACHE_MAX_BYTES)) if value(CACHE_MAX_BYTES) else None,
+            cache_max_usage_percent=float(value(CACHE_MAX_USAGE)),
+            cache_cleanup_percent=float(value(CACHE_CLEANUP)),
+            cache_grace_seconds=float(value(CACHE_GRACE)),
+            cache_refresh_seconds=float(value(CACHE_REFRESH)),
         )
 
     @property

@@ -124,6 +124,16 @@ class HadoopFs:
         jpath = self._path(path)
         self._fs(jpath).mkdirs(jpath)
 
+    def capacity(self, path: str) -> int | None:
+        """The capacity in bytes of the file system holding ``path``, or None when it reports
+        none (object stores report 0 or an unbounded size)."""
+        jpath = self._path(path)
+        try:
+            found = int(self._fs(jpath).getStatus(jpath).getCapacity())
+        except Exception:   # py4j wraps the file system's IOException or UnsupportedOperation
+            return None
+        return found if 0 < found < (1 << 62) else None
+
     def list(self, path: str) -> list[FileInfo]:
         """Entries directly under ``path``; empty when it does not exist."""
         jpath = self._path(path)

@@ -38,7 +38,7 @@ def manifest(fs, clock):
 
 def warmed(manifest, key=KEY, columns=("a",), priority=Priority.MEDIUM, nbytes=100, **more):
     """An entry whose data a warm-up wrote to a fresh data path."""
-    data = manifest.new_data_path(key)
+    data = manifest.new_data_path()
     manifest.fs.write_text(f"{data}/part-0.parquet", "x")
     return replace(entry(key, priority, nbytes, columns=columns, **more), data_path=data)
 
@@ -239,7 +239,7 @@ def test_collect_waits_for_the_grace_period(manifest, fs, clock):
 def test_collect_removes_orphan_data_and_old_temp_files(manifest, fs, clock):
     kept = warmed(manifest)
     manifest.commit(kept)
-    orphan = manifest.new_data_path(OTHER)          # a warm-up that never committed
+    orphan = manifest.new_data_path()               # a warm-up that never committed
     fs.write_text(f"{orphan}/part-0.parquet", "x")
     temp = f"{CACHE}/_manifest/entries/{KEY}/0000000001.json.abc.tmp"
     fs.write_text(temp, "{")
@@ -247,8 +247,7 @@ def test_collect_removes_orphan_data_and_old_temp_files(manifest, fs, clock):
     manifest.record_usage({OTHER: (1, t0)}, now=t0)   # usage of a key that has no entry
     assert manifest.collect(now=t0 + 100) == []
     assert names(fs, f"{CACHE}/_manifest/usage") == []   # folded (into the totals) at once
-    # the warm-up's whole directory goes
-    assert sorted(manifest.collect(now=t0 + 3600)) == sorted([orphan.rsplit("/", 1)[0], temp])
+    assert sorted(manifest.collect(now=t0 + 3600)) == sorted([orphan, temp])
     assert fs.exists(kept.data_path) and manifest.get(KEY) == kept
 
 

@@ -8,7 +8,7 @@ Layout under the cache path::
                                             bytes served, evictions) not yet folded in
     _manifest/totals/<seq>.json             versions of the folded counters of the whole cache
     _manifest/never/<sha256 of root>.json   NEVER markers (:mod:`accelerator.cache.never`)
-    data/<key>/<uuid>/                      an entry's Parquet files (written by a warm-up)
+    data/<uuid>/...                         Parquet files of warm-ups (an entry names its folder)
 
 Every file is written with ``create_exclusive`` (a temp file renamed into place), so a
 half-written file is never listed under its final name and temp files (``*.tmp``) are ignored.
@@ -86,9 +86,10 @@ class CacheManifest:
 
     # ------------------------------------------------------------------ reading
 
-    def new_data_path(self, key: str) -> str:
-        """A fresh directory for a warm-up to write the data of ``key`` into before committing."""
-        return f"{self._data}/{key}/{uuid.uuid4().hex}"
+    def new_data_path(self) -> str:
+        """A fresh directory for a warm-up to write into before committing entries naming
+        folders below it."""
+        return f"{self._data}/{uuid.uuid4().hex}"
 
     def _versions(self, folder: str) -> list[tuple[int, str]]:
         found = [(int(m.group(1)), f.path) for f in self.fs.list(folder)
@@ -343,20 +344,29 @@ class CacheManifest:
                 deleted.append(path)
 
         self.compact_usage()
-        batches = [b for b in self.fs.list(self._data) if b.is_dir]
-        data_dirs = {b.path: [(d.path, d.modification_time / 1000.0)
-                              for d in self.fs.list(b.path) if d.is_dir] for b in batches}
+        batches = [(b.path, b.modification_time / 1000.0)
+                   for b in self.fs.list(self._data) if b.is_dir]
+        folders = {p: [(d.path, d.modification_time / 1000.0)
+                       for d in self.fs.list(p) if d.is_dir] for p, _ in batches}
         referenced: set[str] = set()
         for key in self.keys():
             referenced |= self._collect_key(key, cutoff, delete)
-        for batch in batches:
-            dirs = data_dirs[batch.path]
-            if not any(p in referenced for p, _ in dirs) and batch.modification_time / 1000.0 \
-                    <= cutoff and all(t <= cutoff for _, t in dirs):
-                delete(batch.path)   # a whole warm-up no entry uses any more
+
+        used = set(referenced)
+        for path in referenced:
+            while path.startswith(self._data + "/"):
+                path = path.rpartition("/")[0]
+                used.add(path)
+
+        def unused(folder: str) -> bool:
+            return folder not in used
+
+        for batch, written in batches:   # a warm-up's folder, then the folders in it
+            if unused(batch) and written <= cutoff and all(t <= cutoff for _, t in folders[batch]):
+                delete(batch)
                 continue
-            for path, written in dirs:
-                if path not in referenced and written <= cutoff:
+            for path, written_at in folders[batch]:
+                if unused(path) and written_at <= cutoff:
                     delete(path)
         for sub in self.fs.list(self._entries):
             if sub.is_dir:

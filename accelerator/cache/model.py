@@ -308,3 +308,10 @@ def plan_warmup(key: CacheKey, columns: Iterable[str], priority: Priority,
         return WarmupPlan(current.columns, merged_priority, merged_ttl, False, current, stale)
     return WarmupPlan(tuple(sorted(wanted | set(current.columns))), merged_priority, merged_ttl,
                       True, None, (current, *stale))
+
+
+def relation_read_key(format: str, options: Mapping[str, Any] | None, schema_json: str | None,
+                      read_settings: Mapping[str, Any] | None) -> str:
+    """The :attr:`CacheKey.read_key` of every file a relation reads (normalized as
+    :meth:`CacheKey.create` normalizes a key)."""
+    return CacheKey.create("", 0, 0, format, options, schema_json, read_settings).read_key

@@ -180,7 +180,11 @@ public final class PlanRewrite {
   }
 
   private static String describeRelation(LogicalPlan relation, int detail) {
-    HadoopFsRelation fs = (HadoopFsRelation) ((LogicalRelation) relation).relation();
+    return describeFs((HadoopFsRelation) ((LogicalRelation) relation).relation(), detail);
+  }
+
+  /** {@link #describe} of a relation's HadoopFsRelation. */
+  static String describeFs(HadoopFsRelation fs, int detail) {
     StringBuilder sb = new StringBuilder(256);
     Object format = fs.fileFormat();
     String name = format instanceof DataSourceRegister
@@ -204,6 +208,7 @@ public final class PlanRewrite {
       first = false;
     }
     sb.append("},\"bucketed\":").append(fs.bucketSpec().isDefined());
+    sb.append(",\"dataSchema\":").append(quote(fs.dataSchema().json()));
     if (detail == 0) {
       return sb.append('}').toString();
     }
@@ -448,7 +453,7 @@ public final class PlanRewrite {
   }
 
   /** The node of {@code plan} whose child is {@code child} (by identity), or null. */
-  private static LogicalPlan parentOf(LogicalPlan plan, LogicalPlan child) {
+  static LogicalPlan parentOf(LogicalPlan plan, LogicalPlan child) {
     scala.collection.Seq<LogicalPlan> children = plan.children();
     for (int i = 0; i < children.size(); i++) {
       if (children.apply(i) == child) {
@@ -496,7 +501,7 @@ public final class PlanRewrite {
         && ((LogicalRelation) plan).relation() instanceof HadoopFsRelation;
   }
 
-  private static void collect(LogicalPlan plan, List<LogicalPlan> out) {
+  static void collect(LogicalPlan plan, List<LogicalPlan> out) {
     if (isFileRelation(plan)) {
       out.add(plan);
     }
@@ -604,7 +609,7 @@ public final class PlanRewrite {
     return copy;
   }
 
-  private static String quote(String s) {
+  static String quote(String s) {
     StringBuilder sb = new StringBuilder(s.length() + 2).append('"');
     for (int i = 0; i < s.length(); i++) {
       char c = s.charAt(i);
@@ -620,7 +625,7 @@ public final class PlanRewrite {
   }
 
   /** Matches one plan node by identity. */
-  private static final class SameNode
+  static final class SameNode
       extends scala.runtime.AbstractPartialFunction<LogicalPlan, LogicalPlan> {
     private final LogicalPlan target;
     private final LogicalPlan replacement;

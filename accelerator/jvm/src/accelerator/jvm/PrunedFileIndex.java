@@ -11,28 +11,36 @@ import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.execution.datasources.FileIndex;
 import org.apache.spark.sql.execution.datasources.FileStatusWithMetadata;
 import org.apache.spark.sql.execution.datasources.PartitionDirectory;
-import org.apache.spark.sql.execution.datasources.PartitioningAwareFileIndex;
 import org.apache.spark.sql.types.StructType;
 
 import scala.collection.immutable.Seq;
 import scala.jdk.javaapi.CollectionConverters;
 
 /**
- * A file index that lists only the files a data-skipping index kept (their paths as
- * {@code FileStatus.getPath().toString()}); partitioning and everything else come from the
- * index it wraps. Spark's own partition pruning still applies on top.
+ * A file index that lists only the files a data-skipping index kept, or all but the files the
+ * cache serves (their paths as {@code FileStatus.getPath().toString()}); partitioning and
+ * everything else come from the index it wraps. Spark's own partition pruning still applies on
+ * top.
  */
 public final class PrunedFileIndex implements FileIndex {
-  private final PartitioningAwareFileIndex delegate;
-  private final Set<String> kept;
+  private final FileIndex delegate;
+  private final Set<String> listed;
+  private final boolean keep;
 
-  public PrunedFileIndex(PartitioningAwareFileIndex delegate, Set<String> kept) {
+  /** Keeps the {@code kept} files of {@code delegate}. */
+  public PrunedFileIndex(FileIndex delegate, Set<String> kept) {
+    this(delegate, kept, true);
+  }
+
+  /** With {@code keep}, the {@code listed} files of {@code delegate}; without, all others. */
+  public PrunedFileIndex(FileIndex delegate, Set<String> listed, boolean keep) {
     this.delegate = delegate;
-    this.kept = kept;
+    this.listed = listed;
+    this.keep = keep;
   }
 
   private boolean keeps(FileStatus f) {
-    return kept.contains(f.getPath().toString());
+    return listed.contains(f.getPath().toString()) == keep;
   }
 
   @Override
@@ -63,11 +71,14 @@ public final class PrunedFileIndex implements FileIndex {
   }
 
   private List<FileStatus> keptFiles() {
-    scala.collection.Seq<FileStatus> all = delegate.allFiles();
+    scala.collection.immutable.Seq<Expression> none =
+        CollectionConverters.asScala(new ArrayList<Expression>()).toSeq();
+    Seq<PartitionDirectory> dirs = listFiles(none, none);
     List<FileStatus> out = new ArrayList<>();
-    for (int i = 0; i < all.size(); i++) {
-      if (keeps(all.apply(i))) {
-        out.add(all.apply(i));
+    for (int i = 0; i < dirs.size(); i++) {
+      Seq<FileStatusWithMetadata> files = dirs.apply(i).files();
+      for (int j = 0; j < files.size(); j++) {
+        out.add(files.apply(j).fileStatus());
       }
     }
     return out;
@@ -105,17 +116,17 @@ public final class PrunedFileIndex implements FileIndex {
   @Override
   public boolean equals(Object o) {
     return o instanceof PrunedFileIndex && ((PrunedFileIndex) o).delegate.equals(delegate)
-        && ((PrunedFileIndex) o).kept.equals(kept);
+        && ((PrunedFileIndex) o).listed.equals(listed) && ((PrunedFileIndex) o).keep == keep;
   }
 
   @Override
   public int hashCode() {
-    return Objects.hash(delegate, kept);
+    return Objects.hash(delegate, listed, keep);
   }
 
   @Override
   public String toString() {
-    return "PrunedFileIndex(" + kept.size() + " of " + delegate.allFiles().size() + " files, "
-        + delegate + ")";
+    return "PrunedFileIndex(" + (keep ? "" : "all but ") + listed.size() + " files, " + delegate
+        + ")";
   }
 }

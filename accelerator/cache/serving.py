@@ -1,0 +1,145 @@
+"""Which of a relation's files the cache serves, and why the others are not: pure Python over a
+snapshot of the manifest (:class:`CacheView`), no JVM.
+
+A file is served when the view holds an ACTIVE entry for exactly this version of it (path,
+size, modification time) read exactly this way (:func:`accelerator.cache.model.relation_read_key`)
+that holds every column the query reads from the relation. Anything else is read from the
+source, with a stable reason code for ``whyNot``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+from accelerator.cache.model import CacheEntry, relation_read_key
+from indexes.plan import PlanNode, plan_references
+
+APPLIED = "APPLIED"
+NOT_CACHED = "NOT_CACHED"            # no entry names the file
+STALE = "STALE"                      # entries hold another version (size, mtime) of the file
+OTHER_READ = "OTHER_READ"            # an entry holds the file read with other options/schema
+MISSING_COLUMNS = "MISSING_COLUMNS"  # the entry lacks a column the query reads
+EVICTED = "EVICTED"                  # the file's entry was evicted
+
+REASONS = {
+    NOT_CACHED: "not cached",
+    STALE: "changed since it was cached (size or modification time)",
+    OTHER_READ: "cached as read with other options, schema or read settings",
+    MISSING_COLUMNS: "cached without some column the query reads",
+    EVICTED: "its entry was evicted",
+}
+
+#: read options that choose files rather than change what is read from one
+FILE_SELECTING_OPTIONS = frozenset({"path", "paths", "basepath", "pathglobfilter",
+                                    "recursivefilelookup", "modifiedbefore", "modifiedafter"})
+
+
+def read_key_of(description: Mapping[str, Any], read_settings: Mapping[str, Any]) -> str:
+    """The read key of a relation as the JVM describes it (format, options, data schema)."""
+    options = {k: v for k, v in (description.get("options") or {}).items()
+               if k.lower() not in FILE_SELECTING_OPTIONS}
+    return relation_read_key(description["format"], options, description.get("dataSchema"),
+                             read_settings)
+
+
+def parent_dirs(path: str) -> Iterable[str]:
+    """The directories above ``path`` (``file:/a/b/c`` → ``file:/a/b``, ``file:/a``)."""
+    head = path.rstrip("/")
+    while True:
+        head, sep, _ = head.rpartition("/")
+        if not sep or not head or head.endswith(":") or head.endswith("/"):
+            return
+        yield head
+
+
+@dataclass(frozen=True)
+class CacheView:
+    """A snapshot of a cache's entries, indexed for serving."""
+
+    generation: int
+    loaded_at: float
+    active: Mapping[tuple[str, str, int, int], CacheEntry]   # (read key, path, size, mtime)
+    by_path: Mapping[str, tuple[CacheEntry, ...]]            # every entry, EVICTED too
+    dirs: frozenset[str]                                     # directories above cached files
+
+    @classmethod
+    def of(cls, entries: Iterable[CacheEntry], generation: int, loaded_at: float) -> "CacheView":
+        active: dict[tuple[str, str, int, int], CacheEntry] = {}
+        by_path: dict[str, list[CacheEntry]] = {}
+        dirs: set[str] = set()
+        for e in entries:
+            by_path.setdefault(e.file_path, []).append(e)
+            if e.active:
+                active[(e.read_key, e.file_path, e.file_size, e.file_mtime)] = e
+                parent = e.file_path.rpartition("/")[0]
+                if parent not in dirs:
+                    dirs.add(parent)
+                    dirs.update(parent_dirs(parent))
+        return cls(generation, loaded_at, active, {p: tuple(v) for p, v in by_path.items()},
+                   frozenset(dirs))
+
+    def covers(self, roots: Iterable[str]) -> bool:
+        """Whether some cached file lies under one of ``roots``."""
+        return any(r.rstrip("/") in self.dirs for r in roots)
+
+    def _reason(self, read_key: str, path: str, size: int, mtime: int,
+                entry: CacheEntry | None) -> str:
+        if entry is not None:
+            return MISSING_COLUMNS
+        others = self.by_path.get(path, ())
+        if not others:
+            return NOT_CACHED
+        if any(e.active and (e.file_size, e.file_mtime) != (size, mtime) for e in others):
+            return STALE
+        if any(e.active for e in others):
+            return OTHER_READ
+        return EVICTED
+
+
+@dataclass(frozen=True)
+class ServingPlan:
+    """The files of one relation the cache serves (path → entry) and the reason for each of
+    the others (code → number of files)."""
+
+    served: Mapping[str, CacheEntry]
+    reasons: Mapping[str, int] = field(default_factory=dict)
+    source_bytes: int = 0
+
+    @property
+    def served_bytes(self) -> int:
+        return sum(e.bytes for e in self.served.values())
+
+    @property
+    def source_files(self) -> int:
+        return sum(self.reasons.values())
+
+
+def plan_serving(view: CacheView, read_key: str, files: Iterable[list],
+                 required: Iterable[str]) -> ServingPlan:
+    """Which ``files`` (``[path, size, mtime]``) the cache serves to a query reading the data
+    columns ``required`` of a relation with ``read_key``."""
+    needed = set(required)
+    served: dict[str, CacheEntry] = {}
+    reasons: dict[str, int] = {}
+    source_bytes = 0
+    for path, size, mtime in files:
+        entry = view.active.get((read_key, path, int(size), int(mtime)))
+        if entry is not None and needed.issubset(entry.columns):
+            served[path] = entry
+            continue
+        code = view._reason(read_key, path, int(size), int(mtime), entry)
+        reasons[code] = reasons.get(code, 0) + 1
+        source_bytes += int(size)
+    return ServingPlan(served, reasons, source_bytes)
+
+
+def required_columns(root: PlanNode, relation: PlanNode, partition_columns: Iterable[str]
+                     ) -> frozenset[str]:
+    """The data columns (top-level names) of ``relation`` the plan ``root`` reads: those its
+    other nodes refer to, or all of them when the relation is the whole plan."""
+    names = {a.expr_id: a.fields.get("name") for a in relation.output_attributes()}
+    if root is relation:
+        used = set(names.values())
+    else:
+        used = {names[r.expr_id] for r in plan_references(root, set(names), skip=relation)}
+    return frozenset(used - set(partition_columns))

@@ -1,0 +1,173 @@
+"""The cache of one cache path as this process sees it: the snapshot the rewrite serves from,
+the usage it buffers, and the demoter. One :class:`CacheTier` per cache path and process
+(:func:`tier_for`); no Spark here beyond the file system it is given.
+
+The snapshot is reloaded at most every ``spark.accelerator.cache.refreshSeconds``, in a
+background thread while the previous one keeps serving, so a query never waits for the
+manifest (except the very first one of a process); changes this process makes replace it at
+once. Hits, last uses, misses and bytes served are buffered in memory and written as one usage
+record every :data:`FLUSH_SECONDS` (and before anything reads them back in this process).
+"""
+from __future__ import annotations
+
+import atexit
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from accelerator.cache.manifest import CacheManifest
+from accelerator.cache.model import CacheEntry
+from accelerator.cache.never import NeverMarkers
+from accelerator.cache.policy import Eviction, choose_evictions
+from accelerator.cache.serving import CacheView
+
+log = logging.getLogger("accelerator.cache")
+
+FLUSH_SECONDS = 2.0
+#: the cache's size when neither the setting nor the file system gives one
+DEFAULT_MAX_BYTES = 64 << 30
+
+
+@dataclass(frozen=True)
+class DemoterRun:
+    """What one run of the demoter did."""
+
+    evicted: list[Eviction]
+    deleted: list[str]
+
+
+class CacheTier:
+    """The cache under one path, shared by every session of this process."""
+
+    def __init__(self, fs: Any, path: str, clock: Callable[[], float] = time.time):
+        self.fs = fs
+        self.path = path
+        self.manifest = CacheManifest(fs, path, clock)
+        self.never = NeverMarkers(self.manifest)
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._view: CacheView | None = None
+        self._generation = 0
+        self._loading = False
+        self._hits: dict[str, list[float]] = {}   # key → [hits, last use]
+        self._misses = 0
+        self._bytes_served = 0
+        self._flusher: threading.Timer | None = None
+
+    # --- the snapshot served ----------------------------------------------------------
+    def view(self, refresh_seconds: float) -> CacheView:
+        """The current snapshot; loaded now if there is none, else reloaded in the background
+        once it is older than ``refresh_seconds``."""
+        with self._lock:
+            current = self._view
+            stale = current is not None and not self._loading \
+                and self._clock() - current.loaded_at >= refresh_seconds
+            if stale:
+                self._loading = True
+        if current is None:
+            return self.reload()
+        if stale:
+            threading.Thread(target=self._reload_quietly, daemon=True,
+                             name="accelerator-cache-view").start()
+        return current
+
+    def reload(self) -> CacheView:
+        """Reads the manifest into a new snapshot now."""
+        loaded_at = self._clock()
+        entries = self.manifest.entries(include_evicted=True)
+        with self._lock:
+            self._generation += 1
+            view = CacheView.of(entries, self._generation, loaded_at)
+            self._view = view
+            self._loading = False
+        return view
+
+    def _reload_quietly(self) -> None:
+        try:
+            self.reload()
+        except Exception:   # the previous snapshot keeps serving; tried again next time
+            log.warning("could not reload the cache manifest under %s", self.path,
+                        exc_info=True)
+            with self._lock:
+                self._loading = False
+
+    # --- usage ------------------------------------------------------------------------
+    def record(self, entries: list[CacheEntry], misses: int, now: float | None = None) -> None:
+        """Buffers one query's use: a hit on each entry served, ``misses`` files read from the
+        source."""
+        now = self._clock() if now is None else now
+        with self._lock:
+            for e in entries:
+                slot = self._hits.setdefault(e.key, [0, now])
+                slot[0] += 1
+                slot[1] = now
+                self._bytes_served += e.bytes
+            self._misses += misses
+            if self._flusher is None and (self._hits or self._misses):
+                self._flusher = threading.Timer(FLUSH_SECONDS, self.flush)
+                self._flusher.daemon = True
+                self._flusher.start()
+
+    def flush(self) -> None:
+        """Writes the buffered usage as one record (nothing when there is none)."""
+        with self._lock:
+            hits, misses, served = self._hits, self._misses, self._bytes_served
+            self._hits, self._misses, self._bytes_served = {}, 0, 0
+            self._flusher = None
+        if not hits and not misses:
+            return
+        try:
+            self.manifest.record_usage({k: (int(h), t) for k, (h, t) in hits.items()},
+                                       misses=misses, bytes_served=served)
+        except Exception:   # usage is best effort: a query must never fail for it
+            log.warning("could not record cache usage under %s", self.path, exc_info=True)
+
+    # --- space ------------------------------------------------------------------------
+    def max_bytes(self, configured: int | None) -> int:
+        """The cache's size: the setting, else half the file system's capacity, else
+        :data:`DEFAULT_MAX_BYTES`."""
+        if configured is not None:
+            return configured
+        capacity = self.fs.capacity(self.path) if hasattr(self.fs, "capacity") else None
+        return capacity // 2 if capacity else DEFAULT_MAX_BYTES
+
+    def demote(self, settings: Any, now: float | None = None) -> DemoterRun:
+        """One run of the demoter: expired entries, then entries for space (see
+        :mod:`accelerator.cache.policy`), then files whose grace period is over."""
+        self.flush()
+        self.manifest.compact_usage()
+        now = self._clock() if now is None else now
+        chosen = choose_evictions(self.manifest.entries(), now,
+                                  self.max_bytes(settings.cache_max_bytes),
+                                  settings.cache_max_usage_percent,
+                                  settings.cache_cleanup_percent)
+        done = {e.key for e in self.manifest.evict([c.entry for c in chosen], now)}
+        deleted = self.manifest.collect(now, settings.cache_grace_seconds)
+        self.reload()
+        return DemoterRun([c for c in chosen if c.entry.key in done], deleted)
+
+
+_TIERS: dict[str, CacheTier] = {}
+_TIERS_LOCK = threading.Lock()
+
+
+def tier_for(fs: Any, path: str) -> CacheTier:
+    """The process's tier of the cache under ``path`` (as the settings give it; the tier
+    works on its qualified form), created on first use."""
+    with _TIERS_LOCK:
+        found = _TIERS.get(path)
+    if found is not None:
+        return found
+    qualified = fs.qualify(path).rstrip("/")
+    with _TIERS_LOCK:
+        found = _TIERS.get(qualified) or CacheTier(fs, qualified)
+        _TIERS[path] = _TIERS[qualified] = found
+        return found
+
+
+@atexit.register
+def _flush_all() -> None:
+    for tier in set(_TIERS.values()):
+        tier.flush()

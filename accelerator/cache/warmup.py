@@ -1,0 +1,280 @@
+"""Warm-ups: the Spark job that copies the columns a DataFrame reads of the files it reads into
+the cache as Parquet, one entry per source file, and the other operations on a DataFrame's
+files (uncache, NEVER). The decisions (keys, merging, priorities) are
+:mod:`accelerator.cache.model`'s; this module reads and writes.
+
+A warm-up reads the files through the query's own relation (same format, options, schema and
+partitioning, so the copy holds exactly what Spark would read), tags each row with a hash of its
+file's name, and writes one Parquet directory per file in one job, each task keeping the order
+in which it read the rows. Entries are committed one by one after the job; a crash before a
+commit leaves only files that no entry names, which the demoter deletes after the grace period.
+"""
+from __future__ import annotations
+
+import json
+import time
+import zlib
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from pyspark.sql import DataFrame, functions as F
+
+from accelerator import jvm, session
+from accelerator.cache.model import (CacheCapacityError, CacheEntry, CacheKey, Priority,
+                                     parse_duration, parse_priority, plan_warmup)
+from accelerator.cache.policy import check_always_fits
+from accelerator.cache.serving import FILE_SELECTING_OPTIONS
+from accelerator.cache.tier import CacheTier
+from accelerator.settings import CACHE_ENABLED, ENABLED, Settings
+from indexes.errors import InvalidIndexConfigError
+
+FILE_ID = "__accelerator_file"
+_ROW = "__accelerator_row"
+#: Spark types Parquet cannot hold
+_UNSUPPORTED_TYPES = ("interval", "void", "calendarinterval")
+#: what the warm-up job writes with, whatever the session says (readable by any reader)
+_WRITE_CONF = {"spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+               "spark.sql.parquet.datetimeRebaseModeInWrite": "CORRECTED",
+               "spark.sql.parquet.int96RebaseModeInWrite": "CORRECTED",
+               "spark.sql.files.maxRecordsPerFile": "0"}
+
+
+@dataclass(frozen=True)
+class Scan:
+    """One file scan of a query: the JVM scan and its description."""
+
+    jscan: Any
+    description: dict
+
+    @property
+    def roots(self) -> list[str]:
+        return self.description["rootPaths"]
+
+    @property
+    def files(self) -> list[list]:
+        return self.description["files"]
+
+
+@dataclass(frozen=True)
+class WarmupResult:
+    """The summary row of ``hs.cache``."""
+
+    files: int
+    bytes_read: int
+    bytes_written: int
+    seconds: float
+
+
+def scans(spark: Any, df: DataFrame, system_path: str) -> list[Scan]:
+    """The file scans ``df`` runs, after partition pruning and any data-skipping index (the
+    cache itself left out). A scan of an index's data stands for its source, so when an index
+    replaces a relation the scans are those of the plan without indexes."""
+    helpers = jvm.helpers(spark)
+    analyzed = df._jdf.queryExecution().analyzed()
+    dataset = spark.sparkContext._jvm.org.apache.spark.sql.classic.Dataset
+
+    def run(rewrite: bool) -> list[Scan]:
+        with session.conf_set(spark, {ENABLED: str(rewrite).lower(), CACHE_ENABLED: "false"}):
+            qe = dataset.ofRows(spark._jsparkSession, analyzed).queryExecution()
+            found = [Scan(s, json.loads(helpers.cache.describeScan(s)))
+                     for s in helpers.cache.scans(qe.sparkPlan())]
+        return found
+
+    session.install(spark)
+    found = run(True)
+    own = system_path.rstrip("/") + "/"
+    qualified = own if "://" in own or own.startswith("file:") else None
+    if any(r.startswith(own) or (qualified and r.startswith(qualified))
+           for s in found for r in s.roots) or any(s.description.get("bucketed") for s in found):
+        found = run(False)
+    return [s for s in found if not s.description.get("bucketed")]
+
+
+def _check_source(scan: Scan, columns: Iterable[str]) -> None:
+    """Refuses what the cache cannot copy faithfully (a clear error naming the source)."""
+    d = scan.description
+    roots = ", ".join(scan.roots)
+    options = {k.lower(): v for k, v in (d.get("options") or {}).items()}
+    mode = options.get("mode", "PERMISSIVE").upper()
+    if d["format"] in ("csv", "json") and mode != "PERMISSIVE":
+        raise InvalidIndexConfigError(
+            f"cannot cache {roots}: it is read with mode={mode}, which drops or fails on "
+            "malformed rows depending on the columns read; only mode=PERMISSIVE sources can be "
+            "cached")
+    corrupt = options.get("columnnameofcorruptrecord", "_corrupt_record")
+    fields = {f["name"]: f for f in json.loads(d["dataSchema"])["fields"]}
+    if d["format"] in ("csv", "json") and corrupt in fields:
+        raise InvalidIndexConfigError(
+            f"cannot cache {roots}: its schema holds the corrupt-record column '{corrupt}', "
+            "whose values depend on the columns read")
+    for name in columns:
+        kind = json.dumps(fields[name]["type"]).lower()
+        if any(t in kind for t in _UNSUPPORTED_TYPES):
+            raise InvalidIndexConfigError(
+                f"cannot cache column '{name}' of {roots}: Parquet cannot hold its type "
+                f"{fields[name]['type']}")
+
+
+def cached_columns(scan: Scan, columns: list[str] | None, case_sensitive: bool) -> list[str]:
+    """The top-level data columns to cache: ``columns`` (nested fields name their top-level
+    column) or those the scan reads; InvalidIndexConfigError for a column the source lacks."""
+    data = [f["name"] for f in json.loads(scan.description["dataSchema"])["fields"]]
+    if columns is None:
+        wanted = list(scan.description["required"]) or data[:1]
+    else:
+        lookup = {(n if case_sensitive else n.lower()): n for n in data}
+        wanted = []
+        for c in columns:
+            top = c.split(".", 1)[0]
+            found = lookup.get(top if case_sensitive else top.lower())
+            if found is None:
+                parts = scan.description["partitionColumns"]
+                where = " (a partition column: its values are kept with every entry)" \
+                    if top in parts else ""
+                raise InvalidIndexConfigError(
+                    f"cannot cache column '{c}' of {', '.join(scan.roots)}: no such data "
+                    f"column{where}; its data columns are {data}")
+            wanted.append(found)
+    return sorted(set(wanted))
+
+
+def file_key(scan: Scan, f: list, read_settings: dict) -> CacheKey:
+    d = scan.description
+    options = {k: v for k, v in (d.get("options") or {}).items()
+               if k.lower() not in FILE_SELECTING_OPTIONS}
+    return CacheKey.create(f[0], int(f[1]), int(f[2]), d["format"], options, d["dataSchema"],
+                           read_settings)
+
+
+def _source_root(scan: Scan, path: str) -> str:
+    return next((r for r in scan.roots if path.startswith(r.rstrip("/") + "/")), scan.roots[0])
+
+
+def _unique_id_groups(names: list[str]) -> list[list[int]]:
+    """Indexes of ``names`` in groups whose crc32 hashes differ (what the job tags rows with)."""
+    groups: list[tuple[set[int], list[int]]] = []
+    for i, name in enumerate(names):
+        h = zlib.crc32(name.encode("utf-8"))
+        for seen, members in groups:
+            if h not in seen:
+                seen.add(h)
+                members.append(i)
+                break
+        else:
+            groups.append(({h}, [i]))
+    return [members for _, members in groups]
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _write(spark: Any, tier: CacheTier, scan: Scan, files: list[list],
+           columns: list[str]) -> tuple[str, dict[str, tuple[str, list[tuple[str, int]]]]]:
+    """Copies ``columns`` of ``files`` in one job; returns the job's directory and, per source
+    path, its entry's directory and Parquet files (name, size)."""
+    helpers = jvm.helpers(spark)
+    paths = [f[0] for f in files]
+    names = [f[3] for f in files]
+    batch = tier.manifest.new_data_path()
+    out: dict[str, tuple[str, list[tuple[str, int]]]] = {}
+    for n, group in enumerate(_unique_id_groups(names)):
+        target = f"{batch}/{n}"
+        source = DataFrame(helpers.cache.read(scan.jscan, "\n".join(paths[i] for i in group)),
+                           spark)
+        tagged = source.select(
+            *[F.col(_quoted(c)) for c in columns],
+            F.crc32(F.input_file_name().cast("binary")).alias(FILE_ID),
+            F.monotonically_increasing_id().alias(_ROW))
+        with session.suspended(spark), session.conf_set(spark, _WRITE_CONF):
+            tagged.sortWithinPartitions(FILE_ID, _ROW).drop(_ROW) \
+                .write.partitionBy(FILE_ID).mode("errorifexists").parquet(target)
+        for i in group:
+            folder = f"{target}/{FILE_ID}={zlib.crc32(names[i].encode('utf-8'))}"
+            parts = [(f.name, f.size) for f in tier.fs.list(folder)
+                     if not f.is_dir and not f.name.startswith((".", "_"))]
+            out[paths[i]] = (folder, sorted(parts))
+    return batch, out
+
+
+def warm(spark: Any, tier: CacheTier, settings: Settings, df: DataFrame,
+         columns: list[str] | None, priority: str, ttl: str | None) -> WarmupResult:
+    """``hs.cache``: warms the files ``df`` reads (see the module docstring)."""
+    started = time.monotonic()
+    level = parse_priority(priority, allow_never=True)
+    if level is Priority.NEVER:
+        for s in scans(spark, df, settings.system_path):
+            for root in s.roots:
+                tier.never.set(root, reason="hs.cache(priority='NEVER')")
+        tier.reload()
+        return WarmupResult(0, 0, 0, time.monotonic() - started)
+    ttl_seconds = parse_duration(ttl) if ttl is not None else None
+    read_settings = json.loads(jvm.helpers(spark).plans.currentReadSettings(spark._jsparkSession))
+    found = scans(spark, df, settings.system_path)
+    markers = tier.never.list()
+    entries = defaultdict(list)
+    for e in tier.manifest.entries():
+        entries[e.file_path].append(e)
+    jobs: list[tuple[Scan, list[str], list[tuple[list, CacheKey, Any]]]] = []
+    for s in found:
+        wanted = cached_columns(s, columns, settings.case_sensitive)
+        _check_source(s, wanted)
+        for m in markers:
+            for path in [*s.roots, *(f[0] for f in s.files)]:
+                if path.rstrip("/") == m.root or path.startswith(m.root + "/"):
+                    tier.never.check(path)   # raises, naming the marker
+        todo = []
+        for f in s.files:
+            key = file_key(s, f, read_settings)
+            plan = plan_warmup(key, wanted, level, ttl_seconds, entries[f[0]])
+            if plan.write:
+                todo.append((f, key, plan))
+            else:
+                tier.manifest.raise_terms(key.hex, plan.priority, plan.ttl_seconds)
+        jobs.append((s, wanted, todo))
+    files = sum(len(s.files) for s in found)
+    read = written = 0
+    max_bytes = tier.max_bytes(settings.cache_max_bytes)
+    for s, wanted, todo in jobs:
+        by_columns: dict[tuple[str, ...], list] = defaultdict(list)
+        for item in todo:
+            by_columns[item[2].columns].append(item)
+        for cols, items in by_columns.items():
+            batch, written_files = _write(spark, tier, s, [f for f, _, _ in items], list(cols))
+            now = tier.manifest.now()
+            new = []
+            for f, key, plan in items:
+                folder, parts = written_files[f[0]]
+                new.append((CacheEntry(
+                    key=key.hex, source_root=_source_root(s, f[0]), file_path=f[0],
+                    file_size=int(f[1]), file_mtime=int(f[2]), columns=cols,
+                    priority=plan.priority, ttl_seconds=plan.ttl_seconds,
+                    bytes=sum(b for _, b in parts), data_path=folder, created=now,
+                    last_used=now, read_key=key.read_key,
+                    files=tuple((f"{folder}/{n}", b) for n, b in parts)), plan))
+            always = sum(e.bytes for e, p in new if p.priority is Priority.ALWAYS)
+            try:
+                check_always_fits(tier.manifest.entries(), always, max_bytes)
+            except CacheCapacityError:
+                tier.fs.delete(batch, recursive=True)
+                raise
+            for entry, plan in new:
+                tier.manifest.commit(entry, plan.supersedes)
+            read += sum(int(f[1]) for f, _, _ in items)
+            written += sum(e.bytes for e, _ in new)
+    tier.demote(settings)
+    return WarmupResult(files, read, written, time.monotonic() - started)
+
+
+def uncache(spark: Any, tier: CacheTier, settings: Settings, df: DataFrame) -> tuple[int, int]:
+    """``hs.uncache``: evicts the entries of the files ``df`` reads (however they were read)
+    and lifts NEVER markers of its sources; returns (entries evicted, their bytes)."""
+    found = scans(spark, df, settings.system_path)
+    paths = {f[0] for s in found for f in s.files}
+    evicted = tier.manifest.evict([e for e in tier.manifest.entries() if e.file_path in paths])
+    for s in found:
+        for root in s.roots:
+            tier.never.lift(root)
+    tier.reload()
+    return len(evicted), sum(e.bytes for e in evicted)

@@ -1,0 +1,219 @@
+package accelerator.jvm;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.catalyst.expressions.AttributeReference;
+import org.apache.spark.sql.catalyst.expressions.DynamicPruning;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.NamedExpression;
+import org.apache.spark.sql.catalyst.expressions.PlanExpression;
+import org.apache.spark.sql.catalyst.plans.logical.Filter;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.Project;
+import org.apache.spark.sql.catalyst.plans.logical.Union;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.execution.FileSourceScanExec;
+import org.apache.spark.sql.execution.SparkPlan;
+import org.apache.spark.sql.execution.datasources.FileStatusWithMetadata;
+import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
+import org.apache.spark.sql.execution.datasources.LogicalRelation;
+import org.apache.spark.sql.execution.datasources.PartitionDirectory;
+import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * The JVM half of the cache tier: serving (a file relation read as the union of its uncached
+ * files and the cache's Parquet copies of the others) and warming (which files a query reads,
+ * and a DataFrame over some of them). Which files are served is decided in Python; one
+ * instance holds that decision for a relation's files and is reused by every query over them.
+ */
+public final class CacheServing {
+  /** Which source files the cache serves for one relation's files, with their entries' files:
+   * built once per decision, reused by every query over those files. */
+  public static final class CachedFiles {
+    private final Map<String, FileStatus[]> cached = new HashMap<>();
+
+    private CachedFiles(String lines) {
+      for (String line : lines.split("\n")) {
+        if (line.isEmpty()) {
+          continue;
+        }
+        String[] parts = line.split("\t", -1);
+        FileStatus[] files = new FileStatus[(parts.length - 1) / 2];
+        for (int i = 0; i < files.length; i++) {
+          long size = Long.parseLong(parts[2 + 2 * i]);
+          files[i] = new FileStatus(size, false, 1, 128L << 20, 0L, new Path(parts[1 + 2 * i]));
+        }
+        cached.put(parts[0], files);
+      }
+    }
+
+    /** The number of source files served from the cache. */
+    public int size() {
+      return cached.size();
+    }
+  }
+
+  /**
+   * {@code lines}: one line per cached source file, tab-separated: the source file's path (as
+   * {@code FileStatus.getPath().toString()}), then pairs of an entry file's path and size.
+   */
+  public CachedFiles files(String lines) {
+    return new CachedFiles(lines);
+  }
+
+  /**
+   * The plan with its {@code ordinal}-th file relation read as the union of the relation
+   * without the {@code files} the cache serves and a Parquet relation over their entries' files, both projected
+   * to the data columns {@code requiredLines} names (newline-separated) and the partition
+   * columns, under the original attribute ids; a Filter right above the relation is applied to
+   * both branches. Null when the relation cannot be served this way (it is bucketed, exposes
+   * metadata columns, or has partition columns among its data columns).
+   */
+  public LogicalPlan swap(LogicalPlan plan, int ordinal, CachedFiles files,
+      String requiredLines) {
+    Map<String, FileStatus[]> cached = files.cached;
+    List<LogicalPlan> relations = new ArrayList<>();
+    PlanRewrite.collect(plan, relations);
+    LogicalRelation rel = (LogicalRelation) relations.get(ordinal);
+    HadoopFsRelation fs = (HadoopFsRelation) rel.relation();
+    StructType data = fs.dataSchema();
+    StructType partitions = fs.partitionSchema();
+    scala.collection.Seq<AttributeReference> out = rel.output();
+    if (fs.bucketSpec().isDefined() || out.size() != data.size() + partitions.size()) {
+      return null;
+    }
+    for (String name : partitions.fieldNames()) {
+      if (Arrays.asList(data.fieldNames()).contains(name)) {
+        return null;
+      }
+    }
+    Set<String> required = new HashSet<>(Arrays.asList(requiredLines.split("\n")));
+    List<AttributeReference> kept = new ArrayList<>();
+    List<StructField> keptFields = new ArrayList<>();
+    for (int i = 0; i < out.size(); i++) {
+      if (i >= data.size() || required.contains(data.fields()[i].name())) {
+        kept.add(out.apply(i));
+        if (i < data.size()) {
+          keptFields.add(data.fields()[i]);
+        }
+      }
+    }
+    SparkSession session = fs.sparkSession();
+    Object rest = PlanRewrite.copyCaseClass(fs, 0,
+        new PrunedFileIndex(fs.location(), cached.keySet(), false), session);
+    Object cache = PlanRewrite.copyCaseClass(fs, 0, new CachedFileIndex(fs.location(), cached),
+        session);
+    cache = PlanRewrite.copyCaseClass(cache, 2, new StructType(keptFields.toArray(new StructField[0])),
+        session);
+    cache = PlanRewrite.copyCaseClass(cache, 4, new ParquetFileFormat(), session);
+    cache = PlanRewrite.copyCaseClass(cache, 5, scala.collection.immutable.Map$.MODULE$.empty(),
+        session);
+    LogicalPlan cacheRel = (LogicalPlan) PlanRewrite.copyCaseClass(
+        PlanRewrite.copyCaseClass(rel, 0, cache), 1, CollectionConverters.asScala(kept).toSeq());
+    List<NamedExpression> projection = new ArrayList<>(kept);
+    LogicalPlan restRel = new Project(CollectionConverters.asScala(projection).toSeq(),
+        (LogicalPlan) PlanRewrite.copyCaseClass(rel, 0, rest));
+    LogicalPlan parent = PlanRewrite.parentOf(plan, rel);
+    LogicalPlan anchor = parent instanceof Filter ? parent : rel;
+    List<LogicalPlan> branches = new ArrayList<>();
+    for (LogicalPlan branch : new LogicalPlan[] {restRel, cacheRel}) {
+      branches.add(anchor == rel ? branch : new Filter(((Filter) anchor).condition(), branch));
+    }
+    LogicalPlan union = new Union(CollectionConverters.asScala(branches).toSeq(), false, false);
+    return (LogicalPlan) plan.transformUp(new PlanRewrite.SameNode(anchor, union));
+  }
+
+  // --- warming --------------------------------------------------------------------------
+
+  /** The file scans of a physical plan (before adaptive execution), in plan order. */
+  public FileSourceScanExec[] scans(SparkPlan plan) {
+    List<FileSourceScanExec> out = new ArrayList<>();
+    scala.collection.Seq<SparkPlan> leaves = plan.collectLeaves();
+    for (int i = 0; i < leaves.size(); i++) {
+      if (leaves.apply(i) instanceof FileSourceScanExec) {
+        out.add((FileSourceScanExec) leaves.apply(i));
+      }
+    }
+    return out.toArray(new FileSourceScanExec[0]);
+  }
+
+  /**
+   * A scan as JSON: its relation (as {@link PlanRewrite#describe} describes one), the data
+   * columns it reads ({@code required}) and the files it reads after partition pruning and
+   * any data-skipping index ({@code files}: [path, size, mtime, the name
+   * {@code input_file_name()} gives its rows]).
+   */
+  public String describeScan(FileSourceScanExec scan) {
+    HadoopFsRelation fs = scan.relation();
+    List<Expression> filters = new ArrayList<>();
+    scala.collection.Seq<Expression> all = scan.partitionFilters();
+    for (int i = 0; i < all.size(); i++) {
+      if (!runtimeOnly(all.apply(i))) {
+        filters.add(all.apply(i));
+      }
+    }
+    scala.collection.immutable.Seq<Expression> none =
+        CollectionConverters.asScala(new ArrayList<Expression>()).toSeq();
+    scala.collection.Seq<PartitionDirectory> dirs =
+        fs.location().listFiles(CollectionConverters.asScala(filters).toSeq(), none);
+    StringBuilder files = new StringBuilder("[");
+    for (int i = 0; i < dirs.size(); i++) {
+      scala.collection.Seq<FileStatusWithMetadata> listed = dirs.apply(i).files();
+      for (int j = 0; j < listed.size(); j++) {
+        FileStatus f = listed.apply(j).fileStatus();
+        files.append(files.length() > 1 ? "," : "").append('[')
+            .append(PlanRewrite.quote(f.getPath().toString())).append(',').append(f.getLen())
+            .append(',').append(f.getModificationTime()).append(',')
+            .append(PlanRewrite.quote(f.getPath().toUri().toString())).append(']');
+      }
+    }
+    StringBuilder required = new StringBuilder("[");
+    for (String name : scan.requiredSchema().fieldNames()) {
+      required.append(required.length() > 1 ? "," : "").append(PlanRewrite.quote(name));
+    }
+    String relation = PlanRewrite.describeFs(fs, 0);
+    return relation.substring(0, relation.length() - 1) + ",\"required\":" + required
+        + "],\"files\":" + files + "]}";
+  }
+
+  private static boolean runtimeOnly(Expression e) {
+    if (e instanceof DynamicPruning || e instanceof PlanExpression) {
+      return true;
+    }
+    scala.collection.Seq<Expression> children = e.children();
+    for (int i = 0; i < children.size(); i++) {
+      if (runtimeOnly(children.apply(i))) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** A DataFrame reading the scan's relation exactly as the query does, over {@code fileLines}
+   * (newline-separated paths, as {@link #describeScan} lists them) only. */
+  public Dataset<Row> read(FileSourceScanExec scan, String fileLines) {
+    HadoopFsRelation fs = scan.relation();
+    Set<String> files = new HashSet<>(Arrays.asList(fileLines.split("\n")));
+    Object only = PlanRewrite.copyCaseClass(fs, 0, new PrunedFileIndex(fs.location(), files),
+        fs.sparkSession());
+    @SuppressWarnings("unchecked")
+    Dataset<Row> out = (Dataset<Row>) fs.sparkSession().baseRelationToDataFrame(
+        (HadoopFsRelation) only);
+    return out;
+  }
+
+}

@@ -1,0 +1,116 @@
+package accelerator.jvm;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.execution.datasources.FileIndex;
+import org.apache.spark.sql.execution.datasources.FileStatusWithMetadata;
+import org.apache.spark.sql.execution.datasources.PartitionDirectory;
+import org.apache.spark.sql.types.StructType;
+
+import scala.collection.immutable.Seq;
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * The cache tier's Parquet files standing in for source files: lists, for each source file the
+ * wrapped index lists that has an entry in {@code cached}, the entry's files, under the source
+ * file's partition values. So Spark's partition pruning (and a data-skipping index that pruned
+ * the wrapped index) apply to the cached files exactly as to the source's.
+ */
+public final class CachedFileIndex implements FileIndex {
+  private final FileIndex delegate;
+  private final Map<String, FileStatus[]> cached;
+  private final long bytes;
+
+  /** {@code cached}: source file path ({@code FileStatus.getPath().toString()}) to its
+   * entry's files. */
+  public CachedFileIndex(FileIndex delegate, Map<String, FileStatus[]> cached) {
+    this.delegate = delegate;
+    this.cached = cached;
+    long total = 0;
+    for (FileStatus[] files : cached.values()) {
+      for (FileStatus f : files) {
+        total += f.getLen();
+      }
+    }
+    this.bytes = total;
+  }
+
+  @Override
+  public Seq<Path> rootPaths() {
+    return delegate.rootPaths();
+  }
+
+  @Override
+  public Seq<PartitionDirectory> listFiles(Seq<Expression> partitionFilters,
+      Seq<Expression> dataFilters) {
+    Seq<PartitionDirectory> dirs = delegate.listFiles(partitionFilters, dataFilters);
+    scala.collection.immutable.Map<String, Object> noMetadata =
+        scala.collection.immutable.Map$.MODULE$.empty();
+    List<PartitionDirectory> out = new ArrayList<>(dirs.size());
+    for (int i = 0; i < dirs.size(); i++) {
+      PartitionDirectory dir = dirs.apply(i);
+      Seq<FileStatusWithMetadata> files = dir.files();
+      List<FileStatusWithMetadata> served = new ArrayList<>();
+      for (int j = 0; j < files.size(); j++) {
+        FileStatus[] entry = cached.get(files.apply(j).fileStatus().getPath().toString());
+        if (entry != null) {
+          for (FileStatus f : entry) {
+            served.add(new FileStatusWithMetadata(f, noMetadata));
+          }
+        }
+      }
+      if (!served.isEmpty()) {
+        out.add(new PartitionDirectory(dir.values(),
+            CollectionConverters.asScala(served).toSeq()));
+      }
+    }
+    return CollectionConverters.asScala(out).toSeq();
+  }
+
+  @Override
+  public String[] inputFiles() {
+    List<String> out = new ArrayList<>();
+    for (FileStatus[] files : cached.values()) {
+      for (FileStatus f : files) {
+        out.add(f.getPath().toUri().toString());
+      }
+    }
+    return out.toArray(new String[0]);
+  }
+
+  @Override
+  public void refresh() {
+    delegate.refresh();
+  }
+
+  @Override
+  public long sizeInBytes() {
+    return bytes;
+  }
+
+  @Override
+  public StructType partitionSchema() {
+    return delegate.partitionSchema();
+  }
+
+  @Override
+  public boolean equals(Object o) {
+    return o instanceof CachedFileIndex && ((CachedFileIndex) o).delegate.equals(delegate)
+        && ((CachedFileIndex) o).cached == cached;
+  }
+
+  @Override
+  public int hashCode() {
+    return 31 * delegate.hashCode() + System.identityHashCode(cached);
+  }
+
+  @Override
+  public String toString() {
+    return "CachedFileIndex(" + cached.size() + " cached source files, " + delegate + ")";
+  }
+}
