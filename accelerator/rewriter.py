@@ -236,7 +236,9 @@ class Rewriter:
                 serve = self._serve[kinds.kind_of(decision.chosen.index).serving]
                 result.plan = serve(result.plan, decision, joined, settings, payload)
             if decision.cache is not None and decision.cache.files is not None:
-                result.plan = self._serve_cache(result.plan, decision, settings, record)
+                result.plan = self._serve_cache(result.plan, decision)
+        if record and covered:
+            self._record_cache_use(decisions, settings)
         if record and settings.history_enabled and not self._reads_own_files(settings, decisions):
             self.recorder(settings.system_path).record_plan(
                 root, [(r, d.description) for r, d in zip(relations, decisions)], result.applied)
@@ -256,7 +258,7 @@ class Rewriter:
                 self._cache_roots[settings.cache_path] = (view.generation, view.dirs)
         if changed and (view.dirs or (published and published[1])):
             self._publish_roots()
-        return view if view.active else None
+        return view if view.by_path else None
 
     def _cache_decision(self, plan: Any, root: PlanNode, relation: PlanNode,
                         decision: RelationDecision, view: cache_serving.CacheView,
@@ -304,10 +306,8 @@ class Rewriter:
                                  "cache", serving, None, required)
         return CacheDecision("APPLIED", "", serving, jfiles, required)
 
-    def _serve_cache(self, plan: Any, decision: RelationDecision, settings: Settings,
-                     record: bool) -> Any:
-        """The relation reads its cached files from the cache (see CacheServing.swap); the
-        use is buffered for the entries' hits and last use."""
+    def _serve_cache(self, plan: Any, decision: RelationDecision) -> Any:
+        """The relation reads its cached files from the cache (see CacheServing.swap)."""
         cache = decision.cache
         swapped = self._helpers.cache.swap(plan, decision.ordinal, cache.files,
                                            "\n".join(sorted(cache.required)))
@@ -316,12 +316,23 @@ class Rewriter:
                                            "file metadata columns or repeats a partition "
                                            "column among its data columns")
             return plan
-        if record:
-            served = cache.plan.served
-            kept = set(decision.chosen.kept) if decision.chosen is not None else None
-            used = [e for p, e in served.items() if kept is None or p in kept]
-            tier_for(self._fs, settings.cache_path).record(used, cache.plan.source_files)
         return swapped
+
+    def _record_cache_use(self, decisions: list[RelationDecision], settings: Settings) -> None:
+        """Buffers a query's use of the cache: a hit on each entry it reads (of the files a
+        data-skipping index kept, where one did), a miss for each file read from the source
+        (see :attr:`ServingPlan.misses`)."""
+        used, misses = [], 0
+        for d in decisions:
+            plan = d.cache.plan if d.cache is not None else None
+            if plan is None:
+                continue
+            kept = set(d.chosen.kept) if d.chosen is not None else None
+            if d.cache.code == "APPLIED":
+                used += [e for p, e in plan.served.items() if kept is None or p in kept]
+            misses += plan.misses if kept is None else len(kept.difference(plan.served))
+        if used or misses:
+            tier_for(self._fs, settings.cache_path).record(used, misses)
 
     def _reads_own_files(self, settings: Settings, decisions: list[RelationDecision]) -> bool:
         """Whether a plan reads only files under the system path (its history, events or

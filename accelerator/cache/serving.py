@@ -60,7 +60,7 @@ class CacheView:
     loaded_at: float
     active: Mapping[tuple[str, str, int, int], CacheEntry]   # (read key, path, size, mtime)
     by_path: Mapping[str, tuple[CacheEntry, ...]]            # every entry, EVICTED too
-    dirs: frozenset[str]                                     # directories above cached files
+    dirs: frozenset[str]            # directories above the files of entries (EVICTED too)
 
     @classmethod
     def of(cls, entries: Iterable[CacheEntry], generation: int, loaded_at: float) -> "CacheView":
@@ -71,15 +71,15 @@ class CacheView:
             by_path.setdefault(e.file_path, []).append(e)
             if e.active:
                 active[(e.read_key, e.file_path, e.file_size, e.file_mtime)] = e
-                parent = e.file_path.rpartition("/")[0]
-                if parent not in dirs:
-                    dirs.add(parent)
-                    dirs.update(parent_dirs(parent))
+            parent = e.file_path.rpartition("/")[0]
+            if parent not in dirs:
+                dirs.add(parent)
+                dirs.update(parent_dirs(parent))
         return cls(generation, loaded_at, active, {p: tuple(v) for p, v in by_path.items()},
                    frozenset(dirs))
 
     def covers(self, roots: Iterable[str]) -> bool:
-        """Whether some cached file lies under one of ``roots``."""
+        """Whether the file of some entry (ACTIVE or EVICTED) lies under one of ``roots``."""
         return any(r.rstrip("/") in self.dirs for r in roots)
 
     def _reason(self, read_key: str, path: str, size: int, mtime: int,
@@ -112,6 +112,12 @@ class ServingPlan:
     @property
     def source_files(self) -> int:
         return sum(self.reasons.values())
+
+    @property
+    def misses(self) -> int:
+        """Files read from the source that a warm-up of this read could serve: all but those
+        cached as read another way (e.g. the text reads of JSON schema inference)."""
+        return self.source_files - self.reasons.get(OTHER_READ, 0)
 
 
 def plan_serving(view: CacheView, read_key: str, files: Iterable[list],

@@ -24,20 +24,31 @@ import scala.jdk.javaapi.CollectionConverters;
 public final class CachedFileIndex implements FileIndex {
   private final FileIndex delegate;
   private final Map<String, FileStatus[]> cached;
-  private final long bytes;
+  private volatile List<FileStatus> served;   // every file listed without filters, once
 
   /** {@code cached}: source file path ({@code FileStatus.getPath().toString()}) to its
    * entry's files. */
   public CachedFileIndex(FileIndex delegate, Map<String, FileStatus[]> cached) {
     this.delegate = delegate;
     this.cached = cached;
-    long total = 0;
-    for (FileStatus[] files : cached.values()) {
-      for (FileStatus f : files) {
-        total += f.getLen();
+  }
+
+  /** The cached files of the source files the wrapped index lists (after its pruning). */
+  private List<FileStatus> servedFiles() {
+    if (served == null) {
+      scala.collection.immutable.Seq<Expression> none =
+          CollectionConverters.asScala(new ArrayList<Expression>()).toSeq();
+      Seq<PartitionDirectory> dirs = listFiles(none, none);
+      List<FileStatus> out = new ArrayList<>();
+      for (int i = 0; i < dirs.size(); i++) {
+        Seq<FileStatusWithMetadata> files = dirs.apply(i).files();
+        for (int j = 0; j < files.size(); j++) {
+          out.add(files.apply(j).fileStatus());
+        }
       }
+      served = out;
     }
-    this.bytes = total;
+    return served;
   }
 
   @Override
@@ -75,10 +86,8 @@ public final class CachedFileIndex implements FileIndex {
   @Override
   public String[] inputFiles() {
     List<String> out = new ArrayList<>();
-    for (FileStatus[] files : cached.values()) {
-      for (FileStatus f : files) {
-        out.add(f.getPath().toUri().toString());
-      }
+    for (FileStatus f : servedFiles()) {
+      out.add(f.getPath().toUri().toString());
     }
     return out.toArray(new String[0]);
   }
@@ -86,11 +95,16 @@ public final class CachedFileIndex implements FileIndex {
   @Override
   public void refresh() {
     delegate.refresh();
+    served = null;
   }
 
   @Override
   public long sizeInBytes() {
-    return bytes;
+    long total = 0;
+    for (FileStatus f : servedFiles()) {
+      total += f.getLen();
+    }
+    return total;
   }
 
   @Override
