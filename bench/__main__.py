@@ -79,6 +79,30 @@ def _table(report: dict) -> str:
             lines.append(f"{p['name'][:34]:34} {p['off_ms']:9.2f} {p['on_ms']:8.2f} {p['added_ms']:8.2f} "
                          f"{'<= ' + format(p['expected']['max_added_ms'], 'g'):>8} {str(p['expected']['met']):>5} "
                          f"{str(p['kept_files']) + '/' + str(p['files']):>12}")
+    cached = [w for w in report["workloads"] if "cache" in w]
+    if cached:
+        lines.append("")
+        lines.append(f"{'cache (hs.cache once)':34} {'files':>9} {'MB read':>8} {'MB wrote':>8} "
+                     f"{'seconds':>8} {'served':>7}")
+        for w in cached:
+            c = w["cache"]
+            lines.append(f"{w['name'][:34]:34} {c['files']:9d} {c['bytesRead'] / 1e6:8.1f} "
+                         f"{c['bytesWritten'] / 1e6:8.1f} {c['wall_s']:8.1f} {str(c.get('served')):>7}")
+    if report.get("cache_warmups"):
+        lines.append("")
+        lines.append(f"{'cache warm-up (median s)':34} {'cache':>9} {'scan':>8} {'c/scan':>8} {'target':>8} {'met':>5}")
+        for b in report["cache_warmups"]:
+            lines.append(f"{b['name'][:34]:34} {b['cache_s']['median']:9.3f} {b['scan_s']['median']:8.3f} "
+                         f"{b['ratio_cache_over_scan']:8.3f} {'<= ' + format(b['expected']['max_ratio'], 'g'):>8} "
+                         f"{str(b['expected']['met']):>5}")
+    if report.get("cache_planning"):
+        lines.append("")
+        lines.append(f"{'cache planning (median ms)':34} {'off':>9} {'on':>8} {'added':>8} {'target':>8} "
+                     f"{'met':>5} {'files cached':>12}")
+        for p in report["cache_planning"]:
+            lines.append(f"{p['name'][:34]:34} {p['off_ms']:9.2f} {p['on_ms']:8.2f} {p['added_ms']:8.2f} "
+                         f"{'<= ' + format(p['expected']['max_added_ms'], 'g'):>8} {str(p['expected']['met']):>5} "
+                         f"{str(p['cached_files']) + '/' + str(p['files']):>12}")
     lines.append("")
     lines.append(f"{'planning (median ms)':34} {'off':>9} {'on':>8} {'added':>8}")
     for name, p in report["planning"].items():
@@ -108,6 +132,9 @@ def main(argv: list[str] | None = None) -> int:
                           "none with --warmups 0)")
     run.add_argument("--many-files", type=int, default=1000,
                      help="files of the many-small-files source of the pruning benchmarks")
+    run.add_argument("--cache-files", type=int, default=10_000,
+                     help="files of the many-small-files source of the cache planning benchmark "
+                          "(half of them cached)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
     logging.getLogger("bench").setLevel(logging.INFO)
@@ -115,10 +142,12 @@ def main(argv: list[str] | None = None) -> int:
     import shutil
 
     from bench import datasets
-    from bench.harness import build_cost, make_spark, planning_overhead, pruning_cost, run_workload
-    from bench.workloads import BUILDS, PRUNING, WORKLOADS, Context, lineitem_facts
+    from bench.harness import (build_cost, cache_planning_cost, cache_warmup_cost, make_spark,
+                               planning_overhead, pruning_cost, run_workload)
+    from bench.workloads import (BUILDS, CACHE_PLANNING, CACHE_WARMUPS, PRUNING, WORKLOADS, Context,
+                                 lineitem_facts)
 
-    known = [b.name for b in (*WORKLOADS, *BUILDS, *PRUNING)]
+    known = [b.name for b in (*WORKLOADS, *BUILDS, *PRUNING, *CACHE_WARMUPS, *CACHE_PLANNING)]
     unknown = set(args.only or []) - set(known)
     if unknown:
         parser.error(f"unknown workload(s): {', '.join(sorted(unknown))}; known: {', '.join(known)}")
@@ -126,9 +155,10 @@ def main(argv: list[str] | None = None) -> int:
     shutil.rmtree(args.work_dir, ignore_errors=True)
     os.makedirs(args.work_dir)
     spark = make_spark(args.work_dir, args.buckets)
-    ctx = Context(spark, args.data_dir, args.scale, args.many_files)
+    ctx = Context(spark, args.data_dir, args.scale, args.many_files, args.cache_files)
     report = {"scale": args.scale, "machine": {"cores": os.cpu_count(), "master": "local[2]"},
-              "spark": spark.version, "workloads": [], "builds": [], "pruning": []}
+              "spark": spark.version, "workloads": [], "builds": [], "pruning": [],
+              "cache_warmups": [], "cache_planning": []}
     built: dict[str, str] = {}   # indexes built by this run: workloads declaring one share it
     for workload in chosen(WORKLOADS):
         logging.getLogger("bench").info("workload %s", workload.name)
@@ -143,6 +173,15 @@ def main(argv: list[str] | None = None) -> int:
         # the per-file work runs in Python and the JVM: as many warm-up rounds as timed ones
         report["pruning"].append(pruning_cost(spark, bench, ctx, args.planning_runs,
                                               warmups=args.planning_runs if args.warmups else 0))
+    for bench in chosen(CACHE_WARMUPS):
+        logging.getLogger("bench").info("cache warm-up cost %s", bench.name)
+        report["cache_warmups"].append(cache_warmup_cost(spark, bench, ctx, args.work_dir,
+                                                         args.pairs, warmups=min(1, args.warmups)))
+    for bench in chosen(CACHE_PLANNING):
+        logging.getLogger("bench").info("cache planning cost %s", bench.name)
+        report["cache_planning"].append(cache_planning_cost(
+            spark, bench, ctx, args.planning_runs,
+            warmups=args.planning_runs if args.warmups else 0))
     tables = datasets.tpch(args.data_dir, args.scale)
     key = lineitem_facts(ctx)["key"]
     report["planning"] = planning_overhead(
@@ -155,9 +194,14 @@ def main(argv: list[str] | None = None) -> int:
             f.write(text)
     else:
         print(text)
-    failed = [w["name"] for w in report["workloads"] + report["pruning"] if not w["identical"]]
+    failed = [w["name"] for w in report["workloads"] + report["pruning"] + report["cache_planning"]
+              if not w["identical"]]
     if failed:
-        print(f"\nFAILED: results differ from vanilla Spark in {', '.join(failed)}", file=sys.stderr)
+        print(f"\nFAILED: results differ from vanilla Spark (or the cache was not read) in "
+              f"{', '.join(failed)}", file=sys.stderr)
+        for w in report["workloads"] + report["cache_planning"]:
+            for failure in w.get("failures", []):
+                print(f"  {w['name']}: {failure}", file=sys.stderr)
         return 1
     return 0
 

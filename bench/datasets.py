@@ -40,6 +40,20 @@ def tpch(data_dir: str, scale: float, tables: tuple[str, ...] = ("lineitem", "or
     return {t: str(out / t) for t in tables}
 
 
+def tpch_csv(data_dir: str, scale: float, table: str = "lineitem") -> str:
+    """Path of one TPC-H table at ``scale`` as CSV with a header line (``tpchgen-cli csv``, as
+    many files as the Parquet tables: :func:`tpch_parts`), generated once."""
+    out = Path(data_dir) / f"tpch-sf{scale:g}-csv"
+    if not (out / DONE).exists():
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir(parents=True)
+        log.info("generating TPC-H SF%g %s as CSV into %s", scale, table, out)
+        subprocess.run([_tpchgen(), "csv", "-s", f"{scale:g}", f"--parts={tpch_parts(scale)}",
+                        f"--tables={table}", f"--output-dir={out}"], check=True)
+        (out / DONE).write_text(json.dumps({"scale": scale, "tables": [table]}))
+    return str(out / table)
+
+
 def eventlog_rows(scale: float) -> int:
     """Event-log rows: 5 million per unit of scale, at least 20,000."""
     return max(20_000, int(5_000_000 * scale))
@@ -59,6 +73,40 @@ def eventlog(spark: Any, data_dir: str, scale: float, seed: int = 7) -> dict[str
         log.info("generating the event log (%d rows, %d files) into %s", eventlog_rows(scale), files, out)
         facts = generator.generate(spark, str(out / "events"), eventlog_rows(scale), files, seed)
         done.write_text(json.dumps(facts, default=str))
+    return json.loads(done.read_text())
+
+
+def eventlog_json_rows(scale: float) -> int:
+    """Rows of the gzip JSON-lines event log: 2 million per unit of scale, at least 4,000."""
+    return max(4_000, int(2_000_000 * scale))
+
+
+#: how the JSON-lines event log writes and reads ``ts`` (microseconds kept, as in Parquet)
+JSON_TIMESTAMP_FORMAT = "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX"
+
+
+def eventlog_json(spark: Any, data_dir: str, scale: float, seed: int = 7) -> dict[str, Any]:
+    """The synthetic event log (bench/eventlog.py: same generator, same columns, nested
+    structs included) as gzip-compressed JSON lines: :func:`eventlog_json_rows` events in 32
+    files (4 below scale 1), one per partition of the generator, written once with Spark
+    (``compression=gzip``, ``ts`` with microseconds) and regenerated when
+    ``bench.eventlog.VERSION`` changes. Returns ``path``, ``rows``, ``files``, ``version`` and
+    ``schema`` (the Parquet log's schema as JSON, to read the lines back with)."""
+    from bench import eventlog as generator
+
+    out = Path(data_dir) / f"eventlog-json-sf{scale:g}-seed{seed}"
+    done = out / DONE
+    if not done.exists() or json.loads(done.read_text()).get("version") != generator.VERSION:
+        shutil.rmtree(out, ignore_errors=True)
+        rows, files = eventlog_json_rows(scale), 32 if scale >= 1 else 4
+        log.info("generating the event log as gzip JSON lines (%d rows, %d files) into %s",
+                 rows, files, out)
+        events = generator.events(spark, rows, files, seed)
+        (events.write.mode("overwrite").option("compression", "gzip")
+         .option("timestampFormat", JSON_TIMESTAMP_FORMAT).json(str(out / "events")))
+        facts = {"path": str(out / "events"), "rows": rows, "files": files, "seed": seed,
+                 "version": generator.VERSION, "schema": events.schema.json()}
+        done.write_text(json.dumps(facts))
     return json.loads(done.read_text())
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import statistics
 import sys
 import time
@@ -13,9 +14,10 @@ from typing import Any, Callable
 from pyspark.sql import DataFrame, SparkSession
 
 from accelerator import Hyperspace, IndexNotFoundError
-from accelerator.explain import why_not
+from accelerator.explain import CACHE, why_not
 from accelerator.session import conf_set
-from bench.workloads import SHUFFLE_PARTITIONS, BuildCost, Context, PruningCost, Workload
+from bench.workloads import (SHUFFLE_PARTITIONS, BuildCost, CachePlanningCost, CacheWarmupCost,
+                             Context, PruningCost, Workload, read_parquet)
 
 log = logging.getLogger("bench.harness")
 
@@ -197,8 +199,8 @@ def _run_workload(spark: SparkSession, workload: Workload, ctx: Context, work_di
     facts = workload.prepare(ctx)
     hs = Hyperspace(spark)
 
-    def build(path: str) -> DataFrame:
-        return workload.query(spark.read.parquet(path), facts)
+    def build(path: str, read: Callable[[Any, str, dict], DataFrame] = workload.read) -> DataFrame:
+        return workload.query(read(spark, path, facts), facts)
 
     Hyperspace.disable(spark)
     expected = canonical(build(facts["path"]).collect())
@@ -211,13 +213,27 @@ def _run_workload(spark: SparkSession, workload: Workload, ctx: Context, work_di
     if workload.limit is not None:
         limit_path = os.path.join(work_dir, "limit", workload.name)
         if not os.path.exists(limit_path):
-            workload.limit(spark.read.parquet(facts["path"]), facts).coalesce(1).write.parquet(limit_path)
+            rows = workload.limit(workload.read(spark, facts["path"], facts), facts)
+            if workload.limit_files is not None:
+                rows = rows.coalesce(workload.limit_files)
+            rows.write.parquet(limit_path)
+    cached = None
+    if workload.cache is not None:   # warm the cache once (entries shared with other workloads)
+        to_cache = workload.cache(workload.read(spark, facts["path"], facts), facts)
+        seconds, row = _timed(lambda: hs.cache(to_cache).first())
+        cached = {**row.asDict(), "wall_s": seconds}
+        Hyperspace.enable(spark)   # the timed runs must read the cache: checked before them too
+        cached["served_before_runs"] = CACHED_FILE_INDEX in _executed_plan(build(facts["path"]))
+        Hyperspace.disable(spark)
 
     failures: list[str] = []
+    if cached is not None and not cached["served_before_runs"]:
+        failures.append(f"the accelerated plan does not read the cache (no {CACHED_FILE_INDEX})")
 
     def side(enabled: bool, path: str, label: str) -> float:
         (Hyperspace.enable if enabled else Hyperspace.disable)(spark)
-        seconds, rows = _timed(lambda: build(path).collect())
+        read = read_parquet if path == limit_path else workload.read
+        seconds, rows = _timed(lambda: build(path, read).collect())
         if canonical(rows) != expected:
             failures.append(f"{label}: {len(rows)} rows differ from vanilla's {len(expected)}")
         return seconds
@@ -245,7 +261,14 @@ def _run_workload(spark: SparkSession, workload: Workload, ctx: Context, work_di
     Hyperspace.enable(spark)
     read_accelerated = scan_stats(spark, build(facts["path"]))
     shuffles_accelerated = shuffles(build(facts["path"]))
-    used = [r.index for r in why_not(spark, build(facts["path"])) if r.code == "APPLIED"]
+    reasons = why_not(spark, build(facts["path"]))
+    used = [r.index for r in reasons if r.code == "APPLIED"]
+    if cached is not None:
+        cached["reasons"] = [f"{r.code}: {r.reason}" for r in reasons if r.index == CACHE]
+        cached["served"] = CACHED_FILE_INDEX in _executed_plan(build(facts["path"]))
+        if not cached["served"]:
+            failures.append("the accelerated plan does not read the cache (no "
+                            f"{CACHED_FILE_INDEX} in it): {cached['reasons']}")
     Hyperspace.disable(spark)
     refresh = after_refresh = None
     if workload.refresh_cost:
@@ -281,7 +304,16 @@ def _run_workload(spark: SparkSession, workload: Workload, ctx: Context, work_di
         "indexes": indexes,
         "indexes_used": sorted(set(used)),
         **({"refresh": refresh, "after_refresh": after_refresh} if refresh is not None else {}),
+        **({"cache": cached} if cached is not None else {}),
     }
+
+
+#: the file index the cache tier's scans read through (in the executed plan's text)
+CACHED_FILE_INDEX = "CachedFileIndex"
+
+
+def _executed_plan(df: DataFrame) -> str:
+    return df._jdf.queryExecution().executedPlan().toString()
 
 
 def _refresh_cost(hs: Hyperspace, indexes: list[dict]) -> list[dict]:
@@ -405,4 +437,101 @@ def pruning_cost(spark: SparkSession, bench: PruningCost, ctx: Context, runs: in
         "expected": {"max_added_ms": bench.max_added_ms,
                      "met": kept < files and timing["added_ms"] <= bench.max_added_ms},
         "index": build,
+    }
+
+
+#: where the cache tier keeps its entries (a session setting)
+CACHE_PATH = "spark.accelerator.cache.path"
+
+
+def cache_warmup_cost(spark: SparkSession, bench: CacheWarmupCost, ctx: Context, work_dir: str,
+                      runs: int, warmups: int = 1) -> dict:
+    """Median seconds of ``hs.cache`` of ``bench``'s DataFrame into an empty cache (a fresh
+    ``spark.accelerator.cache.path`` each run, deleted afterwards) and of one vanilla scan of
+    the same DataFrame (``write.format("noop")``), alternating, after ``warmups`` runs of
+    each; their ratio. Both include reading the source DataFrame (listing its files)."""
+    workload = bench.workload
+    facts = workload.prepare(ctx)
+    hs = Hyperspace(spark)
+    Hyperspace.disable(spark)
+    root = os.path.join(work_dir, "cache-warmup", bench.name)
+    frame = lambda: workload.cache(workload.read(spark, facts["path"], facts), facts)  # noqa: E731
+    cached: list[float] = []
+    scanned: list[float] = []
+    summary: dict = {}
+
+    def cache_run(i: int) -> float:
+        path = os.path.join(root, str(i))
+        with conf_set(spark, {CACHE_PATH: path}):
+            seconds, row = _timed(lambda: hs.cache(frame()).first())
+            summary.clear()
+            summary.update(row.asDict())
+        shutil.rmtree(path, ignore_errors=True)
+        return seconds
+
+    def scan_run() -> float:
+        seconds, _ = _timed(lambda: frame().write.format("noop").mode("overwrite").save())
+        return seconds
+
+    for i in range(warmups):
+        cache_run(-1 - i)
+        scan_run()
+    for i in range(runs):
+        cached.append(cache_run(i))
+        scanned.append(scan_run())
+    shutil.rmtree(root, ignore_errors=True)
+    ratio = statistics.median(cached) / statistics.median(scanned)
+    return {
+        "name": bench.name,
+        "description": bench.description,
+        "cache_s": _stats(cached),
+        "scan_s": _stats(scanned),
+        "ratio_cache_over_scan": ratio,
+        "pairs": [c / s for c, s in zip(cached, scanned)],
+        "expected": {"max_ratio": bench.max_ratio, "met": ratio <= bench.max_ratio},
+        "last_cache": summary,   # files, bytesRead, bytesWritten, seconds of the last warm-up
+    }
+
+
+def cache_planning_cost(spark: SparkSession, bench: CachePlanningCost, ctx: Context, runs: int,
+                        warmups: int) -> dict:
+    """Caches part of a many-file source (timed), then the median milliseconds of building the
+    executed plan of ``bench``'s query over the whole source with the accelerator off and on
+    (alternating, after ``warmups`` untimed rounds, see ``planning_overhead``); checks that the
+    plan reads the cache and that its rows equal vanilla's. The cached entries stay (they are
+    under the run's cache path)."""
+    facts = bench.prepare(ctx)
+    hs = Hyperspace(spark)
+    Hyperspace.disable(spark)
+    read = lambda: spark.read.parquet(facts["path"])  # noqa: E731
+    seconds, row = _timed(lambda: hs.cache(bench.cached(spark, facts)).first())
+    try:
+        files = len(read().inputFiles())
+        expected = canonical(bench.query(read(), facts, 1).collect())
+        Hyperspace.enable(spark)
+        probe = bench.query(read(), facts, 1)
+        served = CACHED_FILE_INDEX in _executed_plan(probe)
+        reasons = [f"{r.code}: {r.reason}" for r in why_not(spark, probe, CACHE)]
+        identical = canonical(probe.collect()) == expected
+        Hyperspace.disable(spark)
+        timing = planning_overhead(spark, {bench.name: lambda i: bench.query(read(), facts, i)},
+                                   runs, warmups)[bench.name]
+    finally:
+        Hyperspace.disable(spark)
+    failures = [] if served else [f"the accelerated plan does not read the cache: {reasons}"]
+    if not identical:
+        failures.append("rows differ from vanilla's")
+    return {
+        "name": bench.name,
+        "description": bench.description,
+        "files": files,
+        "cached_files": row["files"],
+        "cache": {**row.asDict(), "wall_s": seconds},
+        "served": served,
+        "reasons": reasons,
+        "identical": identical and served,
+        "failures": failures,
+        **timing,
+        "expected": {"max_added_ms": bench.max_added_ms,
+                     "met": served and timing["added_ms"] <= bench.max_added_ms},
     }

@@ -32,6 +32,12 @@ class Context:
     data_dir: str
     scale: float
     many_files: int = 1000
+    cache_files: int = 10_000
+
+
+def read_parquet(spark: Any, path: str, facts: dict) -> DataFrame:
+    """The default reader of a workload's source."""
+    return spark.read.parquet(path)
 
 
 @dataclass(frozen=True)
@@ -49,6 +55,14 @@ class Workload:
     files, say), before anything is measured; with ``refresh_cost``, the indexes over the changed
     source are then refreshed incrementally (timed against their build) and dropped, since the
     next run's ``prepare`` restores the source.
+
+    ``read(spark, path, facts)`` reads the source (Parquet by default; a CSV or JSON source
+    says how, with its schema). ``cache(df, facts)``, if given, is the DataFrame passed to
+    ``hs.cache`` once before anything is measured (its columns of its files are copied into the
+    cache tier): the accelerated side must then read the cache (its executed plan holds a
+    ``CachedFileIndex``), or the workload fails. The limit is always read as Parquet;
+    ``limit_files`` is how many files it is written as (None: one per partition of the
+    ``limit`` DataFrame, e.g. one per source file, as the cache holds them).
     """
 
     name: str
@@ -62,6 +76,9 @@ class Workload:
     conf: dict[str, str] = field(default_factory=dict)
     change: Callable[[Any, dict], None] | None = None
     refresh_cost: bool = False
+    read: Callable[[Any, str, dict], DataFrame] = read_parquet
+    cache: Callable[[DataFrame, dict], DataFrame] | None = None
+    limit_files: int | None = 1
 
 
 @dataclass(frozen=True)
@@ -97,6 +114,39 @@ class PruningCost:
     description: str
     prepare: Callable[[Context], dict]
     index: Callable[[dict], Any]
+    query: Callable[[DataFrame, dict, int], DataFrame]
+    max_added_ms: float
+
+
+@dataclass(frozen=True)
+class CacheWarmupCost:
+    """The cost of warming the cache (``hs.cache``) against one vanilla scan of the same columns.
+
+    ``workload`` is a cache workload: its ``prepare``, ``read`` and ``cache`` give the DataFrame
+    that is cached (into an empty cache, a fresh cache path each run) and scanned
+    (``write.format("noop")``). The expectation is ``median cache / median scan <= max_ratio``.
+    """
+
+    name: str
+    description: str
+    workload: "Workload"
+    max_ratio: float
+
+
+@dataclass(frozen=True)
+class CachePlanningCost:
+    """What the cache tier adds to planning a query over a source of many files, some cached.
+
+    ``prepare(ctx)`` returns facts with ``path``; ``cached(spark, facts)`` is the DataFrame
+    cached once (part of the files); ``query(df, facts, i)`` is the ``i``-th query over the
+    whole source, whose executed plan is built with the accelerator off and on, alternating.
+    The expectation is ``median on - median off <= max_added_ms``.
+    """
+
+    name: str
+    description: str
+    prepare: Callable[[Context], dict]
+    cached: Callable[[Any, dict], DataFrame]
     query: Callable[[DataFrame, dict, int], DataFrame]
     max_added_ms: float
 
@@ -227,6 +277,66 @@ def _partkey_lookup(df: DataFrame, facts: dict) -> DataFrame:
     return _partkey_rows(df, facts).select("l_orderkey", "l_partkey", "l_quantity", "l_extendedprice")
 
 
+def _events_json(ctx: Context) -> dict:
+    return {**datasets.eventlog_json(ctx.spark, ctx.data_dir, ctx.scale), "key": "DE"}
+
+
+def _read_events_json(spark: Any, path: str, facts: dict) -> DataFrame:
+    """The JSON-lines event log, read with the Parquet log's schema (no inference pass)."""
+    from pyspark.sql.types import StructType
+    import json as _json
+
+    return (spark.read.schema(StructType.fromJson(_json.loads(facts["schema"])))
+            .option("timestampFormat", datasets.JSON_TIMESTAMP_FORMAT).json(path))
+
+
+#: the event log's columns the two cached JSON workloads read (``user`` is a struct)
+EVENTS_CACHED_COLUMNS = ["event_id", "ts", "session_id", "level", "user"]
+
+
+def _events_cached(df: DataFrame, facts: dict) -> DataFrame:
+    return df.select(*EVENTS_CACHED_COLUMNS)
+
+
+def _events_errors_of_country(df: DataFrame, facts: dict) -> DataFrame:
+    return (df.filter((F.col("level") == "ERROR") & (F.col("user.country") == facts["key"]))
+            .select("event_id", "ts", "session_id", F.col("user.id").alias("user_id")))
+
+
+def _events_per_country_level(df: DataFrame, facts: dict) -> DataFrame:
+    return (df.groupBy(F.col("user.country").alias("country"), "level")
+            .agg(F.count("*").alias("events"), F.countDistinct("session_id").alias("sessions"),
+                 F.min("ts").alias("first"), F.max("ts").alias("last")))
+
+
+#: lineitem's columns as tpchgen-cli's Parquet holds them (the CSV is read back with them)
+LINEITEM_SCHEMA = (
+    "l_orderkey long, l_partkey long, l_suppkey long, l_linenumber int, "
+    "l_quantity decimal(15,2), l_extendedprice decimal(15,2), l_discount decimal(15,2), "
+    "l_tax decimal(15,2), l_returnflag string, l_linestatus string, l_shipdate date, "
+    "l_commitdate date, l_receiptdate date, l_shipinstruct string, l_shipmode string, "
+    "l_comment string")
+#: the columns TPC-H Q6 reads
+Q6_COLUMNS = ["l_shipdate", "l_discount", "l_quantity", "l_extendedprice"]
+
+
+def _lineitem_csv(ctx: Context) -> dict:
+    return {"path": datasets.tpch_csv(ctx.data_dir, ctx.scale), "key": "1994"}
+
+
+def _read_lineitem_csv(spark: Any, path: str, facts: dict) -> DataFrame:
+    return spark.read.option("header", "true").schema(LINEITEM_SCHEMA).csv(path)
+
+
+def _q6(df: DataFrame, facts: dict) -> DataFrame:
+    """TPC-H Q6: revenue of the year's lines with a discount of .05-.07 and quantity < 24."""
+    year = int(facts["key"])
+    return (df.filter(F.expr(f"l_shipdate >= DATE '{year}-01-01' AND l_shipdate < DATE "
+                             f"'{year + 1}-01-01' AND l_discount BETWEEN 0.05 AND 0.07 "
+                             "AND l_quantity < 24"))
+            .agg(F.sum(F.col("l_extendedprice") * F.col("l_discount")).alias("revenue")))
+
+
 LINEITEM_INDEX = IndexConfig("bench_lineitem_partkey", indexedColumns=["l_partkey"],
                              includedColumns=["l_orderkey", "l_quantity", "l_extendedprice"])
 
@@ -328,6 +438,44 @@ WORKLOADS: list[Workload] = [
         min_ratio=1 / 1.1,
     ),
     Workload(
+        name="eventlog_json_cached_filter",
+        description="gzip JSON-lines event log, selective filter (ERROR events of one country), "
+                    "after hs.cache of the columns the cached workloads read; limit: the same "
+                    "columns as Parquet",
+        prepare=_events_json,
+        read=_read_events_json,
+        cache=_events_cached,
+        query=_events_errors_of_country,
+        limit=_events_cached,
+        limit_files=None,
+        min_ratio=10.0,
+    ),
+    Workload(
+        name="eventlog_json_cached_groupby",
+        description="gzip JSON-lines event log, events, sessions and time range per country and "
+                    "level, after hs.cache (same entries as the filter); limit: the same "
+                    "columns as Parquet",
+        prepare=_events_json,
+        read=_read_events_json,
+        cache=_events_cached,
+        query=_events_per_country_level,
+        limit=_events_cached,
+        limit_files=None,
+        min_ratio=10.0,
+    ),
+    Workload(
+        name="tpch_lineitem_csv_cached_q6",
+        description="TPC-H Q6 over lineitem as CSV (header, explicit schema) after hs.cache of "
+                    "the four columns it reads; limit: those columns as Parquet",
+        prepare=_lineitem_csv,
+        read=_read_lineitem_csv,
+        cache=lambda df, facts: df.select(*Q6_COLUMNS),
+        query=_q6,
+        limit=lambda df, facts: df.select(*Q6_COLUMNS),
+        limit_files=None,
+        min_ratio=10.0,
+    ),
+    Workload(
         name="tpch_lineitem_no_index_applies",
         description="TPC-H lineitem aggregate that no index answers (an index exists on the source)",
         prepare=lineitem_facts,
@@ -376,5 +524,53 @@ PRUNING: list[PruningCost] = [
         query=lambda df, facts, i: df.filter(F.col("id") == (i * 7919) % facts["rows"])
         .select("id", "value"),
         max_added_ms=50.0,
+    ),
+]
+
+
+def _by_name(name: str) -> Workload:
+    return next(w for w in WORKLOADS if w.name == name)
+
+
+CACHE_WARMUPS: list[CacheWarmupCost] = [
+    CacheWarmupCost(
+        name="eventlog_json_cache_warmup",
+        description="hs.cache of the gzip JSON-lines event log's cached columns into an empty "
+                    "cache vs one vanilla scan of them (write.format('noop'))",
+        workload=_by_name("eventlog_json_cached_filter"),
+        max_ratio=1.5,
+    ),
+    CacheWarmupCost(
+        name="tpch_lineitem_csv_cache_warmup",
+        description="hs.cache of lineitem CSV's Q6 columns into an empty cache vs one vanilla "
+                    "scan of them (write.format('noop'))",
+        workload=_by_name("tpch_lineitem_csv_cached_q6"),
+        max_ratio=1.5,
+    ),
+]
+
+
+def _cache_files(ctx: Context) -> dict:
+    return datasets.many_files(ctx.data_dir, ctx.cache_files)
+
+
+def _half_of_files(spark: Any, facts: dict) -> DataFrame:
+    """The first half of the many small files (by name), read as a list of paths: the same
+    read, so the same cache keys, as the whole directory's."""
+    names = sorted(f for f in os.listdir(facts["path"]) if f.endswith(".parquet"))
+    return spark.read.parquet(*[os.path.join(facts["path"], n) for n in names[:len(names) // 2]])
+
+
+CACHE_PLANNING: list[CachePlanningCost] = [
+    CachePlanningCost(
+        name="cache_planning_many_files",
+        description="planning a filter over many small Parquet files, half of them cached",
+        prepare=_cache_files,
+        cached=_half_of_files,
+        # one row in a thousand (all files hold some), a new literal each run; a projection
+        # over the filter (a Filter over the relation at the plan's root is not served yet)
+        query=lambda df, facts, i: df.filter(F.col("id") % 1000 == (i * 7919) % 1000)
+        .select("id", (F.col("value") * 2).alias("value2")),
+        max_added_ms=10.0,
     ),
 ]
