@@ -227,7 +227,7 @@ class Rewriter:
                                  payload.get("joinHints", [])) if indexes else {}
         if covered:
             for decision, relation in zip(decisions, relations):
-                decision.cache = self._cache_decision(plan, root, relation, decision, view,
+                decision.cache = self._cache_decision(plan, relation, decision, view,
                                                       settings, payload, result.skipped_reason)
         # last relation first: a hybrid scan or the cache adds relations, which would shift
         # the (pre-order) ordinals of the relations after it
@@ -260,7 +260,7 @@ class Rewriter:
             self._publish_roots()
         return view if view.by_path else None
 
-    def _cache_decision(self, plan: Any, root: PlanNode, relation: PlanNode,
+    def _cache_decision(self, plan: Any, relation: PlanNode,
                         decision: RelationDecision, view: cache_serving.CacheView,
                         settings: Settings, payload: dict,
                         unsupported: str | None) -> CacheDecision | None:
@@ -284,7 +284,7 @@ class Rewriter:
         if fingerprint is None:
             return CacheDecision("NO_FILE_LIST", "the relation does not list its files")
         read_key = cache_serving.read_key_of(description, payload["readSettings"])
-        required = cache_serving.required_columns(root, relation,
+        required = cache_serving.required_columns(relation,
                                                   description.get("partitionColumns", []))
         memo_key = (settings.cache_path, fingerprint, read_key, required, view.generation)
         with self._lock:

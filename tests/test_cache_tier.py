@@ -350,3 +350,33 @@ def test_other_processes_entries_are_seen_within_refresh(spark, hs, tmp_path):
         while CACHED_SCAN in plan_of(spark.read.parquet(src)) and time.time() < deadline:
             time.sleep(0.1)
         assert CACHED_SCAN not in plan_of(spark.read.parquet(src))
+
+
+def test_plan_shapes_keep_every_column_they_need(spark, hs, tmp_path):
+    src = str(tmp_path / "src")
+    spark.range(0, 300, numPartitions=3).selectExpr("id", "id % 7 AS k", "cast(id AS string) AS s") \
+        .write.parquet(src)
+    hs.cache(spark.read.parquet(src).select("id", "k"))
+
+    def df():
+        return spark.read.parquet(src)
+
+    shapes = {   # query → whether the entries (id, k) can serve it
+        "filter at the root (all columns)": (lambda: df().filter("k = 1"), False),
+        "projected filter": (lambda: df().select("id", "k").filter("k = 1"), True),
+        "union by position": (lambda: df().select("id").union(df().select("k")), True),
+        "union of whole relations": (lambda: df().union(df()), False),
+        "self-join": (lambda: df().alias("a").join(df().alias("b"), "id")
+                      .select("a.k", "b.k"), True),
+        # the left side needs s (read from the source), the right side only id (cached)
+        "join passing columns through": (lambda: df().join(df().select("id"), "id"), True),
+        "aggregate": (lambda: df().groupBy("k").agg(F.count("*"), F.max("id")), True),
+        "count": (lambda: df().count and df().groupBy().count(), True),
+        "distinct, sort, limit": (lambda: df().select("k").distinct().orderBy("k").limit(3), True),
+        "window": (lambda: df().select("id", "k", F.row_number().over(
+            __import__("pyspark.sql.window", fromlist=["Window"]).Window
+            .partitionBy("k").orderBy("id")).alias("n")), True),
+    }
+    for name, (build, served) in shapes.items():
+        assert rows(build()) == vanilla(spark, build), name
+        assert (CACHED_SCAN in plan_of(build())) == served, name

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from accelerator.cache.model import CacheEntry, relation_read_key
-from indexes.plan import PlanNode, plan_references
+from indexes.plan import PlanNode, references
 
 APPLIED = "APPLIED"
 NOT_CACHED = "NOT_CACHED"            # no entry names the file
@@ -139,13 +139,34 @@ def plan_serving(view: CacheView, read_key: str, files: Iterable[list],
     return ServingPlan(served, reasons, source_bytes)
 
 
-def required_columns(root: PlanNode, relation: PlanNode, partition_columns: Iterable[str]
-                     ) -> frozenset[str]:
-    """The data columns (top-level names) of ``relation`` the plan ``root`` reads: those its
-    other nodes refer to, or all of them when the relation is the whole plan."""
+#: nodes whose output is their children's (the relation's columns pass through them unchanged)
+_PASS_THROUGH = frozenset({
+    "Filter", "Sort", "GlobalLimit", "LocalLimit", "Offset", "Tail", "Sample", "Repartition",
+    "RepartitionByExpression", "RebalancePartitions", "SubqueryAlias", "ResolvedHint", "Join",
+    "Distinct", "Deduplicate", "DeduplicateWithinWatermark"})
+#: nodes whose output is their own expressions (only the columns these refer to are read)
+_NEW_OUTPUT = frozenset({"Project", "Aggregate"})
+
+
+def required_columns(relation: PlanNode, partition_columns: Iterable[str]) -> frozenset[str]:
+    """The data columns (top-level names) of ``relation`` its plan reads: those the nodes above
+    it refer to, and all of them when they reach the plan's output through nodes that pass
+    columns through (a Filter, a Join...) or meet a node that may use them by position (a
+    Union, a Window...: conservatively, every column)."""
     names = {a.expr_id: a.fields.get("name") for a in relation.output_attributes()}
-    if root is relation:
-        used = set(names.values())
-    else:
-        used = {names[r.expr_id] for r in plan_references(root, set(names), skip=relation)}
-    return frozenset(used - set(partition_columns))
+    ids = set(names)
+    used: set[int] = set()
+    passing = True
+    node = relation.parent
+    while node is not None:
+        for tree in node.all_exprs():
+            used.update(r.expr_id for r in references(tree, ids))
+        if node.cls in _NEW_OUTPUT:
+            passing = False
+        elif passing and node.cls not in _PASS_THROUGH:
+            used = ids
+            break
+        node = node.parent
+    if passing:
+        used = ids
+    return frozenset(names[i] for i in used) - set(partition_columns)

@@ -12,6 +12,7 @@ import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.Path;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
+import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.AttributeReference;
 import org.apache.spark.sql.catalyst.expressions.DynamicPruning;
 import org.apache.spark.sql.catalyst.expressions.Expression;
@@ -102,6 +103,18 @@ public final class CacheServing {
       }
     }
     Set<String> required = new HashSet<>(Arrays.asList(requiredLines.split("\n")));
+    Set<Long> used = new HashSet<>();
+    referenced(plan, used);
+    scala.collection.Seq<Attribute> output = plan.output();
+    for (int i = 0; i < output.size(); i++) {
+      used.add(output.apply(i).exprId().id());
+    }
+    for (int i = 0; i < data.size(); i++) {
+      if (used.contains(out.apply(i).exprId().id())
+          && !required.contains(data.fields()[i].name())) {
+        return null;   // a column the decision did not count on: keep the original plan
+      }
+    }
     List<AttributeReference> kept = new ArrayList<>();
     List<StructField> keptFields = new ArrayList<>();
     for (int i = 0; i < out.size(); i++) {
@@ -135,6 +148,20 @@ public final class CacheServing {
     }
     LogicalPlan union = new Union(CollectionConverters.asScala(branches).toSeq(), false, false);
     return (LogicalPlan) plan.transformUp(new PlanRewrite.SameNode(anchor, union));
+  }
+
+  /** The ids of the attributes the plan's nodes refer to. */
+  private static void referenced(LogicalPlan plan, Set<Long> out) {
+    scala.collection.Iterator<Attribute> refs = plan.references().iterator();
+    while (refs.hasNext()) {
+      out.add(refs.next().exprId().id());
+    }
+    scala.collection.Seq<LogicalPlan> children = plan.children();
+    for (int i = 0; i < children.size(); i++) {
+      if (!(children.apply(i) instanceof LogicalRelation)) {
+        referenced(children.apply(i), out);
+      }
+    }
   }
 
   // --- warming --------------------------------------------------------------------------
