@@ -5,6 +5,7 @@
 >>> hs.createIndex(df, IndexConfig("idx", indexedColumns=["a"], includedColumns=["b"]))
 >>> Hyperspace.enable(spark)
 """
+from accelerator.cache.model import CacheCapacityError, CacheNeverError
 from accelerator.hyperspace import Hyperspace, IndexConfig
 from indexes.covering.config import CoveringIndexConfig
 from indexes.skipping.config import (
@@ -35,5 +36,5 @@ __all__ = [
     "ConcurrentModificationError", "CorruptLogError", "ExecutorEnvironmentError",
     "IndexExistsError", "IndexNotFoundError",
     "IndexOperationError", "IndexStateError", "InvalidIndexConfigError", "JvmSetupError",
-    "SourceNotFoundError", "UnsupportedSourceError",
+    "SourceNotFoundError", "UnsupportedSourceError", "CacheCapacityError", "CacheNeverError",
 ]
