@@ -68,8 +68,9 @@ class WarmupResult:
 
 def scans(spark: Any, df: DataFrame, system_path: str) -> list[Scan]:
     """The file scans ``df`` runs, after partition pruning and any data-skipping index (the
-    cache itself left out). A scan of an index's data stands for its source, so when an index
-    replaces a relation the scans are those of the plan without indexes."""
+    cache itself left out; ``system_path`` qualified). A scan of an index's data stands for its
+    source, so when an index replaces a relation the scans are those of the plan without
+    indexes. Bucketed relations are left out (the cache does not serve them)."""
     helpers = jvm.helpers(spark)
     analyzed = df._jdf.queryExecution().analyzed()
     dataset = spark.sparkContext._jvm.org.apache.spark.sql.classic.Dataset
@@ -77,16 +78,13 @@ def scans(spark: Any, df: DataFrame, system_path: str) -> list[Scan]:
     def run(rewrite: bool) -> list[Scan]:
         with session.conf_set(spark, {ENABLED: str(rewrite).lower(), CACHE_ENABLED: "false"}):
             qe = dataset.ofRows(spark._jsparkSession, analyzed).queryExecution()
-            found = [Scan(s, json.loads(helpers.cache.describeScan(s)))
-                     for s in helpers.cache.scans(qe.sparkPlan())]
-        return found
+            return [Scan(s, json.loads(helpers.cache.describeScan(s)))
+                    for s in helpers.cache.scans(qe.sparkPlan())]
 
     session.install(spark)
     found = run(True)
     own = system_path.rstrip("/") + "/"
-    qualified = own if "://" in own or own.startswith("file:") else None
-    if any(r.startswith(own) or (qualified and r.startswith(qualified))
-           for s in found for r in s.roots) or any(s.description.get("bucketed") for s in found):
+    if any(r.startswith(own) for s in found for r in s.roots):
         found = run(False)
     return [s for s in found if not s.description.get("bucketed")]
 
@@ -204,14 +202,14 @@ def warm(spark: Any, tier: CacheTier, settings: Settings, df: DataFrame,
     started = time.monotonic()
     level = parse_priority(priority, allow_never=True)
     if level is Priority.NEVER:
-        for s in scans(spark, df, settings.system_path):
+        for s in scans(spark, df, tier.fs.qualify(settings.system_path)):
             for root in s.roots:
                 tier.never.set(root, reason="hs.cache(priority='NEVER')")
         tier.reload()
         return WarmupResult(0, 0, 0, time.monotonic() - started)
     ttl_seconds = parse_duration(ttl) if ttl is not None else None
     read_settings = json.loads(jvm.helpers(spark).plans.currentReadSettings(spark._jsparkSession))
-    found = scans(spark, df, settings.system_path)
+    found = scans(spark, df, tier.fs.qualify(settings.system_path))
     markers = tier.never.list()
     entries = defaultdict(list)
     for e in tier.manifest.entries():
@@ -270,7 +268,7 @@ def warm(spark: Any, tier: CacheTier, settings: Settings, df: DataFrame,
 def uncache(spark: Any, tier: CacheTier, settings: Settings, df: DataFrame) -> tuple[int, int]:
     """``hs.uncache``: evicts the entries of the files ``df`` reads (however they were read)
     and lifts NEVER markers of its sources; returns (entries evicted, their bytes)."""
-    found = scans(spark, df, settings.system_path)
+    found = scans(spark, df, tier.fs.qualify(settings.system_path))
     paths = {f[0] for s in found for f in s.files}
     evicted = tier.manifest.evict([e for e in tier.manifest.entries() if e.file_path in paths])
     for s in found:
