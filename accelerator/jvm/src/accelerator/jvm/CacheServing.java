@@ -61,11 +61,6 @@ public final class CacheServing {
         cached.put(parts[0], files);
       }
     }
-
-    /** The number of source files served from the cache. */
-    public int size() {
-      return cached.size();
-    }
   }
 
   /**

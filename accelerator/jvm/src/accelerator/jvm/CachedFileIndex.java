@@ -5,12 +5,10 @@ import java.util.List;
 import java.util.Map;
 
 import org.apache.hadoop.fs.FileStatus;
-import org.apache.hadoop.fs.Path;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.execution.datasources.FileIndex;
 import org.apache.spark.sql.execution.datasources.FileStatusWithMetadata;
 import org.apache.spark.sql.execution.datasources.PartitionDirectory;
-import org.apache.spark.sql.types.StructType;
 
 import scala.collection.immutable.Seq;
 import scala.jdk.javaapi.CollectionConverters;
@@ -21,39 +19,14 @@ import scala.jdk.javaapi.CollectionConverters;
  * file's partition values. So Spark's partition pruning (and a data-skipping index that pruned
  * the wrapped index) apply to the cached files exactly as to the source's.
  */
-public final class CachedFileIndex implements FileIndex {
-  private final FileIndex delegate;
+public final class CachedFileIndex extends DerivedFileIndex {
   private final Map<String, FileStatus[]> cached;
-  private volatile List<FileStatus> served;   // every file listed without filters, once
 
   /** {@code cached}: source file path ({@code FileStatus.getPath().toString()}) to its
    * entry's files. */
   public CachedFileIndex(FileIndex delegate, Map<String, FileStatus[]> cached) {
-    this.delegate = delegate;
+    super(delegate);
     this.cached = cached;
-  }
-
-  /** The cached files of the source files the wrapped index lists (after its pruning). */
-  private List<FileStatus> servedFiles() {
-    if (served == null) {
-      scala.collection.immutable.Seq<Expression> none =
-          CollectionConverters.asScala(new ArrayList<Expression>()).toSeq();
-      Seq<PartitionDirectory> dirs = listFiles(none, none);
-      List<FileStatus> out = new ArrayList<>();
-      for (int i = 0; i < dirs.size(); i++) {
-        Seq<FileStatusWithMetadata> files = dirs.apply(i).files();
-        for (int j = 0; j < files.size(); j++) {
-          out.add(files.apply(j).fileStatus());
-        }
-      }
-      served = out;
-    }
-    return served;
-  }
-
-  @Override
-  public Seq<Path> rootPaths() {
-    return delegate.rootPaths();
   }
 
   @Override
@@ -81,35 +54,6 @@ public final class CachedFileIndex implements FileIndex {
       }
     }
     return CollectionConverters.asScala(out).toSeq();
-  }
-
-  @Override
-  public String[] inputFiles() {
-    List<String> out = new ArrayList<>();
-    for (FileStatus f : servedFiles()) {
-      out.add(f.getPath().toUri().toString());
-    }
-    return out.toArray(new String[0]);
-  }
-
-  @Override
-  public void refresh() {
-    delegate.refresh();
-    served = null;
-  }
-
-  @Override
-  public long sizeInBytes() {
-    long total = 0;
-    for (FileStatus f : servedFiles()) {
-      total += f.getLen();
-    }
-    return total;
-  }
-
-  @Override
-  public StructType partitionSchema() {
-    return delegate.partitionSchema();
   }
 
   @Override

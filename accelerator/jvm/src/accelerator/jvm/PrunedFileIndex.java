@@ -6,12 +6,10 @@ import java.util.Objects;
 import java.util.Set;
 
 import org.apache.hadoop.fs.FileStatus;
-import org.apache.hadoop.fs.Path;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.execution.datasources.FileIndex;
 import org.apache.spark.sql.execution.datasources.FileStatusWithMetadata;
 import org.apache.spark.sql.execution.datasources.PartitionDirectory;
-import org.apache.spark.sql.types.StructType;
 
 import scala.collection.immutable.Seq;
 import scala.jdk.javaapi.CollectionConverters;
@@ -22,8 +20,7 @@ import scala.jdk.javaapi.CollectionConverters;
  * everything else come from the index it wraps. Spark's own partition pruning still applies on
  * top.
  */
-public final class PrunedFileIndex implements FileIndex {
-  private final FileIndex delegate;
+public final class PrunedFileIndex extends DerivedFileIndex {
   private final Set<String> listed;
   private final boolean keep;
 
@@ -34,18 +31,13 @@ public final class PrunedFileIndex implements FileIndex {
 
   /** With {@code keep}, the {@code listed} files of {@code delegate}; without, all others. */
   public PrunedFileIndex(FileIndex delegate, Set<String> listed, boolean keep) {
-    this.delegate = delegate;
+    super(delegate);
     this.listed = listed;
     this.keep = keep;
   }
 
   private boolean keeps(FileStatus f) {
     return listed.contains(f.getPath().toString()) == keep;
-  }
-
-  @Override
-  public Seq<Path> rootPaths() {
-    return delegate.rootPaths();
   }
 
   @Override
@@ -68,49 +60,6 @@ public final class PrunedFileIndex implements FileIndex {
       }
     }
     return CollectionConverters.asScala(out).toSeq();
-  }
-
-  private List<FileStatus> keptFiles() {
-    scala.collection.immutable.Seq<Expression> none =
-        CollectionConverters.asScala(new ArrayList<Expression>()).toSeq();
-    Seq<PartitionDirectory> dirs = listFiles(none, none);
-    List<FileStatus> out = new ArrayList<>();
-    for (int i = 0; i < dirs.size(); i++) {
-      Seq<FileStatusWithMetadata> files = dirs.apply(i).files();
-      for (int j = 0; j < files.size(); j++) {
-        out.add(files.apply(j).fileStatus());
-      }
-    }
-    return out;
-  }
-
-  @Override
-  public String[] inputFiles() {
-    List<FileStatus> files = keptFiles();
-    String[] out = new String[files.size()];
-    for (int i = 0; i < out.length; i++) {
-      out[i] = files.get(i).getPath().toUri().toString();
-    }
-    return out;
-  }
-
-  @Override
-  public void refresh() {
-    delegate.refresh();
-  }
-
-  @Override
-  public long sizeInBytes() {
-    long total = 0;
-    for (FileStatus f : keptFiles()) {
-      total += f.getLen();
-    }
-    return total;
-  }
-
-  @Override
-  public StructType partitionSchema() {
-    return delegate.partitionSchema();
   }
 
   @Override

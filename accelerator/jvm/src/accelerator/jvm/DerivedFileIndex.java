@@ -1,0 +1,82 @@
+package accelerator.jvm;
+
+import java.util.ArrayList;
+import java.util.List;
+
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.execution.datasources.FileIndex;
+import org.apache.spark.sql.execution.datasources.FileStatusWithMetadata;
+import org.apache.spark.sql.execution.datasources.PartitionDirectory;
+import org.apache.spark.sql.types.StructType;
+
+import scala.collection.immutable.Seq;
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * A file index listing files derived from the files of the index it wraps (some of them, or
+ * others in their place), under the same partitions: root paths, partition schema and refresh
+ * are the wrapped index's; input files and size are those {@link #listFiles} gives without
+ * filters, computed once.
+ */
+abstract class DerivedFileIndex implements FileIndex {
+  protected final FileIndex delegate;
+  private volatile List<FileStatus> derived;
+
+  DerivedFileIndex(FileIndex delegate) {
+    this.delegate = delegate;
+  }
+
+  /** Every file {@link #listFiles} gives without filters. */
+  private List<FileStatus> allListed() {
+    if (derived == null) {
+      Seq<Expression> none = CollectionConverters.asScala(new ArrayList<Expression>()).toSeq();
+      Seq<PartitionDirectory> dirs = listFiles(none, none);
+      List<FileStatus> out = new ArrayList<>();
+      for (int i = 0; i < dirs.size(); i++) {
+        Seq<FileStatusWithMetadata> files = dirs.apply(i).files();
+        for (int j = 0; j < files.size(); j++) {
+          out.add(files.apply(j).fileStatus());
+        }
+      }
+      derived = out;
+    }
+    return derived;
+  }
+
+  @Override
+  public Seq<Path> rootPaths() {
+    return delegate.rootPaths();
+  }
+
+  @Override
+  public String[] inputFiles() {
+    List<FileStatus> files = allListed();
+    String[] out = new String[files.size()];
+    for (int i = 0; i < out.length; i++) {
+      out[i] = files.get(i).getPath().toUri().toString();
+    }
+    return out;
+  }
+
+  @Override
+  public void refresh() {
+    delegate.refresh();
+    derived = null;
+  }
+
+  @Override
+  public long sizeInBytes() {
+    long total = 0;
+    for (FileStatus f : allListed()) {
+      total += f.getLen();
+    }
+    return total;
+  }
+
+  @Override
+  public StructType partitionSchema() {
+    return delegate.partitionSchema();
+  }
+}
