@@ -1,6 +1,7 @@
 """Smoke run of the benchmark harness at a tiny scale: every workload runs, its results equal
-vanilla Spark's, and the indexes it declares are used where they should be; the build-cost and
-pruning-cost benchmarks run. No timing is asserted."""
+vanilla Spark's, and the indexes it declares are used where they should be (the cache tier's
+workloads read the cache); the build-cost, pruning-cost, cache warm-up and cache planning
+benchmarks run. No timing is asserted."""
 from __future__ import annotations
 
 import json
@@ -16,6 +17,7 @@ def test_every_workload_runs_with_identical_results(tmp_path):
     run = subprocess.run(
         [sys.executable, "-m", "bench", "run", "--scale", "0.002", "--pairs", "1", "--warmups", "0",
          "--buckets", "4", "--planning-runs", "1", "--build-runs", "1", "--many-files", "200",
+         "--cache-files", "40",
          "--data-dir", str(tmp_path / "data"),
          "--work-dir", str(tmp_path / "work"), "--out", str(out)],
         capture_output=True, text=True, timeout=900, cwd=REPO)
@@ -70,3 +72,22 @@ def test_every_workload_runs_with_identical_results(tmp_path):
     assert lookup["read"]["accelerated"]["bytes_read"] < lookup["read"]["vanilla"]["bytes_read"]
     assert set(report["planning"]) >= {"join", "aggregate", "self-join", "unrelated (no files)"}
     assert "tpch_lineitem_partkey_lookup" in run.stdout   # the readable table
+    # the cache tier: gzip JSON lines and CSV sources, served from their Parquet copies
+    for name in ("eventlog_json_cached_filter", "eventlog_json_cached_groupby",
+                 "tpch_lineitem_csv_cached_q6"):
+        w = by_name[name]
+        assert w["indexes_used"] == ["cache"], name
+        assert w["cache"]["served_before_runs"] and w["cache"]["served"], name
+        assert w["limit_s"] is not None, name
+        assert w["read"]["accelerated"]["bytes_read"] < w["read"]["vanilla"]["bytes_read"], name
+    assert by_name["eventlog_json_cached_filter"]["cache"]["files"] == 4   # 4 .json.gz files
+    assert by_name["eventlog_json_cached_groupby"]["cache"]["bytesWritten"] == 0   # shared
+    assert {b["name"] for b in report["cache_warmups"]} == {
+        "eventlog_json_cache_warmup", "tpch_lineitem_csv_cache_warmup"}
+    for b in report["cache_warmups"]:
+        assert b["cache_s"]["median"] > 0 and b["scan_s"]["median"] > 0
+        assert b["last_cache"]["files"] == 4 and b["last_cache"]["bytesWritten"] > 0
+    (planning,) = report["cache_planning"]
+    assert planning["identical"] and planning["served"], planning["failures"]
+    assert (planning["files"], planning["cached_files"]) == (40, 20)
+    assert "cache planning" in run.stdout
