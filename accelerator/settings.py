@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 from indexes.covering.match import HybridScan
 from rules.recorder import DEFAULT_FLUSH_INTERVAL_S
+from rules.terms import byte_size
 
 
 @dataclass(frozen=True)
@@ -137,17 +138,6 @@ CASE_SENSITIVE = "spark.sql.caseSensitive"
 WAREHOUSE_DIR = "spark.sql.warehouse.dir"
 
 _DECLARED = {s.key: s for s in SETTINGS}
-
-
-_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
-          "g": 1 << 30, "gb": 1 << 30, "t": 1 << 40, "tb": 1 << 40}
-
-
-def byte_size(text: str) -> int:
-    """A byte count as Spark writes it in settings ("10485760", "10MB", "-1", "64k")."""
-    value = text.strip().lower()
-    digits = value.rstrip("abcdefghijklmnopqrstuvwxyz")
-    return int(digits) * _UNITS[value[len(digits):]]
 
 
 @dataclass(frozen=True)

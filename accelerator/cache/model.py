@@ -9,11 +9,17 @@ from __future__ import annotations
 import enum
 import hashlib
 import json
-import re
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Iterable, Mapping
 
 from indexes.errors import AcceleratorError, InvalidIndexConfigError
+from rules import terms
+from rules.terms import Priority, format_duration
+
+__all__ = ["Priority", "format_duration", "parse_priority", "parse_duration", "CacheKey",
+           "CacheEntry", "EntryState", "plan_warmup", "merge_ttl", "CacheCapacityError",
+           "CacheNeverError", "read_key", "file_key", "relation_read_key", "WarmupPlan",
+           "normalize_columns"]
 
 
 class CacheCapacityError(AcceleratorError):
@@ -24,75 +30,20 @@ class CacheNeverError(AcceleratorError):
     """A source carries a NEVER marker, so none of its files may be cached."""
 
 
-class Priority(enum.IntEnum):
-    """How much an entry deserves its place: ALWAYS > HIGH > MEDIUM > LOW.
-
-    ALWAYS entries are never evicted (neither by TTL nor for space). NEVER is not a priority an
-    entry can have: it is a marker on a source root that forbids caching its files; it sorts
-    below every entry priority.
-    """
-
-    NEVER = 0
-    LOW = 1
-    MEDIUM = 2
-    HIGH = 3
-    ALWAYS = 4
-
-
-ENTRY_PRIORITIES = (Priority.ALWAYS, Priority.HIGH, Priority.MEDIUM, Priority.LOW)
-
-
 def parse_priority(value: str | Priority, allow_never: bool = False) -> Priority:
-    """The :class:`Priority` named by ``value`` (case-insensitive, surrounding blanks ignored).
-
-    NEVER is accepted only with ``allow_never`` (it marks a source, not an entry). Raises
-    :class:`InvalidIndexConfigError` naming the value and the allowed ones.
-    """
-    allowed = [p for p in Priority if allow_never or p is not Priority.NEVER]
-    if isinstance(value, Priority):
-        found: Priority | None = value
-    else:
-        found = Priority.__members__.get(str(value).strip().upper())
-    if found is None or found not in allowed:
-        names = ", ".join(p.name for p in sorted(allowed, reverse=True))
-        raise InvalidIndexConfigError(
-            f"invalid cache priority {value!r}: expected one of {names} (case-insensitive)")
-    return found
-
-
-_DURATION = re.compile(
-    r"P(?:(?P<weeks>\d+)W)?(?:(?P<days>\d+)D)?"
-    r"(?:T(?=\d)(?:(?P<hours>\d+)H)?(?:(?P<minutes>\d+)M)?(?:(?P<seconds>\d+)S)?)?")
-_UNIT_SECONDS = {"weeks": 604800, "days": 86400, "hours": 3600, "minutes": 60, "seconds": 1}
+    """:func:`rules.terms.parse_priority`, raising :class:`InvalidIndexConfigError`."""
+    try:
+        return terms.parse_priority(value, allow_never)
+    except terms.TermError as exc:
+        raise InvalidIndexConfigError(str(exc)) from None
 
 
 def parse_duration(text: str) -> int:
-    """Seconds in an ISO-8601 duration such as ``PT30M``, ``P7D``, ``PT1H30M`` or ``P1DT2H``
-    (weeks, days, hours, minutes and whole seconds; case-insensitive).
-
-    Months and years are refused (their length varies): write days instead. Raises
-    :class:`InvalidIndexConfigError` naming the value.
-    """
-    raw = str(text).strip().upper()
-    match = _DURATION.fullmatch(raw)
-    if match is None or raw in ("P", "PT") or raw.endswith("T"):
-        date_part = raw.split("T", 1)[0]
-        hint = ("; months and years are not supported (their length varies), use days (P30D)"
-                if "Y" in date_part or "M" in date_part else "")
-        raise InvalidIndexConfigError(
-            f"invalid TTL {text!r}: expected an ISO-8601 duration such as PT30M, P7D, PT1H30M "
-            f"or P1DT2H{hint}")
-    return sum(int(v) * _UNIT_SECONDS[k] for k, v in match.groupdict().items() if v)
-
-
-def format_duration(seconds: int) -> str:
-    """The ISO-8601 duration of ``seconds`` (``P1DT2H``, ``PT30M``; ``PT0S`` for zero)."""
-    days, rest = divmod(int(seconds), 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    time_part = "".join(f"{n}{u}" for n, u in ((hours, "H"), (minutes, "M"), (secs, "S")) if n)
-    out = "P" + (f"{days}D" if days else "") + (f"T{time_part}" if time_part else "")
-    return out if out != "P" else "PT0S"
+    """:func:`rules.terms.parse_duration` (a TTL), raising :class:`InvalidIndexConfigError`."""
+    try:
+        return terms.parse_duration(text, what="TTL")
+    except terms.TermError as exc:
+        raise InvalidIndexConfigError(str(exc)) from None
 
 
 def _canonical_json(text: str | None) -> Any:
