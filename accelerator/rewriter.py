@@ -17,7 +17,7 @@ from typing import Any, Iterator
 
 from accelerator import jvm
 from accelerator.cache import serving as cache_serving
-from accelerator.cache.tier import tier_for
+from accelerator.cache.tier import UsedEntries, tier_for
 from accelerator.catalog import CATALOG
 from accelerator.history import new_recorder
 from accelerator.settings import Settings
@@ -37,6 +37,7 @@ log = logging.getLogger("accelerator.rewriter")
 FILE_LISTS_CACHED = 16
 #: relations' cache serving decisions kept (with their JVM file maps), oldest dropped first
 CACHE_DECISIONS_KEPT = 16
+NO_ENTRIES = UsedEntries((), 0)
 #: index versions' relations and query-time states the rewriter keeps (least recent dropped)
 VERSIONS_CACHED = 64
 
@@ -62,6 +63,7 @@ class CacheDecision:
     plan: cache_serving.ServingPlan | None = None
     files: Any = None            # the JVM map of the served files (CacheServing.CachedFiles)
     required: frozenset = frozenset()
+    used: UsedEntries | None = None   # the entries served, counted together per query
 
     def explain_line(self, roots: str) -> str:
         if self.plan is None:
@@ -115,7 +117,7 @@ class Rewriter:
         self._roots: dict[str, set[tuple[str, bool]]] = {}   # indexed root paths per system path
         self._qualified: dict[str, str] = {}   # system path → its qualified form
         self._serve = {Serving.REPLACE: self._replace, Serving.PRUNE: self._prune}
-        self._cache_decisions: dict[tuple, tuple[Any, Any]] = {}
+        self._cache_decisions: dict[tuple, tuple[Any, Any, UsedEntries]] = {}
         self._cache_roots: dict[str, tuple[int, frozenset[str]]] = {}   # per cache path
 
     # --- JVM callback -------------------------------------------------------------------
@@ -295,16 +297,17 @@ class Rewriter:
             lines = "\n".join(
                 "\t".join([path, *(str(x) for f in e.files for x in f)])
                 for path, e in serving.served.items())
-            found = (serving, self._helpers.cache.files(lines) if serving.served else None)
+            found = (serving, self._helpers.cache.files(lines) if serving.served else None,
+                     UsedEntries.of(serving.served.values()))
             with self._lock:
                 if len(self._cache_decisions) >= CACHE_DECISIONS_KEPT:
                     self._cache_decisions.pop(next(iter(self._cache_decisions)))
                 self._cache_decisions[memo_key] = found
-        serving, jfiles = found
+        serving, jfiles, used = found
         if jfiles is None:
             return CacheDecision("NOT_SERVED", "no file of the relation is served from the "
-                                 "cache", serving, None, required)
-        return CacheDecision("APPLIED", "", serving, jfiles, required)
+                                 "cache", serving, None, required, used)
+        return CacheDecision("APPLIED", "", serving, jfiles, required, used)
 
     def _serve_cache(self, plan: Any, decision: RelationDecision) -> Any:
         """The relation reads its cached files from the cache (see CacheServing.swap)."""
@@ -322,17 +325,19 @@ class Rewriter:
         """Buffers a query's use of the cache: a hit on each entry it reads (of the files a
         data-skipping index kept, where one did), a miss for each file read from the source
         (see :attr:`ServingPlan.misses`)."""
-        used, misses = [], 0
+        tier = tier_for(self._fs, settings.cache_path)
         for d in decisions:
-            plan = d.cache.plan if d.cache is not None else None
-            if plan is None:
+            cache = d.cache
+            if cache is None or cache.plan is None:
                 continue
-            kept = set(d.chosen.kept) if d.chosen is not None else None
-            if d.cache.code == "APPLIED":
-                used += [e for p, e in plan.served.items() if kept is None or p in kept]
-            misses += plan.misses if kept is None else len(kept.difference(plan.served))
-        if used or misses:
-            tier_for(self._fs, settings.cache_path).record(used, misses)
+            served = cache.plan.served
+            if d.chosen is None:
+                used, misses = cache.used, cache.plan.misses
+            else:   # a data-skipping index kept some files: count those
+                kept = set(d.chosen.kept)
+                used = UsedEntries.of(e for p, e in served.items() if p in kept)
+                misses = len(kept.difference(served))
+            tier.record(used if cache.code == "APPLIED" else NO_ENTRIES, misses)
 
     def _reads_own_files(self, settings: Settings, decisions: list[RelationDecision]) -> bool:
         """Whether a plan reads only files under the system path (its history, events or

@@ -256,7 +256,7 @@ def test_bad_requests_get_clear_errors(spark, hs, tmp_path):
     src = str(tmp_path / "src")
     write(spark, "json", src, partitioned=True)
     df = spark.read.json(src)
-    with pytest.raises(InvalidIndexConfigError, match="invalid cache priority 'URGENT'"):
+    with pytest.raises(InvalidIndexConfigError, match="invalid priority 'URGENT'.*ALWAYS, HIGH"):
         hs.cache(df, priority="URGENT")
     with pytest.raises(InvalidIndexConfigError, match="invalid TTL 'P1M'.*months"):
         hs.cache(df, ttl="P1M")

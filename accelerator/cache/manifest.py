@@ -30,7 +30,8 @@ import re
 import time
 import uuid
 from dataclasses import dataclass, replace
-from typing import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Iterable, Mapping
 
 from accelerator.cache.model import CacheEntry, Priority, merge_ttl
 from indexes.errors import ConcurrentModificationError
@@ -43,7 +44,18 @@ _USAGE = re.compile(r"\d{13}-[0-9a-f]{32}\.json")
 _TOTALS = ("misses", "bytesServed", "evictions")
 _KEY = re.compile(r"[0-9a-f]{64}")
 MAX_ATTEMPTS = 100
+#: threads reading or writing entries at once
+IO_THREADS = 8
 DEFAULT_GRACE_SECONDS = 3600.0
+
+
+def in_parallel(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
+    """``fn`` of each item, in order, several at once: each is a few file-system round trips
+    (py4j calls to Hadoop), so thousands of entries are read or written in parallel."""
+    if len(items) < 2 * IO_THREADS:
+        return [fn(i) for i in items]
+    with ThreadPoolExecutor(IO_THREADS, thread_name_prefix="accelerator-cache-io") as pool:
+        return list(pool.map(fn, items))
 
 
 @dataclass(frozen=True)
@@ -157,9 +169,11 @@ class CacheManifest:
     def entries(self, include_evicted: bool = False) -> list[CacheEntry]:
         """Every current entry (ACTIVE ones only unless ``include_evicted``), with its usage."""
         records = self._usage_records()
-        out = [self._with_usage(e, records)
-               for e in (self._current(k)[1] for k in self.keys()) if e is not None]
+        current = in_parallel(lambda k: self._current(k)[1], self.keys())
+        out = [self._with_usage(e, records) for e in current if e is not None]
         return [e for e in out if include_evicted or e.active]
+
+
 
     def totals(self) -> UsageTotals:
         """The cache's counters, usage not yet folded in included."""
@@ -242,22 +256,33 @@ class CacheManifest:
         result = self.update(key, change)
         return result if result is not None and result.active else None
 
+    def commit_all(self, warmed: list[tuple[CacheEntry, Iterable[CacheEntry]]]
+                   ) -> list[CommitResult]:
+        """:meth:`commit` of each (entry, supersedes) pair of a warm-up, several at once."""
+        by_key = {e.key: (e, tuple(s)) for e, s in warmed}
+        return in_parallel(lambda k: self.commit(*by_key[k]), list(by_key))
+
     def evict(self, entries: Iterable[CacheEntry], now: float | None = None) -> list[CacheEntry]:
         """Marks each entry EVICTED at once, unless its key now holds other data (replaced by a
         warm-up since it was read) or it is evicted already; returns those evicted."""
         now = self.now() if now is None else now
-        done = []
-        for entry in entries:
-            def change(current: CacheEntry | None, path: str = entry.data_path
-                       ) -> CacheEntry | None:
+        given = {e.key: e for e in entries}
+
+        def evict_one(key: str) -> CacheEntry | None:
+            path = given[key].data_path
+
+            def change(current: CacheEntry | None) -> CacheEntry | None:
                 if current is None or not current.active or current.data_path != path:
                     return current
                 return current.evicted(now)
 
-            result = self.update(entry.key, change)
+            result = self.update(key, change)
             if result is not None and not result.active and result.evicted_at == now \
-                    and result.data_path == entry.data_path:
-                done.append(result)
+                    and result.data_path == path:
+                return result
+            return None
+
+        done = [e for e in in_parallel(evict_one, list(given)) if e is not None]
         if done:
             self.record_usage({}, evictions=len(done), now=now)
         return done
@@ -287,8 +312,9 @@ class CacheManifest:
         if not records:
             return
         keys = sorted({k for r in records.values() for k in r.get("entries", {})})
-        for key in keys:
-            def change(current: CacheEntry | None, key: str = key) -> CacheEntry | None:
+
+        def fold(key: str) -> None:
+            def change(current: CacheEntry | None) -> CacheEntry | None:
                 if current is None:
                     return None
                 # listed after reading ``current``: a record still listed is not deleted yet,
@@ -306,6 +332,8 @@ class CacheManifest:
                                last_used=max([current.last_used, *(float(t) for _, t in uses)]))
 
             self.update(key, change)
+
+        in_parallel(fold, keys)
         self._update_totals(records)
         for name in records:
             self.fs.delete(f"{self._usage}/{name}", recursive=False)
@@ -349,8 +377,8 @@ class CacheManifest:
         folders = {p: [(d.path, d.modification_time / 1000.0)
                        for d in self.fs.list(p) if d.is_dir] for p, _ in batches}
         referenced: set[str] = set()
-        for key in self.keys():
-            referenced |= self._collect_key(key, cutoff, delete)
+        for used in in_parallel(lambda k: self._collect_key(k, cutoff, delete), self.keys()):
+            referenced |= used
 
         used = set(referenced)
         for path in referenced:

@@ -15,7 +15,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from accelerator.cache.manifest import CacheManifest
 from accelerator.cache.model import CacheEntry
@@ -28,6 +28,19 @@ log = logging.getLogger("accelerator.cache")
 FLUSH_SECONDS = 2.0
 #: the cache's size when neither the setting nor the file system gives one
 DEFAULT_MAX_BYTES = 64 << 30
+
+
+@dataclass(frozen=True, eq=False)
+class UsedEntries:
+    """Entries one query reads, counted together (see :meth:`CacheTier.record`)."""
+
+    entries: tuple[CacheEntry, ...]
+    bytes: int
+
+    @classmethod
+    def of(cls, entries: Iterable[CacheEntry]) -> "UsedEntries":
+        found = tuple(entries)
+        return cls(found, sum(e.bytes for e in found))
 
 
 @dataclass(frozen=True)
@@ -51,9 +64,8 @@ class CacheTier:
         self._view: CacheView | None = None
         self._generation = 0
         self._loading = False
-        self._hits: dict[str, list[float]] = {}   # key → [hits, last use]
+        self._hits: dict[int, list] = {}   # id of a UsedEntries → [it, hits, last use]
         self._misses = 0
-        self._bytes_served = 0
         self._flusher: threading.Timer | None = None
 
     # --- the snapshot served ----------------------------------------------------------
@@ -94,16 +106,16 @@ class CacheTier:
                 self._loading = False
 
     # --- usage ------------------------------------------------------------------------
-    def record(self, entries: list[CacheEntry], misses: int, now: float | None = None) -> None:
-        """Buffers one query's use: a hit on each entry served, ``misses`` files read from the
-        source."""
+    def record(self, group: "UsedEntries", misses: int, now: float | None = None) -> None:
+        """Buffers one query's use: a hit on each entry of ``group`` (the same object for every
+        query a serving decision serves, so a query costs one dictionary update, not one per
+        entry), ``misses`` files read from the source."""
         now = self._clock() if now is None else now
         with self._lock:
-            for e in entries:
-                slot = self._hits.setdefault(e.key, [0, now])
-                slot[0] += 1
-                slot[1] = now
-                self._bytes_served += e.bytes
+            if group.entries:
+                slot = self._hits.setdefault(id(group), [group, 0, now])
+                slot[1] += 1
+                slot[2] = now
             self._misses += misses
             if self._flusher is None and (self._hits or self._misses):
                 self._flusher = threading.Timer(FLUSH_SECONDS, self.flush)
@@ -113,13 +125,21 @@ class CacheTier:
     def flush(self) -> None:
         """Writes the buffered usage as one record (nothing when there is none)."""
         with self._lock:
-            hits, misses, served = self._hits, self._misses, self._bytes_served
-            self._hits, self._misses, self._bytes_served = {}, 0, 0
+            groups, misses = list(self._hits.values()), self._misses
+            self._hits, self._misses = {}, 0
             self._flusher = None
-        if not hits and not misses:
+        if not groups and not misses:
             return
+        uses: dict[str, list] = {}
+        served = 0
+        for group, hits, last in groups:
+            served += hits * group.bytes
+            for e in group.entries:
+                slot = uses.setdefault(e.key, [0, last])
+                slot[0] += hits
+                slot[1] = max(slot[1], last)
         try:
-            self.manifest.record_usage({k: (int(h), t) for k, (h, t) in hits.items()},
+            self.manifest.record_usage({k: (h, t) for k, (h, t) in uses.items()},
                                        misses=misses, bytes_served=served)
         except Exception:   # usage is best effort: a query must never fail for it
             log.warning("could not record cache usage under %s", self.path, exc_info=True)

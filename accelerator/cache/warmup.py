@@ -21,6 +21,7 @@ from typing import Any, Iterable
 from pyspark.sql import DataFrame, functions as F
 
 from accelerator import jvm, session
+from accelerator.cache.manifest import in_parallel
 from accelerator.cache.model import (CacheCapacityError, CacheEntry, CacheKey, Priority,
                                      parse_duration, parse_priority, plan_warmup)
 from accelerator.cache.policy import check_always_fits
@@ -188,11 +189,13 @@ def _write(spark: Any, tier: CacheTier, scan: Scan, files: list[list],
         with session.suspended(spark), session.conf_set(spark, _WRITE_CONF):
             tagged.sortWithinPartitions(FILE_ID, _ROW).drop(_ROW) \
                 .write.partitionBy(FILE_ID).mode("errorifexists").parquet(target)
-        for i in group:
+        def listed(i: int) -> tuple[str, list[tuple[str, int]]]:
             folder = f"{target}/{FILE_ID}={zlib.crc32(names[i].encode('utf-8'))}"
-            parts = [(f.name, f.size) for f in tier.fs.list(folder)
-                     if not f.is_dir and not f.name.startswith((".", "_"))]
-            out[paths[i]] = (folder, sorted(parts))
+            return folder, sorted((f.name, f.size) for f in tier.fs.list(folder)
+                                  if not f.is_dir and not f.name.startswith((".", "_")))
+
+        for i, found in zip(group, in_parallel(listed, group)):
+            out[paths[i]] = found
     return batch, out
 
 
@@ -211,8 +214,9 @@ def warm(spark: Any, tier: CacheTier, settings: Settings, df: DataFrame,
     read_settings = json.loads(jvm.helpers(spark).plans.currentReadSettings(spark._jsparkSession))
     found = scans(spark, df, tier.fs.qualify(settings.system_path))
     markers = tier.never.list()
+    known = tier.manifest.entries()
     entries = defaultdict(list)
-    for e in tier.manifest.entries():
+    for e in known:
         entries[e.file_path].append(e)
     jobs: list[tuple[Scan, list[str], list[tuple[list, CacheKey, Any]]]] = []
     for s in found:
@@ -232,7 +236,7 @@ def warm(spark: Any, tier: CacheTier, settings: Settings, df: DataFrame,
                 tier.manifest.raise_terms(key.hex, plan.priority, plan.ttl_seconds)
         jobs.append((s, wanted, todo))
     files = sum(len(s.files) for s in found)
-    read = written = 0
+    read = written = always = 0
     max_bytes = tier.max_bytes(settings.cache_max_bytes)
     for s, wanted, todo in jobs:
         by_columns: dict[tuple[str, ...], list] = defaultdict(list)
@@ -251,14 +255,13 @@ def warm(spark: Any, tier: CacheTier, settings: Settings, df: DataFrame,
                     bytes=sum(b for _, b in parts), data_path=folder, created=now,
                     last_used=now, read_key=key.read_key,
                     files=tuple((f"{folder}/{n}", b) for n, b in parts)), plan))
-            always = sum(e.bytes for e, p in new if p.priority is Priority.ALWAYS)
-            try:
-                check_always_fits(tier.manifest.entries(), always, max_bytes)
+            always += sum(e.bytes for e, p in new if p.priority is Priority.ALWAYS)
+            try:   # against the entries read at the start (a concurrent warm-up may add more)
+                check_always_fits(known, always, max_bytes)
             except CacheCapacityError:
                 tier.fs.delete(batch, recursive=True)
                 raise
-            for entry, plan in new:
-                tier.manifest.commit(entry, plan.supersedes)
+            tier.manifest.commit_all([(entry, plan.supersedes) for entry, plan in new])
             read += sum(int(f[1]) for f, _, _ in items)
             written += sum(e.bytes for e, _ in new)
     tier.demote(settings)

@@ -46,6 +46,9 @@ public final class CacheServing {
    * built once per decision, reused by every query over those files. */
   public static final class CachedFiles {
     private final Map<String, FileStatus[]> cached = new HashMap<>();
+    // the source files' paths, shared by the file indexes of every query served
+    private final Map<FileStatus, String> paths =
+        java.util.Collections.synchronizedMap(new java.util.IdentityHashMap<>());
 
     private CachedFiles(String lines) {
       for (String line : lines.split("\n")) {
@@ -82,6 +85,7 @@ public final class CacheServing {
   public LogicalPlan swap(LogicalPlan plan, int ordinal, CachedFiles files,
       String requiredLines) {
     Map<String, FileStatus[]> cached = files.cached;
+    Map<FileStatus, String> paths = files.paths;
     List<LogicalPlan> relations = new ArrayList<>();
     PlanRewrite.collect(plan, relations);
     LogicalRelation rel = (LogicalRelation) relations.get(ordinal);
@@ -122,8 +126,8 @@ public final class CacheServing {
     }
     SparkSession session = fs.sparkSession();
     Object rest = PlanRewrite.copyCaseClass(fs, 0,
-        new PrunedFileIndex(fs.location(), cached.keySet(), false), session);
-    Object cache = PlanRewrite.copyCaseClass(fs, 0, new CachedFileIndex(fs.location(), cached),
+        new PrunedFileIndex(fs.location(), cached.keySet(), false, paths), session);
+    Object cache = PlanRewrite.copyCaseClass(fs, 0, new CachedFileIndex(fs.location(), cached, paths),
         session);
     cache = PlanRewrite.copyCaseClass(cache, 2, new StructType(keptFields.toArray(new StructField[0])),
         session);
@@ -193,10 +197,9 @@ public final class CacheServing {
     scala.collection.Seq<PartitionDirectory> dirs =
         fs.location().listFiles(CollectionConverters.asScala(filters).toSeq(), none);
     StringBuilder files = new StringBuilder("[");
-    for (int i = 0; i < dirs.size(); i++) {
-      scala.collection.Seq<FileStatusWithMetadata> listed = dirs.apply(i).files();
-      for (int j = 0; j < listed.size(); j++) {
-        FileStatus f = listed.apply(j).fileStatus();
+    for (PartitionDirectory dir : CollectionConverters.asJava(dirs)) {
+      for (FileStatusWithMetadata listed : CollectionConverters.asJava(dir.files())) {
+        FileStatus f = listed.fileStatus();
         files.append(files.length() > 1 ? "," : "").append('[')
             .append(PlanRewrite.quote(f.getPath().toString())).append(',').append(f.getLen())
             .append(',').append(f.getModificationTime()).append(',')

@@ -23,9 +23,10 @@ public final class CachedFileIndex extends DerivedFileIndex {
   private final Map<String, FileStatus[]> cached;
 
   /** {@code cached}: source file path ({@code FileStatus.getPath().toString()}) to its
-   * entry's files. */
-  public CachedFileIndex(FileIndex delegate, Map<String, FileStatus[]> cached) {
-    super(delegate);
+   * entry's files; {@code paths}: see {@link DerivedFileIndex}. */
+  public CachedFileIndex(FileIndex delegate, Map<String, FileStatus[]> cached,
+      Map<FileStatus, String> paths) {
+    super(delegate, paths);
     this.cached = cached;
   }
 
@@ -35,13 +36,11 @@ public final class CachedFileIndex extends DerivedFileIndex {
     Seq<PartitionDirectory> dirs = delegate.listFiles(partitionFilters, dataFilters);
     scala.collection.immutable.Map<String, Object> noMetadata =
         scala.collection.immutable.Map$.MODULE$.empty();
-    List<PartitionDirectory> out = new ArrayList<>(dirs.size());
-    for (int i = 0; i < dirs.size(); i++) {
-      PartitionDirectory dir = dirs.apply(i);
-      Seq<FileStatusWithMetadata> files = dir.files();
+    List<PartitionDirectory> out = new ArrayList<>();
+    for (PartitionDirectory dir : CollectionConverters.asJava(dirs)) {
       List<FileStatusWithMetadata> served = new ArrayList<>();
-      for (int j = 0; j < files.size(); j++) {
-        FileStatus[] entry = cached.get(files.apply(j).fileStatus().getPath().toString());
+      for (FileStatusWithMetadata file : CollectionConverters.asJava(dir.files())) {
+        FileStatus[] entry = cached.get(pathOf(file.fileStatus()));
         if (entry != null) {
           for (FileStatus f : entry) {
             served.add(new FileStatusWithMetadata(f, noMetadata));

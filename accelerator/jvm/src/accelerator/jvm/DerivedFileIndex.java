@@ -24,8 +24,29 @@ abstract class DerivedFileIndex implements FileIndex {
   protected final FileIndex delegate;
   private volatile List<FileStatus> derived;
 
-  DerivedFileIndex(FileIndex delegate) {
+  private final java.util.Map<FileStatus, String> paths;
+
+  /** {@code paths}: where {@link #pathOf} remembers paths (an identity map, which indexes
+   * derived from the same listing may share). */
+  DerivedFileIndex(FileIndex delegate, java.util.Map<FileStatus, String> paths) {
     this.delegate = delegate;
+    this.paths = paths;
+  }
+
+  /**
+   * {@code f.getPath().toString()}, remembered per FileStatus object: the wrapped index lists
+   * the same objects on every call, and building the string from the path's URI dominated
+   * planning over thousands of files.
+   */
+  protected String pathOf(FileStatus f) {
+    synchronized (paths) {
+      String found = paths.get(f);
+      if (found == null) {
+        found = f.getPath().toString();
+        paths.put(f, found);
+      }
+      return found;
+    }
   }
 
   /** Every file {@link #listFiles} gives without filters. */
@@ -34,10 +55,9 @@ abstract class DerivedFileIndex implements FileIndex {
       Seq<Expression> none = CollectionConverters.asScala(new ArrayList<Expression>()).toSeq();
       Seq<PartitionDirectory> dirs = listFiles(none, none);
       List<FileStatus> out = new ArrayList<>();
-      for (int i = 0; i < dirs.size(); i++) {
-        Seq<FileStatusWithMetadata> files = dirs.apply(i).files();
-        for (int j = 0; j < files.size(); j++) {
-          out.add(files.apply(j).fileStatus());
+      for (PartitionDirectory dir : CollectionConverters.asJava(dirs)) {
+        for (FileStatusWithMetadata f : CollectionConverters.asJava(dir.files())) {
+          out.add(f.fileStatus());
         }
       }
       derived = out;

@@ -215,20 +215,77 @@ public final class PlanRewrite {
     if (!(fs.location() instanceof PartitioningAwareFileIndex)) {
       return sb.append(",\"fingerprint\":null,\"files\":null}").toString();
     }
-    scala.collection.Seq<FileStatus> statuses =
-        ((PartitioningAwareFileIndex) fs.location()).allFiles();
-    List<String> files = new ArrayList<>(statuses.size());
-    for (int i = 0; i < statuses.size(); i++) {
-      FileStatus f = statuses.apply(i);
-      files.add("[" + quote(f.getPath().toString()) + "," + f.getLen() + ","
-          + f.getModificationTime() + "]");
-    }
-    Collections.sort(files);
-    sb.append(",\"fingerprint\":").append(quote(sha256(files)));
+    Listing listing = listing(fs.location(),
+        ((PartitioningAwareFileIndex) fs.location()).allFiles());
+    sb.append(",\"fingerprint\":").append(quote(listing.fingerprint));
     if (detail > 1) {
-      sb.append(",\"files\":[").append(String.join(",", files)).append(']');
+      sb.append(",\"files\":[").append(String.join(",", listing.lines)).append(']');
     }
     return sb.append('}').toString();
+  }
+
+  /** A file index's files as sorted JSON lines [path,size,mtime] and their SHA-256. */
+  private static final class Listing {
+    final Object index;
+    final FileStatus[] statuses;
+    final List<String> lines;
+    final String fingerprint;
+
+    Listing(Object index, FileStatus[] statuses) {
+      this.index = index;
+      this.statuses = statuses;
+      lines = new ArrayList<>(statuses.length);
+      for (FileStatus f : statuses) {
+        lines.add("[" + quote(f.getPath().toString()) + "," + f.getLen() + ","
+            + f.getModificationTime() + "]");
+      }
+      Collections.sort(lines);
+      fingerprint = sha256(lines);
+    }
+
+    /** Whether {@code files} are the very objects listed (a refreshed index lists new ones). */
+    boolean same(Object index, FileStatus[] files) {
+      if (this.index != index || files.length != statuses.length) {
+        return false;
+      }
+      for (int i = 0; i < files.length; i++) {
+        if (files[i] != statuses[i]) {
+          return false;
+        }
+      }
+      return true;
+    }
+  }
+
+  private static final int LISTINGS_KEPT = 16;
+  private static final java.util.LinkedList<Listing> LISTINGS = new java.util.LinkedList<>();
+
+  /**
+   * The listing of a file index's files, remembered for the last few indexes: while an index
+   * lists the same FileStatus objects (until it is refreshed), queries over one DataFrame
+   * describe thousands of files once, not once per query.
+   */
+  private static Listing listing(Object index, scala.collection.Seq<FileStatus> all) {
+    FileStatus[] files = new FileStatus[all.size()];
+    int n = 0;
+    for (FileStatus f : CollectionConverters.asJava(all)) {   // a List's apply is linear
+      files[n++] = f;
+    }
+    synchronized (LISTINGS) {
+      for (Listing l : LISTINGS) {
+        if (l.same(index, files)) {
+          return l;
+        }
+      }
+    }
+    Listing fresh = new Listing(index, files);
+    synchronized (LISTINGS) {
+      LISTINGS.addFirst(fresh);
+      if (LISTINGS.size() > LISTINGS_KEPT) {
+        LISTINGS.removeLast();
+      }
+    }
+    return fresh;
   }
 
   private static String sha256(List<String> lines) {

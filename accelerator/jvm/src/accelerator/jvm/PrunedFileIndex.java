@@ -26,32 +26,32 @@ public final class PrunedFileIndex extends DerivedFileIndex {
 
   /** Keeps the {@code kept} files of {@code delegate}. */
   public PrunedFileIndex(FileIndex delegate, Set<String> kept) {
-    this(delegate, kept, true);
+    this(delegate, kept, true, new java.util.IdentityHashMap<>());
   }
 
-  /** With {@code keep}, the {@code listed} files of {@code delegate}; without, all others. */
-  public PrunedFileIndex(FileIndex delegate, Set<String> listed, boolean keep) {
-    super(delegate);
+  /** With {@code keep}, the {@code listed} files of {@code delegate}; without, all others
+   * ({@code paths}: see {@link DerivedFileIndex}). */
+  public PrunedFileIndex(FileIndex delegate, Set<String> listed, boolean keep,
+      java.util.Map<FileStatus, String> paths) {
+    super(delegate, paths);
     this.listed = listed;
     this.keep = keep;
   }
 
   private boolean keeps(FileStatus f) {
-    return listed.contains(f.getPath().toString()) == keep;
+    return listed.contains(pathOf(f)) == keep;
   }
 
   @Override
   public Seq<PartitionDirectory> listFiles(Seq<Expression> partitionFilters,
       Seq<Expression> dataFilters) {
     Seq<PartitionDirectory> dirs = delegate.listFiles(partitionFilters, dataFilters);
-    List<PartitionDirectory> out = new ArrayList<>(dirs.size());
-    for (int i = 0; i < dirs.size(); i++) {
-      PartitionDirectory dir = dirs.apply(i);
-      Seq<FileStatusWithMetadata> files = dir.files();
-      List<FileStatusWithMetadata> keptFiles = new ArrayList<>(files.size());
-      for (int j = 0; j < files.size(); j++) {
-        if (keeps(files.apply(j).fileStatus())) {
-          keptFiles.add(files.apply(j));
+    List<PartitionDirectory> out = new ArrayList<>();
+    for (PartitionDirectory dir : CollectionConverters.asJava(dirs)) {
+      List<FileStatusWithMetadata> keptFiles = new ArrayList<>();
+      for (FileStatusWithMetadata f : CollectionConverters.asJava(dir.files())) {
+        if (keeps(f.fileStatus())) {
+          keptFiles.add(f);
         }
       }
       if (!keptFiles.isEmpty()) {
