@@ -79,7 +79,7 @@ public final class CacheServing {
    * without the {@code files} the cache serves and a Parquet relation over their entries' files, both projected
    * to the data columns {@code requiredLines} names (newline-separated) and the partition
    * columns, under the original attribute ids; a Filter right above the relation is applied to
-   * both branches. Null when the relation cannot be served this way (it is bucketed, exposes
+   * both branches. When every file of the relation is cached, the Parquet relation alone. Null when the relation cannot be served this way (it is bucketed, exposes
    * metadata columns, or has partition columns among its data columns).
    */
   public LogicalPlan swap(LogicalPlan plan, int ordinal, CachedFiles files,
@@ -125,8 +125,8 @@ public final class CacheServing {
       }
     }
     SparkSession session = fs.sparkSession();
-    Object rest = PlanRewrite.copyCaseClass(fs, 0,
-        new PrunedFileIndex(fs.location(), cached.keySet(), false, paths), session);
+    PrunedFileIndex restIndex = new PrunedFileIndex(fs.location(), cached.keySet(), false, paths);
+    Object rest = PlanRewrite.copyCaseClass(fs, 0, restIndex, session);
     Object cache = PlanRewrite.copyCaseClass(fs, 0, new CachedFileIndex(fs.location(), cached, paths),
         session);
     cache = PlanRewrite.copyCaseClass(cache, 2, new StructType(keptFields.toArray(new StructField[0])),
@@ -139,6 +139,9 @@ public final class CacheServing {
     List<NamedExpression> projection = new ArrayList<>(kept);
     LogicalPlan restRel = new Project(CollectionConverters.asScala(projection).toSeq(),
         (LogicalPlan) PlanRewrite.copyCaseClass(rel, 0, rest));
+    if (restIndex.inputFiles().length == 0) {   // every file is cached: no union needed
+      return (LogicalPlan) plan.transformUp(new PlanRewrite.SameNode(rel, cacheRel));
+    }
     LogicalPlan parent = PlanRewrite.parentOf(plan, rel);
     LogicalPlan anchor = parent instanceof Filter ? parent : rel;
     List<LogicalPlan> branches = new ArrayList<>();
