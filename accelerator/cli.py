@@ -1,7 +1,7 @@
 """The accelerator command: every index operation of the Python API over one system path
 (create from a spec file, refresh, optimize, delete, restore, vacuum, cancel), listings (indexes,
 index, events, history), plan analysis of SQL queries (explain, whynot), a demo on a local sample,
-and jar (the compiled JVM rule's jar).
+jar (the compiled JVM rule's jar) and rules validate (the rule engine's YAML rules).
 
 Exit codes: 0 success; 1 a user error, whose message goes to stderr (an AcceleratorError, a bad
 spec file, a system path that does not exist, SQL that Spark cannot analyse); 2 a usage error.
@@ -299,7 +299,33 @@ def parser() -> argparse.ArgumentParser:
     d.set_defaults(func=demo)
     j = sub.add_parser("jar", help="print the path of the compiled JVM rule (compiling it if needed)")
     j.set_defaults(func=print_jar)
+    r = sub.add_parser("rules", help="the rule engine's user rules")
+    rules_sub = r.add_subparsers(dest="rules_command", required=True)
+    v = rules_sub.add_parser("validate", help="print the rules of a YAML file as understood "
+                             "(exit 0) or every error with its line and column (exit 1)")
+    v.add_argument("file", help="the rules file (see configs/rules.yaml)")
+    v.set_defaults(func=validate_rules)
     return top
+
+
+def validate_rules(args: argparse.Namespace) -> int:
+    """``accelerator rules validate FILE``: no Spark needed."""
+    from rules.user_rules import RulesError, load_rules_file
+
+    try:
+        found = load_rules_file(args.file)
+    except RulesError as exc:
+        for problem in exc.problems:
+            print(problem, file=sys.stderr)
+        return 1
+    budget = found.budget
+    print(f"{args.file}: {len(found.rules)} rules; budget: indexBytes {budget.index_bytes}, "
+          f"cacheBytes {budget.cache_bytes}, maxIndexesPerSource "
+          f"{budget.max_indexes_per_source}, buildSecondsPerRun {budget.build_seconds_per_run} "
+          "(None: the engine's default)")
+    for rule in found.rules:
+        print(rule.describe())
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
