@@ -1,0 +1,62 @@
+"""The extractor without a JVM: demand per (source, column, use) from query records, decayed
+by age, exploration queries ignored."""
+from __future__ import annotations
+
+import pytest
+
+from rules.extractor import Demand, extract, is_exploration
+from rules.history import Predicate, QueryRecord, RelationUsage
+
+DAY_MS = 86400 * 1000
+NOW = 100 * DAY_MS
+
+
+def record(ts, *, preds=(), filters=(), joins=(), groups=(), outputs=(), source="file:/lake/e"):
+    rel = RelationUsage(source, [source], "parquet", None, [], list(filters), list(joins),
+                        list(groups), list(outputs))
+    return QueryRecord(ts, f"q{ts}", [source], ["parquet"], list(filters), list(outputs),
+                       list(joins), list(groups),
+                       [Predicate(0, source, c, shape, op, fn) for c, shape, op, fn in preds],
+                       [], [rel])
+
+
+def test_uses_of_each_predicate_shape_join_group_and_projection():
+    rows = extract([
+        record(NOW, preds=[("id", "equality", "EqualTo", None), ("ts", "range", "GreaterThan",
+                                                                  None),
+                           ("msg", "contains", "Contains", None), ("msg", "other", "RLike", None),
+                           ("name", "equality", "EqualTo", "Lower"),
+                           ("x", "isnull", "IsNull", None)],
+               filters=["id", "ts", "msg", "name", "x"], joins=["k"], groups=["g"],
+               outputs=["id", "ts", "msg", "name", "x", "k", "g", "payload"]),
+    ], NOW)
+    assert {(d.column, d.use) for d in rows} == {
+        ("id", "lookup"), ("ts", "range"), ("msg", "text"), ("k", "join"), ("g", "group"),
+        ("payload", "projection")}
+    assert all(d.queries == 1 and d.weight == 1.0 and d.last_seen == NOW for d in rows)
+
+
+def test_demand_decays_by_half_lives_and_sorts_heaviest_first():
+    rows = extract([
+        record(NOW, preds=[("a", "equality", "EqualTo", None)], filters=["a"]),
+        record(NOW - 7 * DAY_MS, preds=[("a", "equality", "EqualTo", None)], filters=["a"]),
+        record(NOW - 14 * DAY_MS, preds=[("b", "in", "In", None)], filters=["b"]),
+        record(NOW - 14 * DAY_MS, preds=[("b", "in", "In", None)], filters=["b"]),
+        record(NOW - 14 * DAY_MS, preds=[("b", "in", "In", None)], filters=["b"]),
+    ], NOW, half_life_s=7 * 86400)
+    assert rows == [Demand("file:/lake/e", "a", "lookup", 2, 1.5, NOW),
+                    Demand("file:/lake/e", "b", "lookup", 3, 0.75, NOW - 14 * DAY_MS)]
+    with pytest.raises(ValueError, match="half-life"):
+        extract([], NOW, half_life_s=0)
+
+
+def test_exploration_queries_never_count():
+    browse = record(NOW, outputs=["id", "ts", "msg"])
+    assert is_exploration(browse)
+    assert extract([browse, browse], NOW) == []
+    assert not is_exploration(record(NOW, groups=["g"], outputs=["g"]))
+
+
+def test_a_self_join_counts_once_per_query():
+    rows = extract([record(NOW, joins=["id"], outputs=["id"])], NOW)
+    assert rows == [Demand("file:/lake/e", "id", "join", 1, 1.0, NOW)]
