@@ -1,0 +1,94 @@
+"""What the rule engine asks for: :class:`Instruction` values, the names of the indexes it
+creates, and the precedence between the user's rules and the engine's own choices.
+
+Precedence: NEVER > a user rule > the engine. A user rule's instruction is always kept; an
+engine instruction is dropped when a NEVER rule covers its source, when a user rule already asks
+for the same thing, or when it would drop an index the engine did not create. Pure Python.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import Iterable
+
+from rules.terms import Priority
+from rules.user_rules import RuleSet, UserRule, scheme_less
+
+ACTIONS = ("create", "refresh", "drop", "cache", "uncache")
+ORIGINS = ("engine", "user")
+#: prefix of the names of the indexes the engine creates
+ENGINE_PREFIX = "auto_"
+
+
+@dataclass(frozen=True)
+class Instruction:
+    """One thing to do: ``action`` on a ``kind`` (an index kind, or ``cache``) over ``columns``
+    of ``source``, with why (``reason``) and what it is expected to bring."""
+
+    action: str
+    kind: str
+    source: str
+    columns: tuple[str, ...]
+    included_columns: tuple[str, ...] = ()
+    name: str | None = None
+    priority: Priority = Priority.MEDIUM
+    ttl_seconds: int | None = None
+    origin: str = "engine"
+    score: float = 0.0
+    estimated_seconds_saved: float = 0.0
+    estimated_bytes: int = 0
+    queries: int = 0
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        if self.action not in ACTIONS:
+            raise ValueError(f"unknown action {self.action!r}: expected one of {ACTIONS}")
+        if self.origin not in ORIGINS:
+            raise ValueError(f"unknown origin {self.origin!r}: expected one of {ORIGINS}")
+
+    @property
+    def target(self) -> tuple[str, str, tuple[str, ...]]:
+        """What the instruction is about: (scheme-less source, kind, sorted columns)."""
+        return scheme_less(self.source), self.kind, tuple(sorted(self.columns))
+
+
+def engine_index_name(kind: str, source: str, columns: Iterable[str]) -> str:
+    """The name of an index the engine creates: ``auto_<kind>_<source folder>_<8 hex digits of
+    the source path's hash>_<columns>``, with anything but letters, digits and ``_`` replaced
+    by ``_`` (so two sources with the same folder name get different names)."""
+    path = scheme_less(source)
+    folder = path.rstrip("/").rsplit("/", 1)[-1] or "root"
+    digest = hashlib.sha256(path.encode("utf-8")).hexdigest()[:8]
+    raw = f"{ENGINE_PREFIX}{kind}_{folder}_{digest}_{'_'.join(columns)}"
+    return re.sub(r"_+", "_", re.sub(r"[^A-Za-z0-9_]", "_", raw)).strip("_")
+
+
+def from_user_rule(rule: UserRule, source: str) -> Instruction | None:
+    """The instruction a user rule gives for a ``source`` it matches (None for a NEVER rule,
+    which forbids rather than asks)."""
+    if rule.never or rule.kind is None:
+        return None
+    action = "cache" if rule.kind == "cache" else "create"
+    name = None if rule.kind == "cache" else engine_index_name(rule.kind, source, rule.columns)
+    return Instruction(action, rule.kind, source, rule.columns, rule.included_columns, name,
+                       rule.priority, rule.ttl_seconds, origin="user",
+                       reason=f"user rule at {rule.file}:{rule.line}")
+
+
+def merge(user: Iterable[Instruction], engine: Iterable[Instruction], rules: RuleSet,
+          engine_indexes: Iterable[str] = ()) -> list[Instruction]:
+    """The instructions to carry out: every user instruction, then the engine's that no NEVER
+    rule forbids, that no user instruction already covers, and that drop only indexes named in
+    ``engine_indexes`` (those the engine created)."""
+    kept = list(user)
+    taken = {i.target for i in kept}
+    mine = set(engine_indexes)
+    for i in engine:
+        if rules.never(i.source) is not None or i.target in taken:
+            continue
+        if i.action == "drop" and i.name not in mine:
+            continue
+        kept.append(i)
+        taken.add(i.target)
+    return kept
