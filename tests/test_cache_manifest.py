@@ -226,7 +226,8 @@ def test_collect_waits_for_the_grace_period(manifest, fs, clock):
 
     current = manifest.get(KEY)
     manifest.evict([current], now=t0 + 4000)
-    early = manifest.collect(now=t0 + 4000 + 3599)   # evicted; only superseded versions go
+    early = [p for p in manifest.collect(now=t0 + 4000 + 3599)   # evicted: old versions go
+             if "/_manifest/changes/" not in p]
     assert early and all(p.startswith((f"{CACHE}/_manifest/entries/{KEY}/",
                                        f"{CACHE}/_manifest/totals/")) for p in early)
     assert fs.exists(second.data_path) and manifest.get(KEY).state is EntryState.EVICTED
@@ -247,7 +248,8 @@ def test_collect_removes_orphan_data_and_old_temp_files(manifest, fs, clock):
     manifest.record_usage({OTHER: (1, t0)}, now=t0)   # usage of a key that has no entry
     assert manifest.collect(now=t0 + 100) == []
     assert names(fs, f"{CACHE}/_manifest/usage") == []   # folded (into the totals) at once
-    assert sorted(manifest.collect(now=t0 + 3600)) == sorted([orphan, temp])
+    deleted = [p for p in manifest.collect(now=t0 + 3600) if "/_manifest/changes/" not in p]
+    assert sorted(deleted) == sorted([orphan, temp])
     assert fs.exists(kept.data_path) and manifest.get(KEY) == kept
 
 
@@ -302,3 +304,20 @@ def test_a_warmup_and_a_demoter_pass_compose(manifest, clock):
     assert [v.entry.key for v in evictions] == [OTHER]
     assert [e.key for e in manifest.evict([v.entry for v in evictions], 60.0)] == [OTHER]
     assert [e.key for e in manifest.entries()] == [k.hex]
+
+
+def test_change_records_name_the_keys_readers_must_read_again(manifest, fs, clock):
+    assert manifest.change_names() == set()
+    first = warmed(manifest)
+    manifest.commit(first)
+    names = manifest.change_names()
+    assert manifest.changed_keys(names) == {KEY}
+    assert manifest.entries_of({KEY, OTHER}) == {KEY: first, OTHER: None}
+    manifest.evict([first], now=5.0)
+    later = manifest.change_names() - names
+    assert manifest.changed_keys(later) == {KEY}
+    manifest.record_usage({KEY: (1, 6.0)}, now=6.0)     # usage changes nothing a reader serves
+    assert manifest.change_names() - names == later
+    manifest.collect(now=5.0 + 3600)                     # the evicted entry goes: a change
+    assert manifest.changed_keys(manifest.change_names() - names - later) == {KEY}
+    assert manifest.changed_keys({"0000000000001-" + "0" * 32 + ".json"}) is None

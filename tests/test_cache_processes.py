@@ -22,7 +22,7 @@ WORKER = textwrap.dedent("""
     from accelerator import Hyperspace
     if mode == "crash":   # dies after writing the data, before committing any entry
         from accelerator.cache.manifest import CacheManifest
-        CacheManifest.commit = lambda *args, **kwargs: os._exit(17)
+        CacheManifest.commit_all = lambda *args, **kwargs: os._exit(17)
     Hyperspace(spark).cache(spark.read.parquet(source))
     print("warmed")
 """)

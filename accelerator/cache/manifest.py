@@ -7,6 +7,8 @@ Layout under the cache path::
     _manifest/usage/<ms>-<uuid>.json        usage records (hits and last use per key, misses,
                                             bytes served, evictions) not yet folded in
     _manifest/totals/<seq>.json             versions of the folded counters of the whole cache
+    _manifest/changes/<ms>-<uuid>.json      keys whose served state a writer changed (commits,
+                                            evictions, collection), so readers re-read only those
     _manifest/never/<sha256 of root>.json   NEVER markers (:mod:`accelerator.cache.never`)
     data/<uuid>/...                         Parquet files of warm-ups (an entry names its folder)
 
@@ -89,6 +91,7 @@ class CacheManifest:
         self._entries = f"{self.path}/_manifest/entries"
         self._usage = f"{self.path}/_manifest/usage"
         self._totals = f"{self.path}/_manifest/totals"
+        self._changes = f"{self.path}/_manifest/changes"
         self.never_path = f"{self.path}/_manifest/never"
         self._data = f"{self.path}/data"
 
@@ -207,6 +210,10 @@ class CacheManifest:
             f"could not update the cache entry {key}: other writers kept changing it")
 
     def commit(self, entry: CacheEntry, supersedes: Iterable[CacheEntry] = ()) -> CommitResult:
+        """:meth:`commit_all` of one entry."""
+        return self.commit_all([(entry, supersedes)])[0]
+
+    def _commit(self, entry: CacheEntry, supersedes: Iterable[CacheEntry] = ()) -> CommitResult:
         """Commits a warmed entry (its data already under ``entry.data_path``).
 
         Over no current entry or an EVICTED one, the entry is committed. Over an ACTIVE one, it
@@ -240,7 +247,7 @@ class CacheManifest:
         assert result is not None
         committed = result.data_path == entry.data_path and result.active
         if committed:
-            self.evict([e for e in supersedes if e.key != entry.key], now)
+            self._evict([e for e in supersedes if e.key != entry.key], now)
         return CommitResult(result, committed)
 
     def raise_terms(self, key: str, priority: Priority,
@@ -258,13 +265,21 @@ class CacheManifest:
 
     def commit_all(self, warmed: list[tuple[CacheEntry, Iterable[CacheEntry]]]
                    ) -> list[CommitResult]:
-        """:meth:`commit` of each (entry, supersedes) pair of a warm-up, several at once."""
-        by_key = {e.key: (e, tuple(s)) for e, s in warmed}
-        return in_parallel(lambda k: self.commit(*by_key[k]), list(by_key))
+        """Commits each (entry, supersedes) pair of a warm-up (see :meth:`_commit`), several at
+        once, then records the keys changed for readers."""
+        pairs = [(e, tuple(s)) for e, s in warmed]
+        results = in_parallel(lambda pair: self._commit(*pair), pairs)
+        self._log_changes({e.key for e, _ in pairs} | {s.key for _, ss in pairs for s in ss})
+        return results
 
     def evict(self, entries: Iterable[CacheEntry], now: float | None = None) -> list[CacheEntry]:
         """Marks each entry EVICTED at once, unless its key now holds other data (replaced by a
         warm-up since it was read) or it is evicted already; returns those evicted."""
+        done = self._evict(entries, now)
+        self._log_changes({e.key for e in done})
+        return done
+
+    def _evict(self, entries: Iterable[CacheEntry], now: float | None = None) -> list[CacheEntry]:
         now = self.now() if now is None else now
         given = {e.key: e for e in entries}
 
@@ -286,6 +301,35 @@ class CacheManifest:
         if done:
             self.record_usage({}, evictions=len(done), now=now)
         return done
+
+    # ------------------------------------------------------------------ changes
+
+    def _log_changes(self, keys: set[str]) -> None:
+        if keys:
+            name = f"{int(self.now() * 1000):013d}-{uuid.uuid4().hex}.json"
+            self.fs.create_exclusive(f"{self._changes}/{name}", json.dumps(sorted(keys)))
+
+    def change_names(self) -> set[str]:
+        """The change records now (one listing: what a reader checks before re-reading)."""
+        return {f.name for f in self.fs.list(self._changes)
+                if not f.is_dir and _USAGE.fullmatch(f.name)}
+
+    def changed_keys(self, names: Iterable[str]) -> set[str] | None:
+        """The keys the change records ``names`` list; None when one of them is gone (collected:
+        the reader has been away longer than the grace period and must read everything)."""
+        def keys_of(name: str) -> list[str] | None:
+            try:
+                return json.loads(self.fs.read_text(f"{self._changes}/{name}"))
+            except FileNotFoundError:
+                return None
+
+        found = in_parallel(keys_of, sorted(names))
+        return None if any(k is None for k in found) else {k for ks in found for k in ks}
+
+    def entries_of(self, keys: Iterable[str]) -> dict[str, CacheEntry | None]:
+        """The current entry of each key (None for a key without one), without usage."""
+        keys = sorted(keys)
+        return dict(zip(keys, in_parallel(lambda k: self._current(k)[1], keys)))
 
     # ------------------------------------------------------------------ usage
 
@@ -377,8 +421,11 @@ class CacheManifest:
         folders = {p: [(d.path, d.modification_time / 1000.0)
                        for d in self.fs.list(p) if d.is_dir] for p, _ in batches}
         referenced: set[str] = set()
-        for used in in_parallel(lambda k: self._collect_key(k, cutoff, delete), self.keys()):
+        removed: list[str] = []
+        for used in in_parallel(lambda k: self._collect_key(k, cutoff, delete, removed),
+                                self.keys()):
             referenced |= used
+        self._log_changes(set(removed))
 
         used = set(referenced)
         for path in referenced:
@@ -401,14 +448,16 @@ class CacheManifest:
                 self._collect_old(sub.path, cutoff, delete)
         for folder in (self._usage, self.never_path):
             self._collect_old(folder, cutoff, delete)
+        self._collect_old(self._changes, cutoff, delete, lambda name: True)
         seq, _ = self._latest(self._totals)
         self._collect_old(self._totals, cutoff, delete, lambda name: name.endswith(".tmp") or (
             (m := _VERSION.fullmatch(name)) is not None and int(m.group(1)) < seq))
         return deleted
 
-    def _collect_key(self, key: str, cutoff: float,
-                     delete: Callable[[str], None]) -> set[str]:
-        """Collects one key; the data paths it still references."""
+    def _collect_key(self, key: str, cutoff: float, delete: Callable[[str], None],
+                     removed: list[str]) -> set[str]:
+        """Collects one key (appending it to ``removed`` when its entry goes); the data paths it
+        still references."""
         folder = f"{self._entries}/{key}"
         versions = self._versions(folder)
         seq, current = self._current(key)
@@ -420,6 +469,7 @@ class CacheManifest:
                 delete(path)
             for _, path in versions:   # only those listed: a re-warm's newer version stays
                 delete(path)
+            removed.append(key)
             try:
                 if not self.fs.list(folder):
                     self.fs.delete(folder, recursive=False)

@@ -58,12 +58,14 @@ class CacheView:
 
     generation: int
     loaded_at: float
+    by_key: Mapping[str, CacheEntry]                         # every entry, by key
     active: Mapping[tuple[str, str, int, int], CacheEntry]   # (read key, path, size, mtime)
     by_path: Mapping[str, tuple[CacheEntry, ...]]            # every entry, EVICTED too
     dirs: frozenset[str]            # directories above the files of entries (EVICTED too)
 
     @classmethod
     def of(cls, entries: Iterable[CacheEntry], generation: int, loaded_at: float) -> "CacheView":
+        entries = list(entries)
         active: dict[tuple[str, str, int, int], CacheEntry] = {}
         by_path: dict[str, list[CacheEntry]] = {}
         dirs: set[str] = set()
@@ -75,8 +77,19 @@ class CacheView:
             if parent not in dirs:
                 dirs.add(parent)
                 dirs.update(parent_dirs(parent))
-        return cls(generation, loaded_at, active, {p: tuple(v) for p, v in by_path.items()},
-                   frozenset(dirs))
+        return cls(generation, loaded_at, {e.key: e for e in entries}, active,
+                   {p: tuple(v) for p, v in by_path.items()}, frozenset(dirs))
+
+    def changed(self, entries: Mapping[str, CacheEntry | None], generation: int,
+                loaded_at: float) -> "CacheView":
+        """This view with the entries of some keys replaced (None: the key has none now)."""
+        current = dict(self.by_key)
+        for key, entry in entries.items():
+            if entry is None:
+                current.pop(key, None)
+            else:
+                current[key] = entry
+        return CacheView.of(current.values(), generation, loaded_at)
 
     def covers(self, roots: Iterable[str]) -> bool:
         """Whether the file of some entry (ACTIVE or EVICTED) lies under one of ``roots``."""

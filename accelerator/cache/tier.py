@@ -2,10 +2,11 @@
 the usage it buffers, and the demoter. One :class:`CacheTier` per cache path and process
 (:func:`tier_for`); no Spark here beyond the file system it is given.
 
-The snapshot is reloaded at most every ``spark.accelerator.cache.refreshSeconds``, in a
+The snapshot is refreshed at most every ``spark.accelerator.cache.refreshSeconds``, in a
 background thread while the previous one keeps serving, so a query never waits for the
-manifest (except the very first one of a process); changes this process makes replace it at
-once. Hits, last uses, misses and bytes served are buffered in memory and written as one usage
+manifest (except the very first one of a process): a refresh lists the manifest's change
+records and re-reads only the keys they name (nothing when nothing changed); changes this
+process makes replace it at once. Hits, last uses, misses and bytes served are buffered in memory and written as one usage
 record every :data:`FLUSH_SECONDS` (and before anything reads them back in this process).
 """
 from __future__ import annotations
@@ -26,6 +27,8 @@ from accelerator.cache.serving import CacheView
 log = logging.getLogger("accelerator.cache")
 
 FLUSH_SECONDS = 2.0
+#: the longest a snapshot goes without reading the whole manifest again
+FULL_RELOAD_SECONDS = 300.0
 #: the cache's size when neither the setting nor the file system gives one
 DEFAULT_MAX_BYTES = 64 << 30
 
@@ -62,6 +65,8 @@ class CacheTier:
         self._clock = clock
         self._lock = threading.Lock()
         self._view: CacheView | None = None
+        self._seen: set[str] = set()     # change records the snapshot has applied
+        self._full_at = 0.0              # when the manifest was last read whole
         self._generation = 0
         self._loading = False
         self._hits: dict[int, list] = {}   # id of a UsedEntries → [it, hits, last use]
@@ -86,19 +91,45 @@ class CacheTier:
         return current
 
     def reload(self) -> CacheView:
-        """Reads the manifest into a new snapshot now."""
+        """Reads the whole manifest into a new snapshot now."""
         loaded_at = self._clock()
+        names = self.manifest.change_names()   # before the entries: later changes come next time
         entries = self.manifest.entries(include_evicted=True)
+        return self._install(lambda g: CacheView.of(entries, g, loaded_at), names, loaded_at)
+
+    def refresh(self) -> CacheView:
+        """A snapshot with what other processes changed since the last one: one listing of the
+        change records when nothing changed, the changed keys re-read otherwise, everything
+        every :data:`FULL_RELOAD_SECONDS` (a writer that died between its commit and its change
+        record is seen then)."""
+        with self._lock:
+            view, seen, full_at = self._view, self._seen, self._full_at
+        now = self._clock()
+        if view is None or now - full_at >= FULL_RELOAD_SECONDS:
+            return self.reload()
+        names = self.manifest.change_names()
+        new = names - seen
+        keys = self.manifest.changed_keys(new) if new else set()
+        if keys is None:
+            return self.reload()
+        changed = self.manifest.entries_of(keys) if keys else {}
+        return self._install(lambda g: view.changed(changed, g, now), names, None)
+
+    def _install(self, make: Callable[[int], CacheView], names: set[str],
+                 full_at: float | None) -> CacheView:
         with self._lock:
             self._generation += 1
-            view = CacheView.of(entries, self._generation, loaded_at)
+            view = make(self._generation)
             self._view = view
+            self._seen = names
+            if full_at is not None:
+                self._full_at = full_at
             self._loading = False
         return view
 
     def _reload_quietly(self) -> None:
         try:
-            self.reload()
+            self.refresh()
         except Exception:   # the previous snapshot keeps serving; tried again next time
             log.warning("could not reload the cache manifest under %s", self.path,
                         exc_info=True)
@@ -165,7 +196,7 @@ class CacheTier:
                                   settings.cache_cleanup_percent)
         done = {e.key for e in self.manifest.evict([c.entry for c in chosen], now)}
         deleted = self.manifest.collect(now, settings.cache_grace_seconds)
-        self.reload()
+        self.refresh()
         return DemoterRun([c for c in chosen if c.entry.key in done], deleted)
 
 

@@ -208,7 +208,7 @@ def warm(spark: Any, tier: CacheTier, settings: Settings, df: DataFrame,
         for s in scans(spark, df, tier.fs.qualify(settings.system_path)):
             for root in s.roots:
                 tier.never.set(root, reason="hs.cache(priority='NEVER')")
-        tier.reload()
+        tier.refresh()
         return WarmupResult(0, 0, 0, time.monotonic() - started)
     ttl_seconds = parse_duration(ttl) if ttl is not None else None
     read_settings = json.loads(jvm.helpers(spark).plans.currentReadSettings(spark._jsparkSession))
@@ -277,5 +277,5 @@ def uncache(spark: Any, tier: CacheTier, settings: Settings, df: DataFrame) -> t
     for s in found:
         for root in s.roots:
             tier.never.lift(root)
-    tier.reload()
+    tier.refresh()
     return len(evicted), sum(e.bytes for e in evicted)
