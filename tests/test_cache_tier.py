@@ -381,3 +381,21 @@ def test_plan_shapes_keep_every_column_they_need(spark, hs, tmp_path):
     for name, (build, served) in shapes.items():
         assert rows(build()) == vanilla(spark, build), name
         assert (CACHED_SCAN in plan_of(build())) == served, name
+
+
+def test_a_later_request_raises_priority_and_ttl_but_never_lowers_them(spark, hs, tmp_path):
+    src = str(tmp_path / "src")
+    spark.range(0, 30, numPartitions=2).write.parquet(src)
+
+    def terms():
+        return {(e.priority, e.ttl) for e in hs.cacheEntries().collect()}
+
+    hs.cache(spark.read.parquet(src), priority="LOW", ttl="PT1H")
+    assert terms() == {("LOW", "PT1H")}
+    hs.cache(spark.read.parquet(src), priority="high", ttl="PT30M")
+    assert terms() == {("HIGH", "PT1H")}
+    summary = hs.cache(spark.read.parquet(src), priority="MEDIUM", ttl="P1D").collect()[0]
+    assert terms() == {("HIGH", "P1D")} and summary.bytesWritten == 0
+    hs.cache(spark.read.parquet(src), ttl=None)             # no TTL is the longest
+    assert terms() == {("HIGH", None)}
+    assert len(hs.cacheEntries().collect()) == 2            # no data written again

@@ -226,14 +226,16 @@ def warm(spark: Any, tier: CacheTier, settings: Settings, df: DataFrame,
             for path in [*s.roots, *(f[0] for f in s.files)]:
                 if path.rstrip("/") == m.root or path.startswith(m.root + "/"):
                     tier.never.check(path)   # raises, naming the marker
-        todo = []
+        todo, raised = [], []
         for f in s.files:
             key = file_key(s, f, read_settings)
             plan = plan_warmup(key, wanted, level, ttl_seconds, entries[f[0]])
             if plan.write:
                 todo.append((f, key, plan))
-            else:
-                tier.manifest.raise_terms(key.hex, plan.priority, plan.ttl_seconds)
+            elif (plan.priority, plan.ttl_seconds) != (plan.keep.priority, plan.keep.ttl_seconds):
+                raised.append((key.hex, plan))
+        in_parallel(lambda r: tier.manifest.raise_terms(r[0], r[1].priority, r[1].ttl_seconds),
+                    raised)
         jobs.append((s, wanted, todo))
     files = sum(len(s.files) for s in found)
     read = written = always = 0
