@@ -67,6 +67,7 @@ class CacheTier:
         self._view: CacheView | None = None
         self._seen: set[str] = set()     # change records the snapshot has applied
         self._full_at = 0.0              # when the manifest was last read whole
+        self._checked_at = 0.0           # when the change records were last listed
         self._generation = 0
         self._loading = False
         self._hits: dict[int, list] = {}   # id of a UsedEntries → [it, hits, last use]
@@ -80,7 +81,7 @@ class CacheTier:
         with self._lock:
             current = self._view
             stale = current is not None and not self._loading \
-                and self._clock() - current.loaded_at >= refresh_seconds
+                and self._clock() - self._checked_at >= refresh_seconds
             if stale:
                 self._loading = True
         if current is None:
@@ -95,7 +96,8 @@ class CacheTier:
         loaded_at = self._clock()
         names = self.manifest.change_names()   # before the entries: later changes come next time
         entries = self.manifest.entries(include_evicted=True)
-        return self._install(lambda g: CacheView.of(entries, g, loaded_at), names, loaded_at)
+        return self._install(lambda g: CacheView.of(entries, g, loaded_at), names, loaded_at,
+                             loaded_at)
 
     def refresh(self) -> CacheView:
         """A snapshot with what other processes changed since the last one: one listing of the
@@ -112,16 +114,21 @@ class CacheTier:
         keys = self.manifest.changed_keys(new) if new else set()
         if keys is None:
             return self.reload()
-        changed = self.manifest.entries_of(keys) if keys else {}
-        return self._install(lambda g: view.changed(changed, g, now), names, None)
+        if not keys:   # nothing changed: the same snapshot (its decisions stay memoized)
+            with self._lock:
+                self._seen, self._checked_at, self._loading = names, now, False
+            return view
+        changed = self.manifest.entries_of(keys)
+        return self._install(lambda g: view.changed(changed, g, now), names, None, now)
 
     def _install(self, make: Callable[[int], CacheView], names: set[str],
-                 full_at: float | None) -> CacheView:
+                 full_at: float | None, checked_at: float) -> CacheView:
         with self._lock:
             self._generation += 1
             view = make(self._generation)
             self._view = view
             self._seen = names
+            self._checked_at = checked_at
             if full_at is not None:
                 self._full_at = full_at
             self._loading = False
