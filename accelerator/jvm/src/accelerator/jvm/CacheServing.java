@@ -25,10 +25,12 @@ import org.apache.spark.sql.catalyst.plans.logical.Union;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.execution.FileSourceScanExec;
 import org.apache.spark.sql.execution.SparkPlan;
+import org.apache.spark.sql.execution.datasources.FileIndex;
 import org.apache.spark.sql.execution.datasources.FileStatusWithMetadata;
 import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
 import org.apache.spark.sql.execution.datasources.LogicalRelation;
 import org.apache.spark.sql.execution.datasources.PartitionDirectory;
+import org.apache.spark.sql.execution.datasources.PartitioningAwareFileIndex;
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
@@ -46,9 +48,6 @@ public final class CacheServing {
    * built once per decision, reused by every query over those files. */
   public static final class CachedFiles {
     private final Map<String, FileStatus[]> cached = new HashMap<>();
-    // the source files' paths, shared by the file indexes of every query served
-    private final Map<FileStatus, String> paths =
-        java.util.Collections.synchronizedMap(new java.util.IdentityHashMap<>());
 
     private CachedFiles(String lines) {
       for (String line : lines.split("\n")) {
@@ -85,7 +84,6 @@ public final class CacheServing {
   public LogicalPlan swap(LogicalPlan plan, int ordinal, CachedFiles files,
       String requiredLines) {
     Map<String, FileStatus[]> cached = files.cached;
-    Map<FileStatus, String> paths = files.paths;
     List<LogicalPlan> relations = new ArrayList<>();
     PlanRewrite.collect(plan, relations);
     LogicalRelation rel = (LogicalRelation) relations.get(ordinal);
@@ -125,6 +123,7 @@ public final class CacheServing {
       }
     }
     SparkSession session = fs.sparkSession();
+    Map<FileStatus, String> paths = pathsOf(fs.location());
     PrunedFileIndex restIndex = new PrunedFileIndex(fs.location(), cached.keySet(), false, paths);
     Object rest = PlanRewrite.copyCaseClass(fs, 0, restIndex, session);
     Object cache = PlanRewrite.copyCaseClass(fs, 0, new CachedFileIndex(fs.location(), cached, paths),
@@ -164,6 +163,24 @@ public final class CacheServing {
         referenced(children.apply(i), out);
       }
     }
+  }
+
+  /**
+   * The source files' paths for the two file indexes of one swap, filled from the listing the
+   * payload's fingerprint already made of the same FileStatus objects (so a fresh DataFrame
+   * over thousands of files turns each path into a string once per query, not three times).
+   */
+  private static Map<FileStatus, String> pathsOf(FileIndex location) {
+    Map<FileStatus, String> paths =
+        java.util.Collections.synchronizedMap(new java.util.IdentityHashMap<>());
+    if (location instanceof PartitioningAwareFileIndex) {
+      PlanRewrite.Listing listing = PlanRewrite.listing(location,
+          ((PartitioningAwareFileIndex) location).allFiles());
+      for (int i = 0; i < listing.statuses.length; i++) {
+        paths.put(listing.statuses[i], listing.paths[i]);
+      }
+    }
+    return paths;
   }
 
   // --- warming --------------------------------------------------------------------------

@@ -225,19 +225,22 @@ public final class PlanRewrite {
   }
 
   /** A file index's files as sorted JSON lines [path,size,mtime] and their SHA-256. */
-  private static final class Listing {
+  static final class Listing {
     final Object index;
     final FileStatus[] statuses;
+    final String[] paths;      // statuses[i].getPath().toString()
     final List<String> lines;
     final String fingerprint;
 
     Listing(Object index, FileStatus[] statuses) {
       this.index = index;
       this.statuses = statuses;
+      paths = new String[statuses.length];
       lines = new ArrayList<>(statuses.length);
-      for (FileStatus f : statuses) {
-        lines.add("[" + quote(f.getPath().toString()) + "," + f.getLen() + ","
-            + f.getModificationTime() + "]");
+      for (int i = 0; i < statuses.length; i++) {
+        FileStatus f = statuses[i];
+        paths[i] = f.getPath().toString();
+        lines.add("[" + quote(paths[i]) + "," + f.getLen() + "," + f.getModificationTime() + "]");
       }
       Collections.sort(lines);
       fingerprint = sha256(lines);
@@ -265,7 +268,7 @@ public final class PlanRewrite {
    * lists the same FileStatus objects (until it is refreshed), queries over one DataFrame
    * describe thousands of files once, not once per query.
    */
-  private static Listing listing(Object index, scala.collection.Seq<FileStatus> all) {
+  static Listing listing(Object index, scala.collection.Seq<FileStatus> all) {
     FileStatus[] files = new FileStatus[all.size()];
     int n = 0;
     for (FileStatus f : CollectionConverters.asJava(all)) {   // a List's apply is linear
