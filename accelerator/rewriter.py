@@ -279,7 +279,7 @@ class Rewriter:
                                  "answers this relation (an index wins over the cache)")
         if description.get("bucketed"):
             return CacheDecision("BUCKETED", "bucketed relations are not served from the cache")
-        if "fingerprint" not in description or "dataSchema" not in description:
+        if "fingerprint" not in description:
             description.update(json.loads(self._helpers.plans.describe(plan, decision.ordinal,
                                                                        1)))
         fingerprint = description.get("fingerprint")
@@ -292,7 +292,8 @@ class Rewriter:
         with self._lock:
             found = self._cache_decisions.get(memo_key)
         if found is None:
-            files = self._files(plan, decision, [])
+            # the files index matching already fetched, else those described (once per list)
+            files = description.get("files") or self._files(plan, decision, [])
             serving = cache_serving.plan_serving(view, read_key, files or [], required)
             lines = "\n".join(
                 "\t".join([path, *(str(x) for f in e.files for x in f)])
