@@ -6,15 +6,17 @@ column: ``lookup`` (equality or IN: Bloom filters, value lists, covering indexes
 (min/max), ``text`` (LIKE, contains, prefixes, suffixes), ``join`` (join keys: paired covering
 indexes), ``group`` (grouping keys) and ``projection`` (read but never filtered, joined or grouped
 on: covering indexes' included columns, the cache). Demand decays with age: a query ``h`` half-lives
-old weighs ``0.5 ** h``.
+old weighs ``0.5 ** h``. Each demand also carries what its queries cost (seconds, bytes read from
+the source), the values they looked up (for what-if estimates) and their templates.
 
-Exploration queries (no filter, no join, no grouping: ``SELECT *``, ``df.show()``) never count
-as demand.
+Exploration queries (no filter, join or grouping, every column: ``SELECT *``, ``df.show()``)
+never count as demand. A plan recorded at planning and again per execution counts once per
+execution.
 """
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable
 
 from rules.history import QueryRecord
@@ -28,11 +30,20 @@ _SHAPE_USE = {"equality": "lookup", "in": "lookup", "range": "range", "like": "t
 _TEXT_OPS = {"RLike", "Like", "ILike", "LikeAll", "LikeAny", "NotLikeAll", "NotLikeAny"}
 
 DEFAULT_HALF_LIFE_S = 7 * 86400.0
+#: at most this many (op, literal) samples are kept per demand, the latest ones
+MAX_SAMPLES = 64
 
 
 @dataclass(frozen=True)
 class Demand:
-    """How much the history asks for one column of one source, used one way."""
+    """How much the history asks for one column of one source, used one way.
+
+    ``seconds`` and ``bytes_read`` sum what the ``timed`` queries among ``queries`` (those whose
+    execution was recorded) spent and read from the source; ``samples`` are ``(op, literal)``
+    pairs of the latest predicates (``("EqualTo", "42")``, ``("GreaterThan", "2026-01-01")``,
+    ``("Like", "%timeout%")``) with ``literal_type`` their Catalyst type; ``templates`` the query
+    templates that asked.
+    """
 
     source: str
     column: str
@@ -40,29 +51,61 @@ class Demand:
     queries: int            # queries that used it so (exploration queries excluded)
     weight: float           # the same, each decayed by its age
     last_seen: int          # epoch milliseconds of the latest of them
+    timed: int = 0
+    seconds: float = 0.0
+    bytes_read: int = 0
+    samples: tuple[tuple[str, str], ...] = ()
+    literal_type: str | None = None
+    templates: frozenset[str] = field(default_factory=frozenset)
+    columns_read: frozenset[str] = field(default_factory=frozenset)
+    partners: frozenset[tuple[str, str]] = field(default_factory=frozenset)
+
+    @property
+    def seconds_per_query(self) -> float | None:
+        """Mean recorded duration of the queries asking (None when none was timed)."""
+        return self.seconds / self.timed if self.timed else None
 
 
 def is_exploration(record: QueryRecord) -> bool:
-    """Whether a query only looks at data: no filter, join or grouping on any relation."""
-    return not (record.predicates or record.join_columns or record.group_columns
-                or any(r.filter_columns or r.join_columns or r.group_columns
-                       for r in record.relations))
+    """Whether a query only looks at data (no filter, join or grouping, every column): as
+    recorded in its ``exploration`` flag."""
+    return record.exploration
 
 
-def _uses(record: QueryRecord) -> set[tuple[str, str, str]]:
-    """(source, column, use) of one query, each once."""
-    out: set[tuple[str, str, str]] = set()
+def executions(records: Iterable[QueryRecord]) -> list[QueryRecord]:
+    """One record per execution: a plan's planning-time record (no ``duration_ms``) is dropped
+    when an execution of the same ``query_id`` was recorded too."""
+    records = list(records)
+    executed = {r.query_id for r in records if r.duration_ms is not None}
+    return [r for r in records if r.duration_ms is not None or r.query_id not in executed]
+
+
+def _uses(record: QueryRecord) -> dict[tuple[str, str, str], list[tuple[str, str, str | None]]]:
+    """(source, column, use) of one query, each once, with its (op, literal, type) samples."""
+    out: dict[tuple[str, str, str], list[tuple[str, str, str | None]]] = {}
     sources = {i: r.source for i, r in enumerate(record.relations)}
     for p in record.predicates:
         use = "text" if p.op in _TEXT_OPS else _SHAPE_USE.get(p.shape)
         if use is not None and p.function is None:
-            out.add((sources.get(p.relation, p.source), p.column, use))
+            found = out.setdefault((sources.get(p.relation, p.source), p.column, use), [])
+            found.extend((p.op, v, p.literal_type) for v in p.literals)
     for r in record.relations:
-        out.update((r.source, c, "join") for c in r.join_columns)
-        out.update((r.source, c, "group") for c in r.group_columns)
+        for c in r.join_columns:
+            out.setdefault((r.source, c, "join"), [])
+        for c in r.group_columns:
+            out.setdefault((r.source, c, "group"), [])
         used = set(r.filter_columns) | set(r.join_columns) | set(r.group_columns)
-        out.update((r.source, c, "projection") for c in r.output_columns if c not in used)
+        for c in r.output_columns:
+            if c not in used:
+                out.setdefault((r.source, c, "projection"), [])
     return out
+
+
+def _source_bytes(record: QueryRecord) -> dict[str, int]:
+    read: dict[str, int] = defaultdict(int)
+    for r in record.relations:
+        read[r.source] += r.bytes_read or 0
+    return read
 
 
 def extract(records: Iterable[QueryRecord], now_ms: int,
@@ -70,18 +113,47 @@ def extract(records: Iterable[QueryRecord], now_ms: int,
     """The demand of ``records`` at ``now_ms``, heaviest first (then by source, column, use)."""
     if half_life_s <= 0:
         raise ValueError(f"the half-life must be positive, got {half_life_s}")
-    queries: dict[tuple[str, str, str], int] = defaultdict(int)
-    weight: dict[tuple[str, str, str], float] = defaultdict(float)
-    last: dict[tuple[str, str, str], int] = {}
-    for record in records:
+    Key = tuple[str, str, str]
+    queries: dict[Key, int] = defaultdict(int)
+    weight: dict[Key, float] = defaultdict(float)
+    last: dict[Key, int] = {}
+    timed: dict[Key, int] = defaultdict(int)
+    seconds: dict[Key, float] = defaultdict(float)
+    read: dict[Key, int] = defaultdict(int)
+    samples: dict[Key, list[tuple[int, str, str, str | None]]] = defaultdict(list)
+    templates: dict[Key, set[str]] = defaultdict(set)
+    columns_read: dict[Key, set[str]] = defaultdict(set)
+    partners: dict[Key, set[tuple[str, str]]] = defaultdict(set)
+    for record in executions(records):
         if is_exploration(record):
             continue
         age_s = max(0.0, (now_ms - record.timestamp) / 1000.0)
         w = 0.5 ** (age_s / half_life_s)
-        for key in _uses(record):
+        source_bytes = _source_bytes(record)
+        for key, found in _uses(record).items():
             queries[key] += 1
             weight[key] += w
             last[key] = max(last.get(key, record.timestamp), record.timestamp)
-    out = [Demand(s, c, u, queries[(s, c, u)], weight[(s, c, u)], last[(s, c, u)])
-           for (s, c, u) in queries]
+            if record.duration_ms is not None:
+                timed[key] += 1
+                seconds[key] += record.duration_ms / 1000.0
+                read[key] += source_bytes.get(key[0], 0)
+            samples[key].extend((record.timestamp, op, v, t) for op, v, t in found)
+            if record.template:
+                templates[key].add(record.template)
+            for i, r in enumerate(record.relations):
+                if r.source == key[0]:
+                    columns_read[key].update(r.output_columns)
+                if key[2] == "join":
+                    others = record.relations[:i] + record.relations[i + 1:] \
+                        if r.source == key[0] and key[1] in r.join_columns else []
+                    partners[key].update((o.source, c) for o in others for c in o.join_columns)
+    out = []
+    for key in queries:
+        latest = sorted(samples[key], key=lambda x: -x[0])[:MAX_SAMPLES]
+        types = [t for _, _, _, t in latest if t]
+        out.append(Demand(*key, queries[key], weight[key], last[key], timed[key], seconds[key],
+                          read[key], tuple((op, v) for _, op, v, _ in latest),
+                          types[0] if types else None, frozenset(templates[key]),
+                          frozenset(columns_read[key]), frozenset(partners[key])))
     return sorted(out, key=lambda d: (-d.weight, d.source, d.column, USES.index(d.use)))

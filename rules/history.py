@@ -28,6 +28,10 @@ SHAPES: tuple[str, ...] = (
     "isnull", "isnotnull", "other",
 )
 
+#: At most this many literals are kept per predicate, each at most this many UTF-8 bytes.
+MAX_LITERALS = 16
+MAX_LITERAL_BYTES = 64
+
 #: Name of the directory partition column of the stored history (``date=YYYY-MM-DD``, UTC).
 PARTITION_COLUMN = "date"
 
@@ -63,7 +67,7 @@ class Predicate:
     """One use of a source column in a filter condition.
 
     ``shape`` is one of :data:`SHAPES`; ``op`` the Catalyst class of the predicate (``EqualTo``,
-    ``InSet``, ``RLike``, ``Not`` ...); ``function`` the outermost expression class wrapped around
+    ``InSet``, ``RLike``, ``Not`` ...) as the column reads it (``5 < x`` is ``x GreaterThan 5``); ``function`` the outermost expression class wrapped around
     the column when the predicate does not test the column itself (``Lower`` for an ILIKE,
     ``Length``, ``AggregateExpression`` for a HAVING on an aggregate ...), None when it does (casts
     are looked through). ``literal_count`` is the size of an ``In`` list (None when unknown, e.g.
@@ -77,12 +81,15 @@ class Predicate:
     op: str
     function: str | None = None
     literal_count: int | None = None
+    literals: list[str] = field(default_factory=list)
+    literal_type: str | None = None
 
     def to_row(self) -> dict[str, Any]:
         """A plain dict matching :data:`PREDICATE_TYPE`."""
         return {"relation": self.relation, "source": self.source, "column": self.column,
                 "shape": self.shape, "op": self.op, "function": self.function,
-                "literal_count": self.literal_count}
+                "literal_count": self.literal_count, "literals": list(self.literals),
+                "literal_type": self.literal_type}
 
     @classmethod
     def from_row(cls, row: Any) -> "Predicate":
@@ -92,12 +99,16 @@ class Predicate:
         return cls(relation=int(d.get("relation") or 0), source=str(d.get("source") or ""),
                    column=str(d["column"]), shape=str(d["shape"]), op=str(d.get("op") or ""),
                    function=d.get("function"),
-                   literal_count=None if count is None else int(count))
+                   literal_count=None if count is None else int(count),
+                   literals=_strs(d.get("literals")), literal_type=d.get("literal_type"))
 
 
 @dataclass
 class RelationUsage:
-    """How one file relation of the plan (pre-order position ``relations[i]``) is used."""
+    """How one file relation of the plan (pre-order position ``relations[i]``) is used, and,
+    once the query ran, what reading it cost: ``files_read``, ``bytes_read`` and ``rows_read``
+    from the scans' metrics (None when unknown), ``served_by`` the index that served it, or
+    ``cache`` (None: read from the source)."""
 
     source: str
     root_paths: list[str] = field(default_factory=list)
@@ -108,6 +119,10 @@ class RelationUsage:
     join_columns: list[str] = field(default_factory=list)
     group_columns: list[str] = field(default_factory=list)
     output_columns: list[str] = field(default_factory=list)
+    served_by: str | None = None
+    files_read: int | None = None
+    bytes_read: int | None = None
+    rows_read: int | None = None
 
     def to_row(self) -> dict[str, Any]:
         """A plain dict matching :data:`RELATION_TYPE`."""
@@ -117,7 +132,9 @@ class RelationUsage:
                 "filter_columns": list(self.filter_columns),
                 "join_columns": list(self.join_columns),
                 "group_columns": list(self.group_columns),
-                "output_columns": list(self.output_columns)}
+                "output_columns": list(self.output_columns), "served_by": self.served_by,
+                "files_read": self.files_read, "bytes_read": self.bytes_read,
+                "rows_read": self.rows_read}
 
     @classmethod
     def from_row(cls, row: Any) -> "RelationUsage":
@@ -129,7 +146,9 @@ class RelationUsage:
                    filter_columns=_strs(d.get("filter_columns")),
                    join_columns=_strs(d.get("join_columns")),
                    group_columns=_strs(d.get("group_columns")),
-                   output_columns=_strs(d.get("output_columns")))
+                   output_columns=_strs(d.get("output_columns")),
+                   served_by=d.get("served_by"), files_read=_int(d.get("files_read")),
+                   bytes_read=_int(d.get("bytes_read")), rows_read=_int(d.get("rows_read")))
 
 
 @dataclass
@@ -140,7 +159,13 @@ class QueryRecord:
     its source twice). ``filter_columns``, ``join_columns``, ``group_columns`` and
     ``output_columns`` are the sorted distinct column paths over all relations (``output_columns``:
     every column the query reads from its sources, whatever for); ``relations`` holds the same per
-    relation, ``predicates`` one entry per (relation, column, shape, op, function).
+    relation, ``predicates`` one entry per (relation, column, shape, op, function, literals).
+
+    ``template`` identifies the plan's shape without its literals (queries that differ only in
+    the values they look up share it); ``exploration`` marks a query that only looks at data (no
+    filter, join or grouping, and every column of its relations, e.g. ``SELECT *``), which never
+    counts as demand. ``duration_ms`` is the execution's wall time, None when the plan was not
+    (yet) seen executing; a plan executed twice is recorded once per execution.
     """
 
     timestamp: int
@@ -154,6 +179,9 @@ class QueryRecord:
     predicates: list[Predicate] = field(default_factory=list)
     indexes_applied: list[str] = field(default_factory=list)
     relations: list[RelationUsage] = field(default_factory=list)
+    template: str = ""
+    exploration: bool = False
+    duration_ms: int | None = None
 
     def to_row(self) -> dict[str, Any]:
         """A plain dict matching :data:`HISTORY_SCHEMA` (for ``pa.Table.from_pylist``)."""
@@ -165,7 +193,9 @@ class QueryRecord:
                 "group_columns": list(self.group_columns),
                 "predicates": [p.to_row() for p in self.predicates],
                 "indexes_applied": list(self.indexes_applied),
-                "relations": [r.to_row() for r in self.relations]}
+                "relations": [r.to_row() for r in self.relations],
+                "template": self.template, "exploration": bool(self.exploration),
+                "duration_ms": self.duration_ms}
 
     @classmethod
     def from_row(cls, row: Any) -> "QueryRecord":
@@ -181,7 +211,10 @@ class QueryRecord:
                    group_columns=_strs(d.get("group_columns")),
                    predicates=[Predicate.from_row(p) for p in d.get("predicates") or []],
                    indexes_applied=_strs(d.get("indexes_applied")),
-                   relations=[RelationUsage.from_row(r) for r in d.get("relations") or []])
+                   relations=[RelationUsage.from_row(r) for r in d.get("relations") or []],
+                   template=str(d.get("template") or ""),
+                   exploration=bool(d.get("exploration")),
+                   duration_ms=_int(d.get("duration_ms")))
 
 
 def _as_dict(row: Any) -> Mapping[str, Any]:
@@ -197,6 +230,10 @@ def _strs(value: Any) -> list[str]:
     return [str(v) for v in value] if value else []
 
 
+def _int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
 _STRINGS = pa.list_(pa.string())
 
 #: Arrow type of one element of ``predicates``.
@@ -208,6 +245,8 @@ PREDICATE_TYPE = pa.struct([
     pa.field("op", pa.string()),
     pa.field("function", pa.string()),
     pa.field("literal_count", pa.int32()),
+    pa.field("literals", _STRINGS),
+    pa.field("literal_type", pa.string()),
 ])
 
 #: Arrow type of one element of ``relations``.
@@ -221,6 +260,10 @@ RELATION_TYPE = pa.struct([
     pa.field("join_columns", _STRINGS),
     pa.field("group_columns", _STRINGS),
     pa.field("output_columns", _STRINGS),
+    pa.field("served_by", pa.string()),
+    pa.field("files_read", pa.int64()),
+    pa.field("bytes_read", pa.int64()),
+    pa.field("rows_read", pa.int64()),
 ])
 
 #: Schema of the history Parquet files (the ``date`` partition lives in the directory name).
@@ -236,6 +279,9 @@ HISTORY_SCHEMA = pa.schema([
     pa.field("predicates", pa.list_(PREDICATE_TYPE)),
     pa.field("indexes_applied", _STRINGS),
     pa.field("relations", pa.list_(RELATION_TYPE)),
+    pa.field("template", pa.string()),
+    pa.field("exploration", pa.bool_()),
+    pa.field("duration_ms", pa.int64()),
 ])
 
 

@@ -13,12 +13,14 @@ reported as the source column. Expressions that compute a value from a column (`
 """
 from __future__ import annotations
 
+import hashlib
 import time
 import uuid
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping, Protocol, Sequence
 
-from rules.history import Predicate, QueryRecord, RelationUsage, source_key
+from rules.history import MAX_LITERAL_BYTES, MAX_LITERALS, Predicate, QueryRecord, \
+    RelationUsage, source_key
 
 __all__ = ["Plan", "PlanExpr", "RelationDescriptions", "extract_record"]
 
@@ -67,6 +69,8 @@ _RANGE = {"LessThan", "LessThanOrEqual", "GreaterThan", "GreaterThanOrEqual"}
 _STRING = {"StartsWith": "startswith", "EndsWith": "endswith", "Contains": "contains",
            "Like": "like", "ILike": "like", "RLike": "like"}
 _MULTI_LIKE = {"LikeAll", "LikeAny", "NotLikeAll", "NotLikeAny"}
+_MIRRORED = {"LessThan": "GreaterThan", "LessThanOrEqual": "GreaterThanOrEqual",
+             "GreaterThan": "LessThan", "GreaterThanOrEqual": "LessThanOrEqual"}
 _TRANSPARENT = {"Cast"}  # looked through when deciding whether a predicate tests the column itself
 _SEMI_JOINS = ("LeftSemi", "LeftAnti")
 
@@ -118,9 +122,11 @@ def _joined_type(node: Plan) -> str:
 class _Analysis:
     """One pass over a plan: lineage of attributes, then uses by role."""
 
-    def __init__(self, relations: Sequence[Plan]):
+    def __init__(self, relations: Sequence[Plan], literals: bool = True):
         self.lineage: dict[int, _Lineage] = {}
-        self.predicates: list[tuple[int, str, str, str, str | None, int | None]] = []
+        self.predicates: list[tuple[int, str, str, str, str | None, int | None,
+                                    tuple[str, ...], str | None]] = []
+        self._literals = literals
         self.joins: set[Column] = set()
         self.groups: set[Column] = set()
         self.reads: set[Column] = set()
@@ -182,10 +188,33 @@ class _Analysis:
 
     # -- predicates ---------------------------------------------------------------------------
 
-    def _add(self, uses: Iterable[_Use], shape: str, op: str, count: int | None = None) -> None:
+    def _add(self, uses: Iterable[_Use], shape: str, op: str, count: int | None = None,
+             values: Sequence[PlanExpr] | Sequence[Any] = ()) -> None:
+        literals, literal_type = self._literal_values(values) if self._literals else ((), None)
         for u in uses:
             rel, path = u.column
-            self.predicates.append((rel, _column_name(path), shape, op, u.function, count))
+            self.predicates.append((rel, _column_name(path), shape, op, u.function, count,
+                                    literals, literal_type))
+
+    @staticmethod
+    def _literal_values(values: Sequence[Any]) -> tuple[tuple[str, ...], str | None]:
+        """The non-null literal values among ``values`` (expressions, or raw values of an
+        ``InSet``), bounded, and their type."""
+        out: list[str] = []
+        found_type: str | None = None
+        for v in values:
+            if len(out) >= MAX_LITERALS:
+                break
+            if hasattr(v, "cls"):
+                v = _strip(v)
+                if v.cls != "Literal" or v.fields.get("value") is None:
+                    continue
+                found_type = found_type or str(v.fields.get("dataType") or "") or None
+                v = v.fields.get("value")
+            elif v is None:
+                continue
+            out.append(str(v).encode("utf-8")[:MAX_LITERAL_BYTES].decode("utf-8", "ignore"))
+        return tuple(out), found_type
 
     def classify(self, condition: PlanExpr) -> None:
         """Records one predicate per column use in a filter condition."""
@@ -212,14 +241,16 @@ class _Analysis:
             lhas, rhas = _has_attributes(left), _has_attributes(right)
             shape = "equality" if e.cls in _EQUALITY else "range"
             if lhas and not rhas:
-                self._add(self._subject_uses(left), shape, e.cls)
+                # the column on the right of a range reads the comparison mirrored
+                self._add(self._subject_uses(left), shape, e.cls, values=[right])
                 return
             if rhas and not lhas:
-                self._add(self._subject_uses(right), shape, e.cls)
+                self._add(self._subject_uses(right), shape, _MIRRORED.get(e.cls, e.cls),
+                          values=[left])
                 return
         elif e.cls in _STRING and len(kids) >= 2:
             if not any(_has_attributes(k) for k in kids[1:]):
-                self._add(self._subject_uses(kids[0]), _STRING[e.cls], e.cls)
+                self._add(self._subject_uses(kids[0]), _STRING[e.cls], e.cls, values=kids[1:2])
                 return
         elif e.cls in _MULTI_LIKE and kids:
             self._add(self._subject_uses(kids[0]), "like", e.cls)
@@ -227,12 +258,13 @@ class _Analysis:
         elif e.cls == "In" and kids:
             values = kids[1:]
             if not any(_has_attributes(v) for v in values):
-                self._add(self._subject_uses(kids[0]), "in", e.cls, len(values))
+                self._add(self._subject_uses(kids[0]), "in", e.cls, len(values), values)
                 return
         elif e.cls == "InSet" and kids:
             hset = e.fields.get("hset")
-            count = len(hset) if isinstance(hset, list) else None
-            self._add(self._subject_uses(kids[0]), "in", e.cls, count)
+            members = hset if isinstance(hset, list) else []
+            self._add(self._subject_uses(kids[0]), "in", e.cls,
+                      len(hset) if isinstance(hset, list) else None, members)
             return
         elif e.cls in ("IsNull", "IsNotNull") and kids:
             self._add(self._subject_uses(kids[0]), e.cls.lower(), e.cls)
@@ -364,7 +396,8 @@ def _pair(root: Plan, relations_with_descriptions: RelationDescriptions
 
 def extract_record(root: Plan, relations_with_descriptions: RelationDescriptions,
                    indexes_applied: Iterable[str] = (),
-                   *, timestamp_ms: int | None = None, query_id: str | None = None) -> QueryRecord:
+                   *, timestamp_ms: int | None = None, query_id: str | None = None,
+                   served_by: Sequence[str | None] = (), literals: bool = True) -> QueryRecord:
     """The history record of one optimized plan (pure Python, no JVM).
 
     Args:
@@ -376,6 +409,8 @@ def extract_record(root: Plan, relations_with_descriptions: RelationDescriptions
         indexes_applied: names of the indexes the rewrite used for this plan.
         timestamp_ms: record time (epoch ms), default now.
         query_id: default a fresh uuid4.
+        served_by: per relation, the index that served it, ``cache``, or None.
+        literals: whether to keep the predicates' literals.
 
     Column uses are classified per relation by the exprIds of the relation's output attributes:
     conditions of ``Filter`` nodes give ``predicates``/``filter_columns`` (an ``IsNotNull`` on a
@@ -385,7 +420,7 @@ def extract_record(root: Plan, relations_with_descriptions: RelationDescriptions
     output gives ``output_columns`` (minimal: ``nested`` subsumes ``nested.nst.field1``).
     """
     pairs = _pair(root, relations_with_descriptions)
-    analysis = _Analysis([node for node, _ in pairs])
+    analysis = _Analysis([node for node, _ in pairs], literals)
     analysis.run(root)
 
     descs = [desc for _, desc in pairs]
@@ -397,14 +432,15 @@ def extract_record(root: Plan, relations_with_descriptions: RelationDescriptions
     constrained |= {(rel, _column_name(path)) for rel, path in analysis.joins}
     seen: set[tuple] = set()
     predicates: list[Predicate] = []
-    for rel, col, shape, op, function, count in analysis.predicates:
+    for key in analysis.predicates:
+        rel, col, shape, op, function, count, values, value_type = key
         if shape == "isnotnull" and op == "IsNotNull" and (rel, col) in constrained:
             continue
-        key = (rel, col, shape, op, function, count)
         if key in seen or rel >= len(pairs):
             continue
         seen.add(key)
-        predicates.append(Predicate(rel, keys[rel], col, shape, op, function, count))
+        predicates.append(Predicate(rel, keys[rel], col, shape, op, function, count,
+                                    list(values), value_type))
 
     def per_relation(cols: Iterable[Column]) -> list[set[tuple[str, ...]]]:
         out: list[set[tuple[str, ...]]] = [set() for _ in pairs]
@@ -425,7 +461,8 @@ def extract_record(root: Plan, relations_with_descriptions: RelationDescriptions
             filter_columns=filters,
             join_columns=sorted(_column_name(p) for p in joins[i]),
             group_columns=sorted(_column_name(p) for p in groups[i]),
-            output_columns=sorted(_column_name(p) for p in _minimal(reads[i]))))
+            output_columns=sorted(_column_name(p) for p in _minimal(reads[i])),
+            served_by=served_by[i] if i < len(served_by) else None))
 
     def union(attr: str) -> list[str]:
         return sorted({c for r in relations for c in getattr(r, attr)})
@@ -437,4 +474,41 @@ def extract_record(root: Plan, relations_with_descriptions: RelationDescriptions
         filter_columns=union("filter_columns"), output_columns=union("output_columns"),
         join_columns=union("join_columns"), group_columns=union("group_columns"),
         predicates=predicates, indexes_applied=[str(n) for n in indexes_applied],
-        relations=relations)
+        relations=relations, template=template_id(root, roots),
+        exploration=not (predicates or analysis.joins or analysis.groups) and all(
+            {str(a.fields.get("name")) for a in node.output_attributes()}
+            <= {path[0] for path in reads[i]} for i, (node, _) in enumerate(pairs)))
+
+
+def template_id(root: Plan, root_paths: Sequence[Sequence[str]]) -> str:
+    """16 hex digits naming the plan's shape without its literals: node and expression classes,
+    attribute names, join types, literal types and the relations' root paths (in pre-order), so
+    queries that differ only in the values they compare with share it (an IN list counts as one
+    value, whatever its length)."""
+    digest = hashlib.sha256()
+    for paths in root_paths:
+        digest.update(("R" + ",".join(sorted(paths)) + ";").encode("utf-8"))
+    stack: list[Any] = [root]
+    while stack:
+        node = stack.pop()
+        digest.update(f"N{node.cls}:{_joined_type(node) if node.cls == 'Join' else ''};"
+                      .encode("utf-8"))
+        for tree in node.all_exprs():
+            _shape(tree, digest)
+        stack.extend(reversed(node.children))
+    return digest.hexdigest()[:16]
+
+
+def _shape(expr: PlanExpr, digest: Any) -> None:
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if e.cls == "Literal":
+            digest.update(f"L{e.fields.get('dataType')};".encode("utf-8"))
+            continue
+        if e.cls == "AttributeReference":
+            digest.update(f"A{e.fields.get('name')};".encode("utf-8"))
+            continue
+        digest.update(f"E{e.cls};".encode("utf-8"))
+        kids = e.children[:2] if e.cls == "In" else e.children
+        stack.extend(reversed(kids))

@@ -11,13 +11,14 @@ DAY_MS = 86400 * 1000
 NOW = 100 * DAY_MS
 
 
-def record(ts, *, preds=(), filters=(), joins=(), groups=(), outputs=(), source="file:/lake/e"):
+def record(ts, *, preds=(), filters=(), joins=(), groups=(), outputs=(), source="file:/lake/e",
+           exploration=False):
     rel = RelationUsage(source, [source], "parquet", None, [], list(filters), list(joins),
                         list(groups), list(outputs))
     return QueryRecord(ts, f"q{ts}", [source], ["parquet"], list(filters), list(outputs),
                        list(joins), list(groups),
                        [Predicate(0, source, c, shape, op, fn) for c, shape, op, fn in preds],
-                       [], [rel])
+                       [], [rel], exploration=exploration)
 
 
 def test_uses_of_each_predicate_shape_join_group_and_projection():
@@ -51,7 +52,7 @@ def test_demand_decays_by_half_lives_and_sorts_heaviest_first():
 
 
 def test_exploration_queries_never_count():
-    browse = record(NOW, outputs=["id", "ts", "msg"])
+    browse = record(NOW, outputs=["id", "ts", "msg"], exploration=True)
     assert is_exploration(browse)
     assert extract([browse, browse], NOW) == []
     assert not is_exploration(record(NOW, groups=["g"], outputs=["g"]))
