@@ -60,4 +60,40 @@ def test_exploration_queries_never_count():
 
 def test_a_self_join_counts_once_per_query():
     rows = extract([record(NOW, joins=["id"], outputs=["id"])], NOW)
-    assert rows == [Demand("file:/lake/e", "id", "join", 1, 1.0, NOW)]
+    assert rows == [Demand("file:/lake/e", "id", "join", 1, 1.0, NOW,
+                           columns_read=frozenset({"id"}))]
+
+
+def _timed(ts, query_id, duration_ms, literal, template="t1"):
+    rel = RelationUsage("file:/lake/e", ["file:/lake/e"], "json", None, [], ["id"], [], [],
+                        ["id", "msg"], bytes_read=1000)
+    pred = Predicate(0, "file:/lake/e", "id", "equality", "EqualTo", None, None, [literal],
+                     "bigint")
+    return QueryRecord(ts, query_id, ["file:/lake/e"], ["json"], ["id"], ["id", "msg"], [], [],
+                       [pred], [], [rel], template=template, duration_ms=duration_ms)
+
+
+def test_costs_samples_and_templates_of_executions():
+    planned = _timed(NOW - 5, "q1", None, "7")        # the planning record of q1 ...
+    ran = _timed(NOW, "q1", 2000, "7")                # ... and its execution: counted once
+    again = _timed(NOW, "q1", 1000, "7")              # the same DataFrame run a second time
+    never_ran = _timed(NOW, "q2", None, "9", "t2")    # planned (explain) and not executed
+    (row,) = [d for d in extract([planned, ran, again, never_ran], NOW) if d.use == "lookup"]
+    assert (row.queries, row.timed, row.seconds, row.bytes_read) == (3, 2, 3.0, 2000)
+    assert row.seconds_per_query == 1.5
+    assert sorted(row.samples) == [("EqualTo", "7"), ("EqualTo", "7"), ("EqualTo", "9")]
+    assert row.literal_type == "bigint"
+    assert row.templates == {"t1", "t2"}
+    assert row.columns_read == {"id", "msg"}
+
+
+def test_join_demand_names_the_other_side():
+    left = RelationUsage("file:/lake/orders", [], "parquet", None, [], [], ["o_key"], [],
+                         ["o_key"])
+    right = RelationUsage("file:/lake/items", [], "parquet", None, [], [], ["l_key"], [],
+                          ["l_key", "price"])
+    rec = QueryRecord(NOW, "j", [left.source, right.source], ["parquet"] * 2, [], [],
+                      ["l_key", "o_key"], [], [], [], [left, right])
+    joins = {(d.source, d.column): d for d in extract([rec], NOW) if d.use == "join"}
+    assert joins[("file:/lake/orders", "o_key")].partners == {("file:/lake/items", "l_key")}
+    assert joins[("file:/lake/items", "l_key")].partners == {("file:/lake/orders", "o_key")}
