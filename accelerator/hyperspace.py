@@ -17,7 +17,7 @@ from accelerator import explain as explain_mod
 from accelerator import session
 from accelerator.cache.operations import (CACHE_SUMMARY_SCHEMA, ENTRIES_SCHEMA, EVICTED_SCHEMA,
                                           STATS_SCHEMA, UNCACHE_SCHEMA, CacheOperations)
-from accelerator.history import read_history
+from accelerator.history import read_history, wait_for_executions
 from accelerator.operations import SUMMARY_SCHEMA, IndexOperations, OperationResult
 from accelerator.settings import Settings
 from indexes import kinds
@@ -296,8 +296,10 @@ class Hyperspace:
     @staticmethod
     def flushHistory(spark: SparkSession) -> int:
         """Writes the query history this process buffered for ``spark``'s system path now
-        (it is otherwise written in the background); returns how many records were written."""
+        (it is otherwise written in the background), with the costs of the queries that
+        finished; returns how many records were written."""
         system_path = Settings.of_session(spark).system_path
+        wait_for_executions(spark)
         return session.rewriter(spark).recorder(system_path).flush()
 
     # --- plan analysis ------------------------------------------------------------------

@@ -37,6 +37,7 @@ class JvmHelpers:
     builder: Any        # AcceleratorRuleBuilder
     plans: Any          # PlanRewrite
     cache: Any          # CacheServing
+    metrics: Any        # QueryMetrics: the listener of what executed queries cost
     preinstalled: bool  # the rule came with spark.sql.extensions when the session was built
 
 
@@ -148,6 +149,7 @@ def helpers(spark: Any) -> JvmHelpers:
                 gateway.new_array(jvm.java.lang.Object, 0))
 
         found = JvmHelpers(builder=new("AcceleratorRuleBuilder"), plans=new("PlanRewrite"),
-                           cache=new("CacheServing"), preinstalled=preinstalled)
+                           cache=new("CacheServing"), metrics=new("QueryMetrics"),
+                           preinstalled=preinstalled)
         _loaded[key] = found
         return found

@@ -52,6 +52,19 @@ class RelationDecision:
     chosen: Any = None                                  # the applicable verdict used, if any
     cache: "CacheDecision | None" = None                # the cache's, for relations it covers
 
+    def served_from(self, settings: Settings) -> tuple[str | None, list[str]]:
+        """What serves the relation (the index's name, ``cache``, or None for the source
+        alone) and the paths it reads that from, for the query history."""
+        paths = []
+        served_by = None
+        if self.cache is not None and self.cache.code == "APPLIED":
+            served_by = "cache"
+            paths.append(settings.cache_path)
+        if self.chosen is not None:
+            served_by = self.chosen.index.name
+            paths.append(f"{settings.system_path.rstrip('/')}/{served_by}")
+        return served_by, paths
+
 
 @dataclass
 class CacheDecision:
@@ -242,8 +255,11 @@ class Rewriter:
         if record and covered:
             self._record_cache_use(decisions, settings)
         if record and settings.history_enabled and not self._reads_own_files(settings, decisions):
+            served = [d.served_from(settings) for d in decisions]
             self.recorder(settings.system_path).record_plan(
-                root, [(r, d.description) for r, d in zip(relations, decisions)], result.applied)
+                root, [(r, d.description) for r, d in zip(relations, decisions)], result.applied,
+                query_id=payload.get("queryId"), served_by=[s for s, _ in served],
+                serving_paths=[p for _, p in served], literals=settings.history_literals)
         return result
 
     # --- the cache ------------------------------------------------------------------------

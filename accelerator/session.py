@@ -9,6 +9,7 @@ from typing import Any, Iterator
 from pyspark.java_gateway import ensure_callback_server_started
 
 from accelerator import jvm
+from accelerator.history import listen
 from accelerator.rewriter import Rewriter
 from accelerator.settings import ENABLED
 
@@ -62,6 +63,7 @@ def enable(spark: Any) -> None:
     # the planners of the bucket-aware union (hybrid scan under the join rule) and of index
     # scans that report their buckets' sort order
     jvm.helpers(spark).plans.installStrategies(spark._jsparkSession)
+    listen(spark)   # what queries cost, for the history
     spark.conf.set(ENABLED, "true")
     log.info("accelerator enabled")
 

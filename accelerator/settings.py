@@ -99,6 +99,10 @@ HISTORY_FLUSH_INTERVAL = _declare(
     "the longest a recorded query waits in the driver's memory before it is written to the "
     "history (read when the history of a system path is first recorded in a process; "
     "`Hyperspace.flushHistory(spark)` writes at once)")
+HISTORY_LITERALS = _declare(
+    "spark.accelerator.history.literals", "true",
+    "keep the values queries compare columns with in the history (at most 16 per predicate, "
+    "64 bytes each), for the rule engine's estimates; false: never store them")
 CACHE_PATH = _declare(
     "spark.accelerator.cache.path", "",
     "where the cache tier keeps its Parquet copies of source files and its manifest (any "
@@ -149,6 +153,7 @@ class Settings:
     cache_expiry_seconds: float
     history_enabled: bool
     history_flush_interval_seconds: float   # longest a recorded query waits in memory
+    history_literals: bool        # the history keeps predicates' literal values
     case_sensitive: bool
     text_cache_dir: str
     filter_rule_bucket_spec: bool
@@ -186,6 +191,7 @@ class Settings:
             cache_expiry_seconds=float(value(CACHE_EXPIRY)),
             history_enabled=flag(HISTORY_ENABLED),
             history_flush_interval_seconds=float(value(HISTORY_FLUSH_INTERVAL)),
+            history_literals=flag(HISTORY_LITERALS),
             case_sensitive=get(CASE_SENSITIVE, "false").lower() == "true",
             text_cache_dir=value(TEXT_CACHE_DIR)
             or os.path.join(tempfile.gettempdir(), "spark-accelerator-text"),

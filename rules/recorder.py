@@ -14,9 +14,12 @@ import threading
 import time
 import uuid
 import weakref
+from collections import OrderedDict
+from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
+from rules.executions import ExecutionFeed, with_execution
 from rules.history import HISTORY_SCHEMA, PARTITION_COLUMN, QueryRecord, history_path
 from rules.plan_analysis import Plan, RelationDescriptions, extract_record
 
@@ -28,6 +31,7 @@ __all__ = ["DEFAULT_FLUSH_INTERVAL_S", "HistoryRecorder"]
 DEFAULT_FLUSH_INTERVAL_S = 30.0
 _OVERFLOW_FACTOR = 8  # records kept while the writer lags, in multiples of max_buffer
 _CLOSE_WAIT_S = 30.0
+_PLANNED_KEPT = 4096  # planned queries whose executions are still matched to their records
 _live: "weakref.WeakSet[HistoryRecorder]" = weakref.WeakSet()
 _atexit_registered = False
 _atexit_lock = threading.Lock()
@@ -52,6 +56,13 @@ def _utc_date(timestamp_ms: int) -> str:
     return datetime.fromtimestamp(timestamp_ms / 1000.0, tz=timezone.utc).date().isoformat()
 
 
+@dataclass
+class _Planned:
+    record: QueryRecord
+    serving_paths: Sequence[Sequence[str]]
+    buffered: bool = True     # the planning record is still in the buffer, not yet executed
+
+
 class HistoryRecorder:
     """Buffers :class:`QueryRecord` objects and writes them to ``<system path>/_history/``.
 
@@ -62,6 +73,12 @@ class HistoryRecorder:
     when ``fs`` has a ``rename`` method, so readers never see a partial file. A failed write is
     logged on ``accelerator.history.recorder`` and its records are dropped.
 
+    With a ``feed`` of execution reports, each write first takes the executions of the queries
+    recorded with :meth:`record_plan` (the latest :data:`_PLANNED_KEPT`): a planning record
+    still buffered becomes the record of its first execution, and every further execution (the
+    same DataFrame run again, or a run that ended after its planning record was written) adds a
+    record of its own.
+
     Args:
         fs: a file system such as ``indexes.fs.HadoopFs`` or ``indexes.fs.MemoryFs`` (anything
             with ``write_bytes(path, data)``; optional ``rename(src, dst) -> bool`` and
@@ -69,10 +86,12 @@ class HistoryRecorder:
         system_path: the accelerator system path.
         max_buffer: records that trigger a write.
         flush_interval_s: longest time a record waits in memory (about).
+        feed: where the costs of executed queries come from (None: records are not timed).
     """
 
     def __init__(self, fs: Any, system_path: str, max_buffer: int = 256,
-                 flush_interval_s: float = DEFAULT_FLUSH_INTERVAL_S):
+                 flush_interval_s: float = DEFAULT_FLUSH_INTERVAL_S,
+                 feed: ExecutionFeed | None = None):
         self._fs = fs
         self._dir = history_path(system_path)
         self._max = max(1, int(max_buffer))
@@ -81,6 +100,8 @@ class HistoryRecorder:
         self._flush_lock = threading.Lock()
         self._wake = threading.Event()
         self._buffer: list[QueryRecord] = []
+        self._feed = feed
+        self._planned: OrderedDict[str, _Planned] = OrderedDict()
         self._thread: threading.Thread | None = None
         self._closed = False
         self._dropped = 0
@@ -133,16 +154,50 @@ class HistoryRecorder:
             log.debug("could not buffer a history record", exc_info=True)
 
     def record_plan(self, root: Plan, relations_with_descriptions: RelationDescriptions,
-                    indexes_applied: Iterable[str] = ()) -> QueryRecord | None:
+                    indexes_applied: Iterable[str] = (), *, query_id: str | None = None,
+                    served_by: Sequence[str | None] = (),
+                    serving_paths: Sequence[Sequence[str]] = (),
+                    literals: bool = True) -> QueryRecord | None:
         """:func:`rules.plan_analysis.extract_record` then :meth:`record`; never raises (None
-        when extraction fails)."""
+        when extraction fails). With a ``query_id``, the query's executions reported by the
+        feed are recorded too (``serving_paths``: per relation, the paths an index or the cache
+        served it from, so their scans count for it)."""
         try:
-            rec = extract_record(root, relations_with_descriptions, indexes_applied)
+            rec = extract_record(root, relations_with_descriptions, indexes_applied,
+                                 query_id=query_id, served_by=served_by, literals=literals)
         except Exception:  # noqa: BLE001
             log.debug("could not extract a history record", exc_info=True)
             return None
+        if query_id is not None and self._feed is not None:
+            with self._lock:
+                self._planned[query_id] = _Planned(rec, serving_paths)
+                while len(self._planned) > _PLANNED_KEPT:
+                    self._planned.popitem(last=False)
         self.record(rec)
         return rec
+
+    def _take_executions(self) -> None:
+        """Turns the executions reported so far into records (see the class docstring)."""
+        if self._feed is None:
+            return
+        with self._lock:
+            ids = set(self._planned)
+        if not ids:
+            return
+        found = self._feed.take(ids)
+        with self._lock:
+            for execution in found:
+                planned = self._planned.get(execution.query_id)
+                if planned is None:
+                    continue
+                timed = with_execution(planned.record, execution, planned.serving_paths)
+                at = next((k for k, r in enumerate(self._buffer) if r is planned.record),
+                          None) if planned.buffered else None
+                if at is not None:
+                    self._buffer[at] = timed
+                else:
+                    self._buffer.append(timed)
+                planned.buffered = False
 
     def _run(self) -> None:
         while True:
@@ -161,8 +216,11 @@ class HistoryRecorder:
             log.warning("history flush skipped: a previous write to %s is still running", self._dir)
             return 0
         try:
+            self._take_executions()
             with self._lock:
                 batch, self._buffer = self._buffer, []
+                for planned in self._planned.values():
+                    planned.buffered = False
             if not batch:
                 return 0
             by_date: dict[str, list[QueryRecord]] = {}

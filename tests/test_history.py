@@ -113,6 +113,11 @@ def test_literal_on_the_left_and_between(data):
     rec = _record(q, [_people(data)])
     assert {(p.column, p.shape) for p in rec.predicates} == {
         ("id", "range"), ("nested.nst.field2", "range")}
+    # as the column reads it: 5 < id is id > 5; each bound with its literal and type
+    assert {(p.column, p.op, tuple(p.literals), p.literal_type) for p in rec.predicates} == {
+        ("id", "GreaterThan", ("5",), "long"),
+        ("nested.nst.field2", "GreaterThanOrEqual", ("1",), "long"),
+        ("nested.nst.field2", "LessThanOrEqual", ("4",), "long")}
     # a filter without projection reads every column
     assert rec.output_columns == ["id", "name", "nested", "p"]
 
@@ -122,10 +127,36 @@ def test_in_predicates(data):
     small = _record(df.filter(F.col("name").isin("n1", "n2", "n3")), [_people(data)])
     assert _preds(small) == {(0, "name", "in", "In", None, 3)}
 
+    assert sorted(small.predicates[0].literals) == ["n1", "n2", "n3"]
+
     large = _record(df.filter(F.col("id").isin(list(range(25)))), [_people(data)])
     (pred,) = large.predicates
     assert (pred.column, pred.shape, pred.op) == ("id", "in", "InSet")
     assert pred.literal_count is None  # Spark does not serialize an InSet's values
+    assert pred.literals == []
+
+
+def test_literals_are_bounded_and_templates_ignore_them(data):
+    df = data["people_df"]
+    long_value = "x" * 100
+    with session_conf(df.sparkSession, spark__sql__optimizer__inSetConversionThreshold="100"):
+        rec = _record(df.filter(F.col("name").isin(long_value, *[f"v{i}" for i in range(20)])),
+                      [_people(data)])
+    (pred,) = rec.predicates
+    assert len(pred.literals) == 16 and all(len(v.encode()) <= 64 for v in pred.literals)
+    assert pred.literals[0] == "x" * 64
+    one = _record(df.filter(F.col("name") == "n1").select("id"), [_people(data)])
+    two = _record(df.filter(F.col("name") == "n2").select("id"), [_people(data)])
+    other = _record(df.filter(F.col("id") == 2).select("id"), [_people(data)])
+    assert one.template == two.template != other.template
+    assert [p.literals for p in one.predicates] == [["n1"]]
+
+
+def test_exploration_flag(data):
+    df = data["people_df"]
+    assert _record(df, [_people(data)]).exploration                  # SELECT *
+    assert not _record(df.select("id"), [_people(data)]).exploration
+    assert not _record(df.filter("id = 1"), [_people(data)]).exploration
 
 
 def test_like_family(data):
@@ -334,3 +365,55 @@ def test_recorder_flushes_at_the_configured_interval(spark, hs, system_path, dat
     assert recorder.flush_interval_s == 0.5
     recorder.flush()                                  # waits for a background write under way
     assert recorder.written == 1
+
+
+# ---------------------------------------------------------------------------------------------
+# what queries cost once they ran
+# ---------------------------------------------------------------------------------------------
+
+def _rows_of(hs, template_of) -> list:
+    return [r for r in hs.history().collect() if r["template"] == template_of]
+
+
+def test_executed_queries_record_duration_and_what_they_read(spark, hs, system_path, data):
+    q = _query(data, "wa2")
+    q.collect()
+    q.collect()                                         # the same DataFrame run again
+    spark.read.parquet(data["people"]).filter("id = 3").explain()   # planned, never run
+    Hyperspace.flushHistory(spark)
+    rows = [r for r in _seen(hs.history(), data, "wa2")]
+    assert len(rows) == 2 and len({r["query_id"] for r in rows}) == 1
+    assert all(r["duration_ms"] is not None and r["duration_ms"] >= 0 for r in rows)
+    first = min(rows, key=lambda r: r["timestamp"])
+    (rel,) = first["relations"]
+    files = spark.read.parquet(data["people"]).inputFiles()
+    assert rel["files_read"] == len(files)
+    assert rel["bytes_read"] == sum(HadoopFs(spark).size(f) for f in files)
+    assert rel["rows_read"] == 20 and rel["served_by"] is None
+    explained = [r for r in hs.history().collect() if r["filter_columns"] == ["id"]
+                 and r["sources"] == [f"file:{data['people']}"]]
+    assert [r["duration_ms"] for r in explained] == [None]
+
+
+def test_a_scan_of_an_index_counts_for_the_relation_it_serves(spark, hs, system_path, data):
+    from accelerator import CoveringIndexConfig
+
+    df = spark.read.parquet(data["orders"])
+    hs.createIndex(df, CoveringIndexConfig("orders_by_person", ["person_id"], ["amount"]))
+    Hyperspace.flushHistory(spark)
+    q = df.filter("person_id = 3").select("amount")
+    assert "orders_by_person" in hs.explain(q, redirectFunc=lambda _: None)
+    q.collect()
+    Hyperspace.flushHistory(spark)
+    (row,) = [r for r in hs.history().collect() if r["indexes_applied"] == ["orders_by_person"]]
+    (rel,) = row["relations"]
+    assert rel["served_by"] == "orders_by_person"
+    assert rel["files_read"] >= 1 and rel["rows_read"] >= 1 and row["duration_ms"] is not None
+
+
+def test_literals_can_be_left_out_of_the_history(spark, hs, system_path, data):
+    with session_conf(spark, spark__accelerator__history__literals="false"):
+        _query(data, "wa1").collect()
+    Hyperspace.flushHistory(spark)
+    (row,) = _seen(hs.history(), data, "wa1")
+    assert [p["literals"] for p in row["predicates"]] == [[]]

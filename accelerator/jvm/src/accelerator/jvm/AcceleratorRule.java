@@ -85,7 +85,7 @@ public final class AcceleratorRule extends Rule<LogicalPlan> {
     ACTIVE.set(Boolean.TRUE);
     try {
       disableNagle(fn);
-      Object result = fn.apply(plan, PlanRewrite.payload(plan, session));
+      Object result = fn.apply(plan, PlanRewrite.payload(plan, session, QueryMetrics.queryId()));
       if (!(result instanceof LogicalPlan) || result == plan) {
         return plan;
       }

@@ -102,7 +102,17 @@ public final class PlanRewrite {
    * whether the session plans a {@link BucketUnion} ({@code bucketUnion}).
    */
   public static String payload(LogicalPlan plan, SparkSession session) {
-    StringBuilder sb = new StringBuilder(4096).append("{\"conf\":{");
+    return payload(plan, session, null);
+  }
+
+  /** {@link #payload(LogicalPlan, SparkSession)} with the query's id ({@code "queryId"}, under
+   * which {@link QueryMetrics} reports what it cost), when not null. */
+  static String payload(LogicalPlan plan, SparkSession session, String queryId) {
+    StringBuilder sb = new StringBuilder(4096).append('{');
+    if (queryId != null) {
+      sb.append("\"queryId\":").append(quote(queryId)).append(',');
+    }
+    sb.append("\"conf\":{");
     Map<String, String> all = CollectionConverters.asJava(session.sessionState().conf().getAllConfs());
     for (Map.Entry<String, String> e : all.entrySet()) {
       String k = e.getKey();
