@@ -108,7 +108,10 @@ class RelationUsage:
     """How one file relation of the plan (pre-order position ``relations[i]``) is used, and,
     once the query ran, what reading it cost: ``files_read``, ``bytes_read`` and ``rows_read``
     from the scans' metrics (None when unknown), ``served_by`` the index that served it, or
-    ``cache`` (None: read from the source)."""
+    ``cache`` (None: read from the source). ``options`` are the read options (without paths)
+    and ``data_schema`` the relation's data schema as Spark JSON (kept for the formats whose
+    schema is not in the files: JSON, CSV, text), so the rule engine reads the source as the
+    queries did."""
 
     source: str
     root_paths: list[str] = field(default_factory=list)
@@ -123,6 +126,8 @@ class RelationUsage:
     files_read: int | None = None
     bytes_read: int | None = None
     rows_read: int | None = None
+    options: dict[str, str] = field(default_factory=dict)
+    data_schema: str | None = None
 
     def to_row(self) -> dict[str, Any]:
         """A plain dict matching :data:`RELATION_TYPE`."""
@@ -134,7 +139,8 @@ class RelationUsage:
                 "group_columns": list(self.group_columns),
                 "output_columns": list(self.output_columns), "served_by": self.served_by,
                 "files_read": self.files_read, "bytes_read": self.bytes_read,
-                "rows_read": self.rows_read}
+                "rows_read": self.rows_read, "options": sorted(self.options.items()),
+                "data_schema": self.data_schema}
 
     @classmethod
     def from_row(cls, row: Any) -> "RelationUsage":
@@ -148,7 +154,8 @@ class RelationUsage:
                    group_columns=_strs(d.get("group_columns")),
                    output_columns=_strs(d.get("output_columns")),
                    served_by=d.get("served_by"), files_read=_int(d.get("files_read")),
-                   bytes_read=_int(d.get("bytes_read")), rows_read=_int(d.get("rows_read")))
+                   bytes_read=_int(d.get("bytes_read")), rows_read=_int(d.get("rows_read")),
+                   options=_map(d.get("options")), data_schema=d.get("data_schema"))
 
 
 @dataclass
@@ -230,6 +237,14 @@ def _strs(value: Any) -> list[str]:
     return [str(v) for v in value] if value else []
 
 
+def _map(value: Any) -> dict[str, str]:
+    """A map column as pyarrow (a list of pairs) or Spark (a dict) returns it."""
+    if not value:
+        return {}
+    items = value.items() if isinstance(value, Mapping) else value
+    return {str(k): str(v) for k, v in items}
+
+
 def _int(value: Any) -> int | None:
     return None if value is None else int(value)
 
@@ -264,6 +279,8 @@ RELATION_TYPE = pa.struct([
     pa.field("files_read", pa.int64()),
     pa.field("bytes_read", pa.int64()),
     pa.field("rows_read", pa.int64()),
+    pa.field("options", pa.map_(pa.string(), pa.string())),
+    pa.field("data_schema", pa.string()),
 ])
 
 #: Schema of the history Parquet files (the ``date`` partition lives in the directory name).
@@ -296,6 +313,8 @@ def _ddl_type(t: pa.DataType) -> str:
         return "BOOLEAN"
     if pa.types.is_float64(t):
         return "DOUBLE"
+    if pa.types.is_map(t):
+        return f"MAP<{_ddl_type(t.key_type)}, {_ddl_type(t.item_type)}>"
     if pa.types.is_list(t):
         return f"ARRAY<{_ddl_type(t.value_type)}>"
     if pa.types.is_struct(t):

@@ -69,6 +69,8 @@ _RANGE = {"LessThan", "LessThanOrEqual", "GreaterThan", "GreaterThanOrEqual"}
 _STRING = {"StartsWith": "startswith", "EndsWith": "endswith", "Contains": "contains",
            "Like": "like", "ILike": "like", "RLike": "like"}
 _MULTI_LIKE = {"LikeAll", "LikeAny", "NotLikeAll", "NotLikeAny"}
+#: formats whose data schema the history keeps (it is not in their files)
+SCHEMA_KEPT_FORMATS = ("json", "csv", "text")
 _MIRRORED = {"LessThan": "GreaterThan", "LessThanOrEqual": "GreaterThanOrEqual",
              "GreaterThan": "LessThan", "GreaterThanOrEqual": "LessThanOrEqual"}
 _TRANSPARENT = {"Cast"}  # looked through when deciding whether a predicate tests the column itself
@@ -462,7 +464,11 @@ def extract_record(root: Plan, relations_with_descriptions: RelationDescriptions
             join_columns=sorted(_column_name(p) for p in joins[i]),
             group_columns=sorted(_column_name(p) for p in groups[i]),
             output_columns=sorted(_column_name(p) for p in _minimal(reads[i])),
-            served_by=served_by[i] if i < len(served_by) else None))
+            served_by=served_by[i] if i < len(served_by) else None,
+            options={str(k): str(v) for k, v in (desc.get("options") or {}).items()
+                     if str(k).lower() not in ("path", "paths")},
+            data_schema=str(desc["dataSchema"]) if desc.get("dataSchema") and str(
+                desc.get("format") or "").lower() in SCHEMA_KEPT_FORMATS else None))
 
     def union(attr: str) -> list[str]:
         return sorted({c for r in relations for c in getattr(r, attr)})

@@ -417,3 +417,15 @@ def test_literals_can_be_left_out_of_the_history(spark, hs, system_path, data):
     Hyperspace.flushHistory(spark)
     (row,) = _seen(hs.history(), data, "wa1")
     assert [p["literals"] for p in row["predicates"]] == [[]]
+
+
+def test_the_history_keeps_how_a_source_was_read(spark, hs, system_path, tmp_path):
+    path = str(tmp_path / "csv")
+    spark.range(5).selectExpr("id", "concat('v', id) AS v").write.option("header", True).csv(path)
+    df = spark.read.option("header", True).option("inferSchema", True).csv(path)
+    df.filter("id = 2").collect()
+    Hyperspace.flushHistory(spark)
+    (row,) = [r for r in hs.history().collect() if r["sources"] == [f"file:{path}"]]
+    (rel,) = row["relations"]
+    assert rel["options"]["header"] == "true" and "path" not in rel["options"]
+    assert '"name":"v"' in rel["data_schema"]
