@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from indexes.covering.match import HybridScan
 from rules.recorder import DEFAULT_FLUSH_INTERVAL_S
-from rules.terms import byte_size
+from rules.terms import byte_size, parse_duration
 
 
 @dataclass(frozen=True)
@@ -131,6 +131,29 @@ CACHE_GRACE = _declare(
 CACHE_REFRESH = _declare(
     "spark.accelerator.cache.refreshSeconds", "10",
     "entries other processes commit or evict are seen by the rewrite after at most this delay")
+RULES_PATH = _declare(
+    "spark.accelerator.rules.path", "",
+    "a user rules YAML file (see `configs/rules.yaml`) that `recommend` and "
+    "`applyRecommendations` follow; `hs.loadRules(path)` sets it after checking the file",
+    derived="<none>")
+RULES_HALF_LIFE = _declare(
+    "spark.accelerator.rules.halfLife", "P7D",
+    "the rule engine weighs a query half as much per half-life of age (ISO-8601 duration)")
+RULES_INDEX_BYTES = _declare(
+    "spark.accelerator.rules.budget.indexBytes", "",
+    "bytes the engine's indexes may take, unless the rules file sets it",
+    derived="<25% of the bytes of the sources in the history>")
+RULES_CACHE_BYTES = _declare(
+    "spark.accelerator.rules.budget.cacheBytes", "",
+    "bytes the engine may put in the cache, unless the rules file sets it",
+    derived="<spark.accelerator.cache.maxBytes>")
+RULES_MAX_INDEXES = _declare(
+    "spark.accelerator.rules.budget.maxIndexesPerSource", "8",
+    "indexes per source the engine does not go beyond (counting every index on it)")
+RULES_BUILD_SECONDS = _declare(
+    "spark.accelerator.rules.budget.buildSecondsPerRun", "600",
+    "estimated build seconds one `applyRecommendations` run may spend on the engine's "
+    "instructions")
 ENABLED = _declare(
     "spark.accelerator.enabled", "false",
     "whether the rule rewrites plans; `Hyperspace.enable`/`disable` set it")
@@ -228,3 +251,41 @@ class Settings:
     def of_conf(conf: dict[str, str]) -> "Settings":
         """Settings from the conf map the JVM rule sends with each plan."""
         return Settings.read(lambda k, d: conf.get(k, d))
+
+
+@dataclass(frozen=True)
+class RuleSettings:
+    """The rule engine's settings (read when it runs, not per query). A budget of None takes
+    the engine's derived default; a rules file's budget wins over these."""
+
+    rules_path: str | None
+    half_life_seconds: int
+    index_bytes: int | None
+    cache_bytes: int | None
+    max_indexes_per_source: int
+    build_seconds_per_run: float
+
+    @staticmethod
+    def read(get: Callable[[str, str], str]) -> "RuleSettings":
+        """Reads them through ``get(key, default)``; ValueError names a bad value's key."""
+        def value(key: str) -> str:
+            return get(key, _DECLARED[key].default).strip()
+
+        def parsed(key: str, parse: Callable[[str], Any]) -> Any:
+            try:
+                return parse(value(key))
+            except ValueError as exc:
+                raise ValueError(f"{key}: {exc}") from None
+
+        return RuleSettings(
+            rules_path=value(RULES_PATH) or None,
+            half_life_seconds=parsed(RULES_HALF_LIFE, lambda v: parse_duration(v, "half-life")),
+            index_bytes=parsed(RULES_INDEX_BYTES, lambda v: byte_size(v) if v else None),
+            cache_bytes=parsed(RULES_CACHE_BYTES, lambda v: byte_size(v) if v else None),
+            max_indexes_per_source=parsed(RULES_MAX_INDEXES, int),
+            build_seconds_per_run=parsed(RULES_BUILD_SECONDS, float))
+
+    @staticmethod
+    def of_session(spark: Any) -> "RuleSettings":
+        """The rule engine's settings of a Python SparkSession."""
+        return RuleSettings.read(lambda k, d: spark.conf.get(k, d))

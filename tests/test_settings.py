@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from accelerator import settings
-from accelerator.settings import SETTINGS, Settings
+from accelerator.settings import SETTINGS, RuleSettings, Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -84,9 +84,23 @@ def test_read_takes_the_declared_defaults():
     assert read.text_cache_dir.endswith("spark-accelerator-text")
     asked: dict[str, str] = {}
     Settings.read(lambda key, default: asked.setdefault(key, default))
+    RuleSettings.read(lambda key, default: asked.setdefault(key, default))
     for s in SETTINGS:
         if s.key != settings.ENABLED:   # read by the JVM rule and the session, not Settings
             assert asked[s.key] == s.default, s.key
+
+
+def test_rule_engine_settings():
+    read = RuleSettings.read(lambda key, default: default)
+    assert read == RuleSettings(None, 7 * 86400, None, None, 8, 600.0)
+    conf = {settings.RULES_PATH: "/r.yaml", settings.RULES_HALF_LIFE: "PT12H",
+            settings.RULES_INDEX_BYTES: "2g", settings.RULES_CACHE_BYTES: "10g"}
+    read = RuleSettings.read(lambda key, default: conf.get(key, default))
+    assert (read.rules_path, read.half_life_seconds, read.index_bytes, read.cache_bytes) == (
+        "/r.yaml", 12 * 3600, 2 << 30, 10 << 30)
+    with pytest.raises(ValueError, match="spark.accelerator.rules.halfLife"):
+        RuleSettings.read(lambda key, default: "7 days" if key == settings.RULES_HALF_LIFE
+                          else default)
 
 
 def test_read_uses_what_the_session_sets():

@@ -1,0 +1,145 @@
+"""Cheap statistics of the sources the rule engine considers (its Spark side).
+
+For each source the history names, :func:`profile_source` lists its files and reads a spread
+sample of at most :data:`SAMPLE_FILES` of them, in two small Spark jobs: per sampled file the
+min/max, distinct count and row count of each column the demand filters on, and a sample of the
+string values of the columns searched for text. The analyzer (:mod:`rules.analyzer`) estimates
+what each candidate index would skip from these. Sources are read as the queries read them: same
+format, options and, for JSON/CSV, data schema (as the history recorded them).
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+from typing import Any, Iterable, Mapping
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import (BinaryType, DataType, MapType, ArrayType, StringType, StructType,
+                               TimestampNTZType, TimestampType)
+
+from accelerator import session
+from rules.history import RelationUsage
+from rules.profiles import ColumnProfile, SourceProfile
+
+log = logging.getLogger("accelerator.rules.profiling")
+
+__all__ = ["SAMPLE_FILES", "profile_source", "read_source"]
+
+#: files of a source read to profile it (spread over its sorted file list)
+SAMPLE_FILES = 32
+#: string values kept per sampled file for text estimates (about)
+TEXT_VALUES_PER_FILE = 200
+_EPOCH = dt.datetime(1970, 1, 1)
+
+
+def read_source(spark: SparkSession, usage: RelationUsage,
+                paths: list[str] | None = None) -> DataFrame:
+    """The source a history relation read, read the same way (``paths``: only those files,
+    with the source's root as base path so partition columns stay)."""
+    reader = spark.read.format(usage.format).options(**usage.options)
+    if usage.data_schema:
+        reader = reader.schema(StructType.fromJson(json.loads(usage.data_schema)))
+    if paths is None:
+        return reader.load(usage.root_paths[0] if len(usage.root_paths) == 1
+                           else usage.root_paths)
+    if len(usage.root_paths) == 1 and usage.partition_columns:
+        reader = reader.option("basePath", usage.root_paths[0])
+    return reader.load(paths)
+
+
+def _spread(items: list[Any], n: int) -> list[Any]:
+    if len(items) <= n:
+        return items
+    step = len(items) / n
+    return [items[int(i * step)] for i in range(n)]
+
+
+def _field_type(schema: StructType, column: str) -> DataType | None:
+    current: DataType = schema
+    for part in column.replace("`", "").split("."):
+        if not isinstance(current, StructType) or part not in current.fieldNames():
+            return None
+        current = current[part].dataType
+    return current
+
+
+def _comparable(t: DataType) -> bool:
+    return not isinstance(t, (StructType, ArrayType, MapType, BinaryType))
+
+
+def _python(value: Any, t: DataType) -> Any:
+    if value is not None and isinstance(t, (TimestampType, TimestampNTZType)):
+        return _EPOCH + dt.timedelta(microseconds=int(value))
+    return value
+
+
+def profile_source(spark: SparkSession, usage: RelationUsage, files: list[tuple[str, int]],
+                   columns: Mapping[str, Iterable[str]]) -> SourceProfile:
+    """Statistics of one source: ``files`` its ``(path, size)`` list, ``columns`` the demanded
+    column paths with their uses (``lookup``, ``range``, ``text`` ...). Columns the source does
+    not have (or of nested or binary types) are left out."""
+    df = read_source(spark, usage)
+    schema = df.schema
+    wanted = {c: (t, set(uses)) for c, uses in columns.items()
+              if (t := _field_type(schema, c)) is not None and _comparable(t)}
+    sample = _spread(sorted(p for p, _ in files), SAMPLE_FILES)
+    profiles: dict[str, ColumnProfile] = {}
+    if wanted and sample:
+        with session.suspended(spark):   # the accelerator's own reads are never rewritten
+            profiles = _profile_columns(spark, usage, sample, wanted)
+    return SourceProfile(source=usage.source, format=usage.format, files=len(files),
+                         bytes=sum(s for _, s in files), columns=profiles,
+                         all_columns=tuple(schema.fieldNames()),
+                         partition_columns=tuple(usage.partition_columns))
+
+
+def _profile_columns(spark: SparkSession, usage: RelationUsage, sample: list[str],
+                     wanted: dict[str, tuple[DataType, set[str]]]) -> dict[str, ColumnProfile]:
+    df = read_source(spark, usage, sample).withColumn("__file", F.input_file_name())
+    aggs = [F.count(F.lit(1)).alias("rows")]
+    for i, (c, (t, _)) in enumerate(wanted.items()):
+        value = F.col(c)
+        if isinstance(t, (TimestampType, TimestampNTZType)):
+            value = F.unix_micros(value.cast("timestamp"))
+        aggs += [F.min(value).alias(f"min{i}"), F.max(value).alias(f"max{i}"),
+                 F.approx_count_distinct(F.col(c)).alias(f"nd{i}")]
+        if isinstance(t, StringType):
+            aggs.append(F.avg(F.length(F.col(c))).alias(f"len{i}"))
+    per_file = df.groupBy("__file").agg(*aggs).collect()
+    totals = df.agg(*[F.approx_count_distinct(F.col(c)).alias(f"nd{i}")
+                      for i, c in enumerate(wanted)]).first()
+    texts = [c for c, (t, uses) in wanted.items() if "text" in uses and isinstance(t, StringType)]
+    samples = _text_samples(df, texts, per_file)
+    out: dict[str, ColumnProfile] = {}
+    rows = [r["rows"] for r in per_file]
+    mean = lambda xs: sum(xs) / len(xs) if xs else None   # noqa: E731
+    for i, (c, (t, _)) in enumerate(wanted.items()):
+        ranges = tuple(None if r[f"min{i}"] is None else
+                       (_python(r[f"min{i}"], t), _python(r[f"max{i}"], t)) for r in per_file)
+        lengths = [r[f"len{i}"] for r in per_file if isinstance(t, StringType)
+                   and r[f"len{i}"] is not None]
+        out[c] = ColumnProfile(
+            column=c, type=t.simpleString(), ranges=ranges,
+            distinct_per_file=mean([r[f"nd{i}"] for r in per_file]),
+            rows_per_file=mean(rows), distinct_total=float(totals[f"nd{i}"]),
+            text_sample=tuple(samples.get(c, {}).get(r["__file"], ()) for r in per_file)
+            if c in samples else (),
+            avg_bytes=mean(lengths) if lengths else None)
+    return out
+
+
+def _text_samples(df: DataFrame, columns: list[str], per_file: list[Any]
+                  ) -> dict[str, dict[str, tuple[str, ...]]]:
+    """Per text column and sampled file, about TEXT_VALUES_PER_FILE of its values."""
+    if not columns or not per_file:
+        return {}
+    total = sum(r["rows"] for r in per_file)
+    fraction = min(1.0, TEXT_VALUES_PER_FILE * len(per_file) / max(1, total))
+    picked = df.sample(fraction=fraction, seed=17) if fraction < 1.0 else df
+    found = picked.groupBy("__file").agg(*[
+        F.slice(F.collect_list(F.col(c)), 1, 2 * TEXT_VALUES_PER_FILE).alias(f"t{i}")
+        for i, c in enumerate(columns)]).collect()
+    return {c: {r["__file"]: tuple(r[f"t{i}"] or ()) for r in found}
+            for i, c in enumerate(columns)}
