@@ -17,9 +17,11 @@ from accelerator import explain as explain_mod
 from accelerator import session
 from accelerator.cache.operations import (CACHE_SUMMARY_SCHEMA, ENTRIES_SCHEMA, EVICTED_SCHEMA,
                                           STATS_SCHEMA, UNCACHE_SCHEMA, CacheOperations)
+from accelerator.advisor import (APPLIED_SCHEMA, RECOMMENDATIONS_SCHEMA, Advisor,
+                                 instruction_of, instruction_row)
 from accelerator.history import read_history, wait_for_executions
-from accelerator.operations import SUMMARY_SCHEMA, IndexOperations, OperationResult
-from accelerator.settings import Settings
+from accelerator.operations import ORIGIN_KEY, SUMMARY_SCHEMA, IndexOperations, OperationResult
+from accelerator.settings import RULES_PATH, Settings
 from indexes import kinds
 from indexes.covering.config import CoveringIndexConfig
 from indexes.errors import InvalidIndexConfigError
@@ -29,6 +31,8 @@ from indexes.skipping.config import DataSkippingIndexConfig
 from indexes.source import source_mismatch
 from indexes.text import search as text_search
 from indexes.text.config import KIND as TEXT, TextIndexConfig
+from rules.terms import format_duration
+from rules.user_rules import UserRule, load_rules_file
 
 log = logging.getLogger("accelerator.hyperspace")
 
@@ -51,6 +55,7 @@ class Hyperspace:
         self.spark = spark
         self._ops = IndexOperations(spark)
         self._cache = CacheOperations(spark)
+        self._advisor = Advisor(self)
 
     # --- session ------------------------------------------------------------------------
     @staticmethod
@@ -214,9 +219,9 @@ class Hyperspace:
     # --- listing ------------------------------------------------------------------------
     def indexes(self) -> DataFrame:
         """All indexes of the system path: ``name, kind, indexedColumns, includedColumns,
-        numBuckets, state, location, numFiles, sizeInBytes, warning`` (``warning``: why the
-        index cannot be used as it is, e.g. its source directory is gone or its log is
-        corrupt)."""
+        numBuckets, state, location, numFiles, sizeInBytes, warning, createdBy`` (``warning``:
+        why the index cannot be used as it is, e.g. its source directory is gone or its log is
+        corrupt; ``createdBy``: ``engine`` for an index the rule engine chose, else ``user``)."""
         rows = [self._row(e) for e in self._lifecycle().list()]
         return self.spark.createDataFrame(rows, _SUMMARY_SCHEMA)
 
@@ -235,7 +240,8 @@ class Hyperspace:
         indexed, included = kind.columns(e) if kind is not None else ([], [])
         return (e.name, _display_kind(e), indexed, included, e.config.get("numBuckets"),
                 e.state.value, e.content.get("path"), e.content.get("numFiles"),
-                e.content.get("sizeInBytes"), self._warning(e, kind))
+                e.content.get("sizeInBytes"), self._warning(e, kind),
+                e.config.get(ORIGIN_KEY) or "user")
 
     def _warning(self, e: IndexLogEntry, kind: Any) -> str | None:
         if e.state is IndexState.CORRUPT:
@@ -302,6 +308,38 @@ class Hyperspace:
         wait_for_executions(spark)
         return session.rewriter(spark).recorder(system_path).flush()
 
+    # --- the rule engine ----------------------------------------------------------------
+    def loadRules(self, path: str) -> DataFrame:
+        """Checks the user rules file at ``path`` (see ``configs/rules.yaml``) and makes the
+        session follow it (``spark.accelerator.rules.path``). Raises ``RulesError`` listing
+        every problem with its file, line and column. Returns the rules as understood: one row
+        per rule, ``source, kind, columns, includedColumns, priority, ttl, line``."""
+        rules = load_rules_file(path)
+        self.spark.conf.set(RULES_PATH, str(path))
+        return self.spark.createDataFrame([_rule_row(r) for r in rules.rules], _RULES_SCHEMA)
+
+    def recommend(self, since: Any = None) -> DataFrame:
+        """What the rule engine would do now, from the query history (since ``since``: a
+        datetime, a date or an ISO string; None: all of it) and the user rules: one row per
+        instruction, ``action`` (create, drop, cache ...), ``kind`` (covering, minmax, bloom,
+        valuelist, text, cache), ``source, columns, includedColumns, name, priority, ttl,
+        origin`` (engine or user), ``score``, ``estimatedSecondsSaved`` (per query),
+        ``estimatedBytes``, ``queries`` and a one-sentence ``reason``. Writes this process's
+        buffered history first, so the queries just run count."""
+        rows = [instruction_row(i) for i in self._advisor.recommend(since)]
+        return self.spark.createDataFrame(rows, RECOMMENDATIONS_SCHEMA)
+
+    def applyRecommendations(self, recs: DataFrame | None = None,
+                             dryRun: bool = False) -> DataFrame:
+        """Carries out ``recs`` (rows of :meth:`recommend`, possibly filtered; None: what
+        :meth:`recommend` returns now) in order; one failing instruction does not stop the
+        others. Returns one row per instruction: ``action, kind, source, columns, name, origin,
+        status`` (applied, failed, or planned when ``dryRun``), ``message, seconds``."""
+        instructions = (self._advisor.recommend() if recs is None
+                        else [instruction_of(r) for r in recs.collect()])
+        rows = self._advisor.apply(instructions, dry_run=dryRun)
+        return self.spark.createDataFrame(rows, APPLIED_SCHEMA)
+
     # --- plan analysis ------------------------------------------------------------------
     def explain(self, df: DataFrame, verbose: bool = False,
                 redirectFunc: Callable[[str], Any] = print) -> str:
@@ -323,6 +361,16 @@ class Hyperspace:
 IndexConfig = CoveringIndexConfig
 
 
+_RULES_SCHEMA = ("source string, kind string, columns array<string>, "
+                 "includedColumns array<string>, priority string, ttl string, line int")
+
+
+def _rule_row(rule: UserRule) -> tuple:
+    return (rule.source, rule.kind, list(rule.columns), list(rule.included_columns),
+            rule.priority.name, format_duration(rule.ttl_seconds) if rule.ttl_seconds else None,
+            rule.line)
+
+
 def _display_kind(entry: IndexLogEntry) -> str:
     kind = kinds.kind_of(entry)
     return kind.display_name if kind is not None else entry.kind
@@ -330,7 +378,7 @@ def _display_kind(entry: IndexLogEntry) -> str:
 
 _SUMMARY_SCHEMA = ("name string, kind string, indexedColumns array<string>, "
                    "includedColumns array<string>, numBuckets int, state string, location string, "
-                   "numFiles long, sizeInBytes long, warning string")
+                   "numFiles long, sizeInBytes long, warning string, createdBy string")
 _STATS = "struct<files:long, levels:array<int>, rows:long, bytes:long>"
 _EVENTS_SCHEMA = (f"operation string, index string, mode string, started timestamp, "
                   f"finished timestamp, dataVersion int, input {_STATS}, output {_STATS}, "

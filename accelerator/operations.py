@@ -43,6 +43,11 @@ SUMMARY_SCHEMA = ("index string, operation string, status string, dataVersion in
                   "seconds double, message string")
 
 
+#: the key of an index's config naming the rule engine's instruction that created it:
+#: "engine" (its own choice) or "user" (a user rule); absent for an index created by hand
+ORIGIN_KEY = "createdBy"
+
+
 @dataclass(frozen=True)
 class OperationResult:
     """What one operation did: the row of the summary DataFrame the facade returns."""
@@ -224,11 +229,15 @@ class IndexOperations:
                 f"be read: {str(exc).splitlines()[0]}") from None
 
     # --- operations ---------------------------------------------------------------------
-    def create(self, df: Any, config: Any) -> OperationResult:
+    def create(self, df: Any, config: Any, origin: str | None = None) -> OperationResult:
+        """Creates an index; ``origin`` (``engine`` or ``user``: made by a rule) is recorded
+        in its config as :data:`ORIGIN_KEY` (none: created by hand)."""
         kind = kinds.kind_for_config(config)
         source = self.describe_source(df)
         with session.suspended(self.spark):
             cfg = kind.resolve(df, config, source, self.settings())
+        if origin is not None:
+            cfg = {**cfg, ORIGIN_KEY: origin}
         job = self._job(kind, df, cfg, source)
 
         def action() -> _Outcome:

@@ -1,0 +1,345 @@
+"""The rule engine's Spark side: mine the history of a system path into instructions, and carry
+them out through the public API.
+
+:class:`Advisor` reads the recorded queries (:mod:`rules.reader`), turns them into demand
+(:mod:`rules.extractor`), profiles the demanded sources (:mod:`accelerator.profiling`), asks the
+analyzer (:mod:`rules.analyzer`) for the engine's instructions, adds the user rules' own
+(:func:`rules.instructions.from_user_rule`) and merges them (NEVER > user > engine). Carrying an
+instruction out is one public call: ``createIndex`` with the config its kind names (the index
+marked as the engine's or the user rule's in its log), ``cache``, ``deleteIndex`` +
+``vacuumIndex``, ``uncache`` or ``refreshIndex``; one failing instruction never stops the others.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from datetime import date, datetime, timezone
+from typing import TYPE_CHECKING, Any, Iterable
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from accelerator import session
+from accelerator.history import wait_for_executions
+from accelerator.operations import ORIGIN_KEY
+from accelerator.profiling import profile_source, read_source
+from accelerator.settings import RuleSettings, Settings
+from indexes import kinds
+from indexes.covering.config import CoveringIndexConfig
+from indexes.fs import HadoopFs
+from indexes.log import IndexLogEntry, IndexState
+from indexes.skipping.config import KIND as SKIPPING
+from indexes.skipping.config import (BloomFilterSketch, DataSkippingIndexConfig, MinMaxSketch,
+                                     ValueListSketch)
+from indexes.text.config import KIND as TEXT
+from indexes.text.config import TextIndexConfig
+from rules.analyzer import analyze
+from rules.extractor import Demand, extract
+from rules.history import QueryRecord, RelationUsage, source_key
+from rules.instructions import Instruction, from_user_rule, merge
+from rules.profiles import ExistingIndex, SourceProfile
+from rules.reader import read_records
+from rules.terms import format_duration, parse_duration, parse_priority
+from rules.user_rules import RuleSet, UserRule, load_rules_file, scheme_less
+
+if TYPE_CHECKING:
+    from accelerator.hyperspace import Hyperspace
+
+log = logging.getLogger("accelerator.rules.advisor")
+
+__all__ = ["APPLIED_SCHEMA", "Advisor", "RECOMMENDATIONS_SCHEMA", "instruction_of",
+           "instruction_row"]
+#: sources profiled per recommendation at most (the most demanded first)
+MAX_SOURCES = 32
+#: uses whose columns are profiled (their values decide between index kinds)
+_PROFILED_USES = ("lookup", "range", "text")
+_SKETCHES = {"minmax": MinMaxSketch, "bloom": BloomFilterSketch, "valuelist": ValueListSketch}
+_SKETCH_KINDS = {"MinMax": "minmax", "BloomFilter": "bloom", "ValueList": "valuelist"}
+#: a Bloom filter is sized for this many times the distinct values profiled per file
+_BLOOM_HEADROOM = 2.0
+
+RECOMMENDATIONS_SCHEMA = (
+    "action string, kind string, source string, columns array<string>, "
+    "includedColumns array<string>, name string, priority string, ttl string, origin string, "
+    "score double, estimatedSecondsSaved double, estimatedBytes long, queries long, "
+    "reason string")
+APPLIED_SCHEMA = (
+    "action string, kind string, source string, columns array<string>, name string, "
+    "origin string, status string, message string, seconds double")
+
+
+def _since_ms(since: Any) -> int | None:
+    if since is None:
+        return None
+    if isinstance(since, str):
+        since = datetime.fromisoformat(since)
+    if isinstance(since, datetime):
+        aware = since if since.tzinfo is not None else since.astimezone()
+        return int(aware.timestamp() * 1000)
+    if isinstance(since, date):
+        return int(datetime(since.year, since.month, since.day, tzinfo=timezone.utc)
+                   .timestamp() * 1000)
+    raise TypeError(f"since must be None, a datetime, a date or an ISO string, got {since!r}")
+
+
+class Advisor:
+    """The rule engine of one Hyperspace facade (its session and system path)."""
+
+    def __init__(self, hs: "Hyperspace"):
+        self._hs = hs
+        self._profiles: dict[str, SourceProfile] = {}
+        self._usages: dict[str, RelationUsage] = {}
+
+    @property
+    def spark(self) -> SparkSession:
+        return self._hs.spark
+
+    # --- rules ----------------------------------------------------------------------------
+    def rules(self) -> RuleSet:
+        """The user rules of ``spark.accelerator.rules.path`` (none when unset), with the
+        session's budgets where the file sets none."""
+        settings = RuleSettings.of_session(self.spark)
+        found = load_rules_file(settings.rules_path) if settings.rules_path else RuleSet()
+        budget = found.budget
+        budget = dataclasses.replace(
+            budget,
+            index_bytes=budget.index_bytes if budget.index_bytes is not None
+            else settings.index_bytes,
+            cache_bytes=budget.cache_bytes if budget.cache_bytes is not None
+            else settings.cache_bytes,
+            max_indexes_per_source=budget.max_indexes_per_source
+            if budget.max_indexes_per_source is not None else settings.max_indexes_per_source,
+            build_seconds_per_run=budget.build_seconds_per_run
+            if budget.build_seconds_per_run is not None else settings.build_seconds_per_run)
+        return dataclasses.replace(found, budget=budget)
+
+    # --- what to do -----------------------------------------------------------------------
+    def records(self, since: Any = None) -> list[QueryRecord]:
+        """The recorded queries of the system path (since ``since``), after writing what this
+        process still buffers (with the costs of the queries that finished)."""
+        system_path = Settings.of_session(self.spark).system_path
+        wait_for_executions(self.spark)
+        session.rewriter(self.spark).recorder(system_path).flush()
+        start = _since_ms(since)
+        day = None if start is None else datetime.fromtimestamp(start / 1000, timezone.utc).date()
+        records = read_records(HadoopFs(self.spark), system_path, day)
+        return [r for r in records if start is None or r.timestamp >= start]
+
+    def recommend(self, since: Any = None) -> list[Instruction]:
+        """The instructions to carry out now: the user rules', then the engine's (see the
+        module docstring)."""
+        rules = self.rules()
+        records = self.records(since)
+        now = int(time.time() * 1000)
+        demand = extract(records, now, RuleSettings.of_session(self.spark).half_life_seconds)
+        self._usages.update(_latest_usages(records))
+        sources = _ranked_sources(demand, rules)[:MAX_SOURCES]
+        self._profiles = {s: p for s in sources if (p := self._profile(s, demand)) is not None}
+        existing = self._existing()
+        engine = analyze(demand, self._profiles, rules, existing,
+                         cache_capacity_bytes=self._cache_capacity(), now_ms=now)
+        user = [i for i in self._user_instructions(rules, existing) if i is not None]
+        return merge(user, engine, rules,
+                     [e.name for e in existing if e.origin == "engine"])
+
+    def _profile(self, source: str, demand: list[Demand]) -> SourceProfile | None:
+        usage = self._usages.get(source)
+        if usage is None:
+            return None
+        columns: dict[str, set[str]] = {}
+        for d in demand:
+            if d.source == source and d.use in _PROFILED_USES:
+                columns.setdefault(d.column, set()).add(d.use)
+        try:
+            files = self._files(usage)
+            return profile_source(self.spark, usage, files, columns)
+        except Exception as exc:  # noqa: BLE001 - a source gone or unreadable is skipped
+            log.warning("rule engine: cannot profile %s: %s", source, exc)
+            return None
+
+    def _files(self, usage: RelationUsage) -> list[tuple[str, int]]:
+        source = self._hs._ops.describe_source(read_source(self.spark, usage))
+        return [(str(f[0]), int(f[1])) for f in source["files"]]
+
+    def _existing(self) -> list[ExistingIndex]:
+        out: list[ExistingIndex] = []
+        for e in self._hs._lifecycle().list():
+            if e.state is not IndexState.ACTIVE or kinds.kind_of(e) is None:
+                continue
+            source = source_key(e.source.get("rootPaths", []))
+            origin = str(e.config.get(ORIGIN_KEY) or "user")
+            for kind, columns in _index_targets(e):
+                out.append(ExistingIndex(e.name, kind, source, columns, origin))
+        return out
+
+    def _cache_capacity(self) -> int | None:
+        settings = Settings.of_session(self.spark)
+        if not settings.cache_enabled:
+            return None
+        try:
+            return int(self._hs._cache.tier(settings).max_bytes(settings.cache_max_bytes))
+        except Exception:  # noqa: BLE001 - no cache capacity known: no cache instructions
+            log.debug("cache capacity unknown", exc_info=True)
+            return None
+
+    def _user_instructions(self, rules: RuleSet,
+                           existing: list[ExistingIndex]) -> Iterable[Instruction | None]:
+        """Each non-NEVER rule, for every source of the history it matches (or its own source
+        when it names how to read it), unless what it asks for exists already."""
+        have = {(scheme_less(e.source), e.kind, tuple(sorted(e.columns))) for e in existing}
+        for rule in rules.rules:
+            if rule.never or rule.kind is None:
+                continue
+            sources = [s for s, u in self._usages.items()
+                       if any(rule.matches(p) for p in u.root_paths)]
+            if not sources and rule.format:
+                sources = [rule.source]
+                self._usages.setdefault(rule.source, _usage_of_rule(rule))
+            for source in sources:
+                instruction = from_user_rule(rule, source)
+                if instruction is not None and (instruction.kind == "cache"
+                                                or instruction.target not in have):
+                    yield instruction
+
+    # --- doing it ---------------------------------------------------------------------------
+    def apply(self, instructions: list[Instruction], dry_run: bool = False) -> list[tuple]:
+        """Carries out ``instructions`` in order; one row per instruction (see
+        :data:`APPLIED_SCHEMA`): status ``applied``, ``failed`` (with the error), or
+        ``planned`` on a dry run."""
+        rows = []
+        for i in instructions:
+            started = time.monotonic()
+            if dry_run:
+                status, message = "planned", i.reason
+            else:
+                try:
+                    message = self._carry_out(i)
+                    status = "applied"
+                except Exception as exc:  # noqa: BLE001 - the next instructions still run
+                    log.warning("rule engine: %s %s on %s failed: %s", i.action, i.kind,
+                                i.source, exc)
+                    status, message = "failed", f"{type(exc).__name__}: {exc}"
+            rows.append((i.action, i.kind, i.source, list(i.columns), i.name, i.origin, status,
+                         message, round(time.monotonic() - started, 3)))
+        return rows
+
+    def _source_df(self, source: str) -> DataFrame:
+        usage = self._usages.get(source)
+        if usage is None:
+            self._usages.update(_latest_usages(self.records()))
+            usage = self._usages.get(source)
+        if usage is None:
+            raise ValueError(f"the history has no query over {source}, and no rule says how to "
+                             "read it (give format, options and schema in the rule)")
+        return read_source(self.spark, usage)
+
+    def _carry_out(self, i: Instruction) -> str:
+        hs = self._hs
+        if i.action == "create":
+            df = self._source_df(i.source)
+            result = hs._ops.create(df, self._config(i), origin=i.origin)
+            return result.message
+        if i.action == "drop":
+            hs.deleteIndex(i.name)
+            hs.vacuumIndex(i.name)
+            return f"dropped index {i.name}"
+        if i.action == "refresh":
+            return hs._ops.refresh(i.name, "incremental").message
+        df = self._source_df(i.source)
+        if i.action == "uncache":
+            hs.uncache(df)
+            return f"uncached {i.source}"
+        window = self._window(i)
+        if window is not None:
+            df = df.where(window)
+        ttl = format_duration(i.ttl_seconds) if i.ttl_seconds else None
+        row = hs.cache(df, list(i.columns) or None, i.priority.name, ttl).first()
+        return f"cached {row['files']} files ({row['bytesWritten']} bytes written)"
+
+    def _window(self, i: Instruction) -> Any:
+        """The partition filter of a user cache rule with ``partitions: {lastDays: N}``."""
+        rules = [r for r in self.rules().rules if r.kind == "cache" and r.partitions is not None
+                 and r.matches(i.source) and tuple(r.columns) == tuple(i.columns)]
+        if not rules:
+            return None
+        p = rules[0].partitions
+        return F.col(p.column) >= F.date_sub(F.current_date(), p.last_days - 1)
+
+    def _config(self, i: Instruction) -> Any:
+        column = i.columns[0]
+        if i.kind == "covering":
+            return CoveringIndexConfig(i.name, list(i.columns), list(i.included_columns))
+        if i.kind == "text":
+            return TextIndexConfig(i.name, column=column)
+        if i.kind == "bloom":
+            profile = self._profiles.get(i.source)
+            cp = profile.columns.get(column) if profile is not None else None
+            expected = int(max(1000, _BLOOM_HEADROOM * (cp.distinct_per_file or 0))) \
+                if cp is not None else 100_000
+            return DataSkippingIndexConfig(i.name, BloomFilterSketch(
+                column, expectedDistinctCountPerFile=expected))
+        if i.kind in _SKETCHES:
+            return DataSkippingIndexConfig(i.name, _SKETCHES[i.kind](column))
+        raise ValueError(f"no index kind {i.kind!r}")
+
+
+def _index_targets(e: IndexLogEntry) -> list[tuple[str, tuple[str, ...]]]:
+    """(rule-engine kind, columns) of what an index serves: one per sketch of a data-skipping
+    index."""
+    if e.kind == SKIPPING:
+        return [(_SKETCH_KINDS.get(s.get("kind"), str(s.get("kind")).lower()),
+                 (str(s.get("expression")),)) for s in e.config.get("sketches", [])]
+    indexed, _ = kinds.kind_of(e).columns(e)
+    return [("text" if e.kind == TEXT else "covering", tuple(indexed))]
+
+
+def _latest_usages(records: list[QueryRecord]) -> dict[str, RelationUsage]:
+    """Per source, how its latest query read it."""
+    out: dict[str, tuple[int, RelationUsage]] = {}
+    for r in records:
+        for u in r.relations:
+            if u.source and u.root_paths and (u.source not in out or out[u.source][0] <= r.timestamp):
+                out[u.source] = (r.timestamp, u)
+    return {s: u for s, (_, u) in out.items()}
+
+
+def _ranked_sources(demand: list[Demand], rules: RuleSet) -> list[str]:
+    weight: dict[str, float] = {}
+    for d in demand:
+        if rules.never(d.source) is None:
+            weight[d.source] = weight.get(d.source, 0.0) + d.weight
+    return sorted(weight, key=lambda s: (-weight[s], s))
+
+
+def _usage_of_rule(rule: UserRule) -> RelationUsage:
+    """How to read a source a rule names but the history has not seen."""
+    schema = None
+    if rule.schema:
+        from pyspark.sql.types import _parse_datatype_string
+        schema = _parse_datatype_string(rule.schema).json()
+    return RelationUsage(source=rule.source, root_paths=[rule.source], format=rule.format or "",
+                         options=dict(rule.options), data_schema=schema)
+
+
+def instruction_row(i: Instruction) -> tuple:
+    """One row of :data:`RECOMMENDATIONS_SCHEMA`."""
+    return (i.action, i.kind, i.source, list(i.columns), list(i.included_columns), i.name,
+            i.priority.name, format_duration(i.ttl_seconds) if i.ttl_seconds else None, i.origin,
+            float(i.score), float(i.estimated_seconds_saved), int(i.estimated_bytes),
+            int(i.queries), i.reason)
+
+
+def instruction_of(row: Any) -> Instruction:
+    """The instruction of a row of ``recommend()`` (possibly filtered by the user)."""
+    d = row.asDict() if hasattr(row, "asDict") else dict(row)
+    ttl = d.get("ttl")
+    return Instruction(
+        d["action"], d["kind"], d["source"], tuple(d.get("columns") or ()),
+        tuple(d.get("includedColumns") or ()), d.get("name"),
+        parse_priority(d.get("priority") or "MEDIUM", allow_never=False),
+        parse_duration(ttl, "ttl") if ttl else None, d.get("origin") or "engine",
+        float(d.get("score") or 0.0), float(d.get("estimatedSecondsSaved") or 0.0),
+        int(d.get("estimatedBytes") or 0), int(d.get("queries") or 0), d.get("reason") or "")
+
+
