@@ -1,7 +1,7 @@
 """The accelerator command: every index operation of the Python API over one system path
 (create from a spec file, refresh, optimize, delete, restore, vacuum, cancel), listings (indexes,
-index, events, history), plan analysis of SQL queries (explain, whynot), a demo on a local sample,
-jar (the compiled JVM rule's jar) and rules validate (the rule engine's YAML rules).
+index, events, history), plan analysis of SQL queries (explain, whynot), the rule engine (advise
+[--apply], rules validate), a demo on a local sample and jar (the compiled JVM rule's jar).
 
 Exit codes: 0 success; 1 a user error, whose message goes to stderr (an AcceleratorError, a bad
 spec file, a system path that does not exist, SQL that Spark cannot analyse); 2 a usage error.
@@ -118,7 +118,16 @@ COMMANDS: dict[str, Callable[[Any, argparse.Namespace], Any]] = {
     "explain": lambda hs, a: hs.explain(_query(hs, a), verbose=a.verbose,
                                         redirectFunc=_shown(a)),
     "whynot": lambda hs, a: hs.whyNot(_query(hs, a), indexName=a.index, redirectFunc=_shown(a)),
+    "advise": lambda hs, a: _advise(hs, a),
 }
+
+
+def _advise(hs: Any, args: argparse.Namespace) -> Any:
+    """The rule engine's recommendations (with ``--rules``: following that file), carried out
+    with ``--apply``."""
+    if args.rules:
+        hs.loadRules(args.rules)
+    return hs.applyRecommendations() if args.apply else hs.recommend()
 
 
 def _emit(result: Any, as_json: bool, vertical: bool) -> None:
@@ -288,6 +297,11 @@ def parser() -> argparse.ArgumentParser:
             sql, ("--verbose", {"action": "store_true", "help": "show every candidate index"}))
     command("whynot", "why each index (or one) is or is not used by a SQL query", sql,
             ("--index", {"help": "only this index"}))
+    command("advise", "what the rule engine recommends from the query history and the user "
+            "rules (with --apply: do it)",
+            ("--apply", {"action": "store_true", "help": "carry the recommendations out and "
+                         "print what happened to each"}),
+            ("--rules", {"help": "a user rules YAML file (default spark.accelerator.rules.path)"}))
 
     d = sub.add_parser("demo", help="run the nested covering-index example end to end")
     d.add_argument("--work-dir", default="accelerator-demo", help="where sample data goes")
@@ -334,6 +348,8 @@ def main(argv: list[str] | None = None) -> int:
     from pyspark.errors import AnalysisException
     from pyspark.logger import PySparkLogger
 
+    from rules.user_rules import RulesError
+
     top = parser()
     args = top.parse_args(argv)
     if not getattr(args, "func", None):
@@ -343,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
         PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
     try:
         return args.func(args)
-    except (AcceleratorError, AnalysisException) as exc:
+    except (AcceleratorError, AnalysisException, RulesError) as exc:
         print(f"accelerator {args.command}: error: {exc}", file=sys.stderr)
         return 1
 
