@@ -1,0 +1,341 @@
+"""The analyzer: demand rows and per-source statistics → scored :class:`Instruction` values,
+chosen under budgets. Pure Python.
+
+Per source (one with a profile and no NEVER rule): for each column looked up, the best by score
+of a min/max, Bloom filter, value list or (when its queries read few columns) covering index;
+min/max for a column filtered by ranges; a text index for a string column searched by text; a
+covering index on each side of a join, the two chosen together or not at all; the Parquet cache
+for a JSON, CSV or text source. What exists already, or is cooling down, is not proposed; when
+an index serving a column's lookups exists, no other is proposed for them.
+
+A candidate's score is its decayed demand (the summed weight of the demand rows it serves)
+times the seconds it saves a query, minus its amortized cost ((build seconds + storage cost) /
+:data:`AMORTIZATION_RUNS`). Candidates saving less than :data:`MIN_IMPROVEMENT` of their
+queries' time, or scoring ≤ 0, are dropped; the rest are taken greedily by score within the
+budgets. Engine indexes no demand row names any more are proposed for dropping.
+"""
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from typing import Collection, Mapping, Sequence
+
+from rules.extractor import Demand
+from rules.instructions import Instruction, engine_index_name
+from rules.profiles import ExistingIndex, SourceProfile
+from rules.terms import Priority
+from rules.user_rules import RuleSet, scheme_less
+from rules.whatif import CACHE_SPEEDUP, Candidate, Estimate, column_share, estimate, \
+    seconds_per_query
+
+#: a candidate must save at least this share of its queries' time (Azure's minimum improvement)
+MIN_IMPROVEMENT = 0.2
+#: runs (of the analysis, each seeing the demand again) a candidate's cost is spread over
+AMORTIZATION_RUNS = 10
+#: the cost of storing a GiB, in seconds (a made-up exchange rate between bytes and time)
+STORAGE_SECONDS_PER_GIB = 1.0
+#: default index budget: this share of the profiled sources' bytes. Existing indexes' bytes are
+#: unknown here and not counted: the budget bounds what one analysis adds.
+DEFAULT_INDEX_BYTES_SHARE = 0.25
+#: default number of indexes per source, existing ones included
+DEFAULT_MAX_INDEXES_PER_SOURCE = 8
+#: default seconds of building (indexes and cache warm-ups) one analysis may ask for
+DEFAULT_BUILD_SECONDS_PER_RUN = 600.0
+#: a lookup's covering index is proposed only when it would hold at most this share of a row
+COVERING_MAX_SHARE = 0.25
+
+Target = tuple[str, str, tuple[str, ...]]
+
+_NOUNS = {"lookup": "lookups", "range": "range filters", "text": "text searches",
+          "join": "joins"}
+_WITH = {"minmax": "min/max statistics", "bloom": "a Bloom filter", "valuelist": "value lists",
+         "text": "a text index"}
+
+
+@dataclass(frozen=True)
+class _Unit:
+    """Candidates chosen together or not at all (one, or the two sides of a join), scored
+    together: ``items`` are (candidate, estimate, reason)."""
+
+    score: float
+    keep: float
+    saved: float        # seconds per query
+    queries: int
+    items: tuple[tuple[Candidate, Estimate, str], ...]
+
+    @property
+    def name(self) -> str:
+        c = self.items[0][0]
+        return engine_index_name(c.kind, c.source, c.columns)
+
+    @property
+    def viable(self) -> bool:
+        return self.score > 0 and 1 - self.keep >= MIN_IMPROVEMENT
+
+
+def _target(c: Candidate) -> Target:
+    return scheme_less(c.source), c.kind, tuple(sorted(c.columns))
+
+
+def _cost(e: Estimate) -> float:
+    """A candidate's amortized cost in seconds."""
+    storage = STORAGE_SECONDS_PER_GIB * e.index_bytes / 2 ** 30
+    return (e.build_seconds + storage) / AMORTIZATION_RUNS
+
+
+def _secs(seconds: float) -> str:
+    return f"{seconds:.1f} s" if seconds >= 0.1 else f"{seconds * 1000:.0f} ms"
+
+
+def _age(demands: Sequence[Demand], now_ms: int | None) -> str:
+    """``; last used 3 h ago`` (empty without ``now_ms``)."""
+    if now_ms is None:
+        return ""
+    hours = max(0.0, (now_ms - max(d.last_seen for d in demands)) / 3.6e6)
+    age = f"{hours * 60:.0f} min" if hours < 1 else f"{hours:.0f} h" if hours < 48 \
+        else f"{hours / 24:.0f} days"
+    return f"; last used {age} ago"
+
+
+def _reason(c: Candidate, profile: SourceProfile, demands: Sequence[Demand], e: Estimate,
+            now_ms: int | None) -> str:
+    """One sentence: who asks, what they would save, and why."""
+    saved = round(100 * (1 - e.keep_fraction))
+    weight = sum(d.weight for d in demands) or 1.0
+    sp = _secs(sum(d.weight * seconds_per_query(profile, d) for d in demands) / weight)
+    asked = f"{' and '.join(f'{d.queries} {_NOUNS[d.use]}' for d in demands)} of " \
+            f"{demands[0].column} ({sp} each)"
+    if c.kind == "cache":
+        return (f"{demands[0].queries} queries of {c.source} ({profile.format}, {sp} each) would "
+                f"take {saved}% less time reading its {len(c.columns)} columns from a Parquet "
+                f"cache{_age(demands, now_ms)}")
+    if c.kind == "covering":
+        held = len(c.columns) + len(c.included_columns)
+        return (f"{asked} would take {saved}% less time with a covering index holding {held} of "
+                f"{len(profile.all_columns)} columns{_age(demands, now_ms)}")
+    column = profile.columns.get(c.columns[0])
+    distinct = column.distinct_per_file or 0 if column is not None else 0
+    why = {"minmax": ": each file holds a narrow range of values",
+           "bloom": f": unclustered, ~{distinct:,.0f} values per file",
+           "valuelist": f": ~{distinct:,.0f} values per file"}
+    return (f"{asked} would read {saved}% fewer files with {_WITH[c.kind]}"
+            f"{why.get(c.kind, '')}{_age(demands, now_ms)}")
+
+
+def _single(c: Candidate, profile: SourceProfile, demands: Sequence[Demand],
+            now_ms: int | None) -> _Unit:
+    e = estimate(c, profile, demands)
+    score = sum(d.weight for d in demands) * e.seconds_saved_per_query - _cost(e)
+    return _Unit(score, e.keep_fraction, e.seconds_saved_per_query,
+                 sum(d.queries for d in demands),
+                 ((c, e, _reason(c, profile, demands, e, now_ms)),))
+
+
+def _covering(profile: SourceProfile, lookup: Demand) -> Candidate | None:
+    """A covering index for a column's lookups, when their queries read few columns."""
+    if not lookup.columns_read or not profile.all_columns:
+        return None
+    included = tuple(sorted(lookup.columns_read - {lookup.column}))
+    if column_share(profile, (lookup.column,) + included) > COVERING_MAX_SHARE:
+        return None
+    return Candidate("covering", lookup.source, (lookup.column,), included)
+
+
+def _best(options: list[tuple[Candidate, Sequence[Demand]]], profile: SourceProfile,
+          existing: set[Target], cooldown: set[Target], now_ms: int | None) -> _Unit | None:
+    """The best viable unit among options serving the same queries; None when one of them
+    exists already (they are served)."""
+    if any(_target(c) in existing for c, _ in options):
+        return None
+    units = [_single(c, profile, ds, now_ms) for c, ds in options if _target(c) not in cooldown]
+    viable = [u for u in units if u.viable]
+    return min(viable, key=lambda u: (-u.score, u.name), default=None)
+
+
+def _column_units(profile: SourceProfile, demands: Sequence[Demand], existing: set[Target],
+                  cooldown: set[Target], now_ms: int | None) -> list[_Unit]:
+    """The units for the columns of one source: lookups, ranges and text searches (the
+    skipping kinds need the column's profile; without it they save nothing and drop out)."""
+    uses: dict[str, dict[str, Demand]] = defaultdict(dict)
+    for d in demands:
+        uses[d.column][d.use] = d
+    source = demands[0].source
+    out: list[_Unit | None] = []
+    for column, by_use in sorted(uses.items()):
+        found = profile.columns.get(column)
+        lookup, ranges, text = by_use.get("lookup"), by_use.get("range"), by_use.get("text")
+
+        def option(kind: str, *served: Demand | None) -> tuple[Candidate, list[Demand]]:
+            return (Candidate(kind, source, (column,)), [d for d in served if d])
+
+        best = None
+        if lookup is not None:
+            pool = [option("minmax", lookup, ranges), option("bloom", lookup),
+                    option("valuelist", lookup)]
+            covering = _covering(profile, lookup)
+            if covering is not None:
+                pool.append((covering, [lookup]))
+            best = _best(pool, profile, existing, cooldown, now_ms)
+            out.append(best)
+        if ranges is not None and (best is None or best.items[0][0].kind != "minmax"):
+            out.append(_best([option("minmax", ranges)], profile, existing, cooldown, now_ms))
+        if text is not None and found is not None \
+                and found.type.lower().startswith(("string", "varchar", "char")):
+            out.append(_best([option("text", text)], profile, existing, cooldown, now_ms))
+    return [u for u in out if u is not None]
+
+
+def _join_units(demands: Sequence[Demand], profiles: Mapping[str, SourceProfile],
+                rules: RuleSet, existing: set[Target], cooldown: set[Target],
+                now_ms: int | None) -> list[_Unit]:
+    """A unit per join: a covering index on the key of each side (those that do not exist
+    yet), indexed on the key and including the columns that side's queries read."""
+    joins = {(d.source, d.column): d for d in demands if d.use == "join"}
+    seen: set[frozenset] = set()
+    out = []
+    for key, d in sorted(joins.items()):
+        for partner in sorted(d.partners):
+            pair = frozenset({key, partner})
+            if pair in seen or partner not in joins:
+                continue
+            seen.add(pair)
+            sides = [joins[k] for k in sorted(pair)]
+            if any(s.source not in profiles or rules.never(s.source) is not None
+                   or not s.columns_read for s in sides):
+                continue
+            unit = _pair(sides, profiles, existing, cooldown, now_ms)
+            if unit is not None and unit.viable:
+                out.append(unit)
+    return out
+
+
+def _pair(sides: Sequence[Demand], profiles: Mapping[str, SourceProfile],
+          existing: set[Target], cooldown: set[Target], now_ms: int | None) -> _Unit | None:
+    """The covering indexes a join's sides need, scored together (None: nothing to build)."""
+    found = []
+    for s in sides:
+        c = Candidate("covering", s.source, (s.column,),
+                      tuple(sorted(s.columns_read - {s.column})))
+        found.append((c, estimate(c, profiles[s.source], [s]), s))
+    todo = [(c, e, s) for c, e, s in found if _target(c) not in existing]
+    if not todo or any(_target(c) in cooldown for c, _, _ in todo):
+        return None
+    keep = sum(e.keep_fraction for _, e, _ in found) / len(found)
+    sp = sum(seconds_per_query(profiles[s.source], s) for s in sides) / len(sides)
+    saved = sp * (1 - keep)
+    score = min(s.weight for s in sides) * saved - sum(_cost(e) for _, e, _ in todo)
+    queries = min(s.queries for s in sides)
+    items = []
+    for c, e, s in todo:
+        other, twin = next(((o, oc) for oc, _, o in found if o is not s), (s, c))
+        items.append((c, e, (
+            f"{queries} joins of {s.column} of {s.source} with {other.column} of {other.source} "
+            f"({_secs(sp)} each) would take {round(100 * (1 - keep))}% less time with covering "
+            f"indexes on both sides (paired with "
+            f"{engine_index_name(twin.kind, twin.source, twin.columns)}){_age(sides, now_ms)}")))
+    return _Unit(score, keep, saved, queries, tuple(items))
+
+
+def _cache_unit(profile: SourceProfile, demands: Sequence[Demand], cooldown: set[Target],
+                now_ms: int | None) -> _Unit | None:
+    """The Parquet cache of a JSON, CSV or text source, holding the top-level columns its
+    queries read. Demand rows of one source overlap (a query makes a row per column it uses):
+    the cache counts the queries of the heaviest row, a lower bound."""
+    if profile.format not in CACHE_SPEEDUP:
+        return None
+    columns = sorted({c.split(".", 1)[0] for d in demands for c in d.columns_read | {d.column}})
+    c = Candidate("cache", demands[0].source, tuple(columns))
+    if _target(c) in cooldown:
+        return None
+    heaviest = min(demands, key=lambda d: (-d.weight, d.column, d.use))
+    unit = _single(c, profile, [heaviest], now_ms)
+    return unit if unit.viable else None
+
+
+def _drops(demands: Sequence[Demand], existing: Sequence[ExistingIndex]) -> list[Instruction]:
+    """Drop instructions for the engine's indexes whose columns no demand row names."""
+    used = {(scheme_less(d.source), d.column) for d in demands}
+    return [Instruction("drop", e.kind, e.source, tuple(e.columns), name=e.name,
+                        reason=f"no query in the history uses {', '.join(e.columns)} of "
+                               f"{e.source} any more")
+            for e in existing
+            if e.origin == "engine"
+            and not any((scheme_less(e.source), c) in used for c in e.columns)]
+
+
+def analyze(demands: list[Demand], profiles: Mapping[str, SourceProfile], rules: RuleSet,
+            existing: Sequence[ExistingIndex] = (), *,
+            cache_capacity_bytes: int | None = None,
+            cooldown: Collection[tuple[str, str, tuple[str, ...]]] = (),
+            now_ms: int | None = None) -> list[Instruction]:
+    """The instructions the demand calls for: creations (and the cache) by score, highest first,
+    within the budgets of ``rules.budget`` (defaults: indexes 25% of the profiled sources'
+    bytes, the cache ``cache_capacity_bytes`` (none when both are None), 8 indexes per source
+    counting existing ones, 600 build seconds), then drops of the engine's indexes no demand
+    uses. ``profiles`` are keyed by ``Demand.source``; ``cooldown`` holds targets (scheme-less
+    source, kind, sorted columns) not to propose again yet; ``now_ms`` dates the reasons' "last
+    used". An instruction's ``estimated_seconds_saved`` is per query, its ``queries`` the
+    queries it serves."""
+    existing = list(existing)
+    have = {(scheme_less(e.source), e.kind, tuple(sorted(e.columns))) for e in existing}
+    cooling = {(scheme_less(s), k, tuple(sorted(c))) for s, k, c in cooldown}
+    by_source: dict[str, list[Demand]] = defaultdict(list)
+    for d in demands:
+        by_source[d.source].append(d)
+    units: list[_Unit] = []
+    for source, found in sorted(by_source.items()):
+        profile = profiles.get(source)
+        if profile is None or rules.never(source) is not None:
+            continue
+        units += _column_units(profile, found, have, cooling, now_ms)
+        cache = _cache_unit(profile, found, cooling, now_ms)
+        if cache is not None:
+            units.append(cache)
+    units += _join_units(demands, profiles, rules, have, cooling, now_ms)
+    drops = _drops(demands, existing)
+    dropped = {i.name for i in drops}
+    counts = Counter(scheme_less(e.source) for e in existing if e.name not in dropped)
+    chosen = _choose(units, rules, profiles, counts, cache_capacity_bytes)
+    return sorted(chosen, key=lambda i: (-i.score, i.name or "")) + drops
+
+
+def _choose(units: list[_Unit], rules: RuleSet, profiles: Mapping[str, SourceProfile],
+            counts: Counter, cache_capacity_bytes: int | None) -> list[Instruction]:
+    """Units taken greedily by score (ties by name), each skipped when it would exceed a
+    budget; a side a join shares with a unit already taken is not counted twice."""
+    b = rules.budget
+    index_left = b.index_bytes if b.index_bytes is not None else \
+        DEFAULT_INDEX_BYTES_SHARE * sum(p.bytes for p in profiles.values())
+    cache_left = b.cache_bytes if b.cache_bytes is not None else cache_capacity_bytes
+    per_source = b.max_indexes_per_source if b.max_indexes_per_source is not None else \
+        DEFAULT_MAX_INDEXES_PER_SOURCE
+    build_left = b.build_seconds_per_run if b.build_seconds_per_run is not None else \
+        DEFAULT_BUILD_SECONDS_PER_RUN
+    taken: set[Target] = set()
+    out = []
+    for unit in sorted(units, key=lambda u: (-u.score, u.name)):
+        new = [(c, e, r) for c, e, r in unit.items if _target(c) not in taken]
+        index_need = sum(e.index_bytes for c, e, _ in new if c.kind != "cache")
+        cache_need = sum(e.index_bytes for c, e, _ in new if c.kind == "cache")
+        build_need = sum(e.build_seconds for _, e, _ in new)
+        added = Counter(scheme_less(c.source) for c, _, _ in new if c.kind != "cache")
+        caches = any(c.kind == "cache" for c, _, _ in new)
+        no_cache_room = caches and (cache_left is None or cache_need > cache_left)
+        too_many = any(counts[s] + n > per_source for s, n in added.items())
+        if index_need > index_left or build_need > build_left or no_cache_room or too_many:
+            continue
+        index_left -= index_need
+        build_left -= build_need
+        if cache_left is not None:
+            cache_left -= cache_need
+        counts.update(added)
+        for c, e, reason in new:
+            taken.add(_target(c))
+            cache = c.kind == "cache"
+            out.append(Instruction(
+                "cache" if cache else "create", c.kind, c.source, c.columns, c.included_columns,
+                None if cache else engine_index_name(c.kind, c.source, c.columns),
+                Priority.MEDIUM, None, "engine", score=unit.score,
+                estimated_seconds_saved=unit.saved, estimated_bytes=int(e.index_bytes),
+                queries=unit.queries, reason=reason))
+    return out

@@ -1,0 +1,265 @@
+"""The analyzer: which index kind each demand gets, scores, budgets, existing indexes, cooldown
+and drops. Demand and profiles are built by hand; no JVM."""
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from rules.analyzer import analyze
+from rules.extractor import Demand
+from rules.instructions import engine_index_name
+from rules.profiles import ColumnProfile, ExistingIndex, SourceProfile
+from rules.terms import Priority
+from rules.user_rules import Budget, RuleSet, load_rules
+
+GiB = 2 ** 30
+EVENTS = "file:/lake/events"
+COLS = tuple(f"c{i}" for i in range(27)) + ("id", "ts", "message")
+
+
+def unique_id(files: int, distinct: int = 100_000) -> ColumnProfile:
+    """Random ids: every file spans (almost) all of them, each value in one file."""
+    return ColumnProfile("id", "long", ((0, 10 ** 12),) * files, distinct_per_file=distinct,
+                         rows_per_file=distinct, avg_bytes=8)
+
+
+def hourly(files: int) -> ColumnProfile:
+    """Timestamps written in order: file i holds hour i."""
+    start = dt.datetime(2026, 1, 5)
+    return ColumnProfile("ts", "timestamp", tuple(
+        (start + dt.timedelta(hours=i), start + dt.timedelta(hours=i, minutes=59))
+        for i in range(files)), distinct_per_file=50_000, rows_per_file=100_000, avg_bytes=8)
+
+
+def profile(*columns: ColumnProfile, source=EVENTS, files=100, size=10 * GiB, fmt="parquet",
+            all_columns=COLS) -> SourceProfile:
+    return SourceProfile(source, fmt, files, size, {c.column: c for c in columns}, all_columns)
+
+
+def demand(column, use, queries=40, seconds=10.0, samples=(), read=COLS, source=EVENTS,
+           partners=()) -> Demand:
+    return Demand(source, column, use, queries, float(queries), 0, queries, seconds * queries,
+                  0, tuple(samples), None, frozenset(), frozenset(read), frozenset(partners))
+
+
+LOOKUPS = [("EqualTo", "123456"), ("In", "42"), ("In", "77")]
+RANGE = [("GreaterThanOrEqual", "2026-01-05 10:00:00"), ("LessThan", "2026-01-05 12:00:00")]
+
+
+def kinds(instructions) -> list[tuple[str, str, tuple[str, ...]]]:
+    return [(i.action, i.kind, i.columns) for i in instructions]
+
+
+def test_unclustered_unique_ids_get_a_bloom_filter():
+    [i] = analyze([demand("id", "lookup", samples=LOOKUPS)],
+                  {EVENTS: profile(unique_id(100))}, RuleSet(), now_ms=3 * 3600_000)
+    assert (i.action, i.kind, i.source, i.columns) == ("create", "bloom", EVENTS, ("id",))
+    assert i.name == engine_index_name("bloom", EVENTS, ("id",))
+    assert (i.priority, i.origin, i.ttl_seconds, i.queries) == (Priority.MEDIUM, "engine", None, 40)
+    assert i.estimated_seconds_saved == pytest.approx(10 * (1 - 0.02))
+    assert i.estimated_bytes == 100 * 100_000 * 1.2
+    assert i.reason == ("40 lookups of id (10.0 s each) would read 98% fewer files with a "
+                        "Bloom filter: unclustered, ~100,000 values per file; last used 3 h ago")
+
+
+def test_clustered_timestamps_filtered_by_ranges_get_min_max():
+    [i] = analyze([demand("ts", "range", samples=RANGE)], {EVENTS: profile(hourly(100))},
+                  RuleSet())
+    assert kinds([i]) == [("create", "minmax", ("ts",))]
+    assert i.estimated_seconds_saved == pytest.approx(10 * 0.98)     # 2 files of 100 read
+    assert "min/max" in i.reason and "98% fewer files" in i.reason
+
+
+def test_few_values_per_file_unclustered_get_a_value_list():
+    customers = ColumnProfile("c0", "long", ((0, 10_000),) * 100, distinct_per_file=20,
+                              rows_per_file=100_000, distinct_total=10_000, avg_bytes=8)
+    [i] = analyze([demand("c0", "lookup", samples=[("EqualTo", "4711")])],
+                  {EVENTS: profile(customers)}, RuleSet())
+    assert kinds([i]) == [("create", "valuelist", ("c0",))]
+    assert "~20 values per file" in i.reason
+
+
+def test_like_on_a_string_column_gets_a_text_index():
+    sample = tuple(("request timed out",) if f % 10 == 0 else ("ok", "fine") for f in range(100))
+    message = ColumnProfile("message", "string", (("a", "z"),) * 100, text_sample=sample)
+    [i] = analyze([demand("message", "text", samples=[("Like", "%timed out%")])],
+                  {EVENTS: profile(message)}, RuleSet())
+    assert kinds([i]) == [("create", "text", ("message",))]
+    assert "90% fewer files with a text index" in i.reason
+    # the same searches of a column that is not a string get nothing
+    number = ColumnProfile("message", "long", (("a", "z"),) * 100, text_sample=sample)
+    assert analyze([demand("message", "text", samples=[("Like", "%timed out%")])],
+                   {EVENTS: profile(number)}, RuleSet()) == []
+
+
+def test_lookups_reading_few_columns_get_a_covering_index_when_it_beats_bloom():
+    few = demand("id", "lookup", samples=LOOKUPS, read={"id", "c3"})
+    # 10 files: a Bloom filter still reads 11% of the files, the index one bucket in 64
+    [i] = analyze([few], {EVENTS: profile(unique_id(10), files=10)}, RuleSet())
+    assert (i.kind, i.columns, i.included_columns) == ("covering", ("id",), ("c3",))
+    assert "holding 2 of 30 columns" in i.reason
+    # 1000 files: the Bloom filter reads 1.1% of the files, fewer than a bucket of the index
+    [i] = analyze([few], {EVENTS: profile(unique_id(1000), files=1000)}, RuleSet())
+    assert i.kind == "bloom"
+    # queries reading 20 of the 30 columns get no covering index
+    wide = demand("id", "lookup", samples=LOOKUPS, read=COLS[:20] + ("id",))
+    [i] = analyze([wide], {EVENTS: profile(unique_id(10), files=10)}, RuleSet())
+    assert i.kind == "bloom"
+
+
+ORDERS, CUSTOMERS = "file:/lake/orders", "file:/lake/customers"
+
+
+def join_setup(queries=50):
+    demands = [
+        demand("customer_id", "join", queries, read={"customer_id", "amount"}, source=ORDERS,
+               partners={(CUSTOMERS, "customer_id")}),
+        demand("customer_id", "join", queries, read={"customer_id", "name"}, source=CUSTOMERS,
+               partners={(ORDERS, "customer_id")}),
+    ]
+    profiles = {   # indexes of 2 GiB (2 of 10 columns) and 0.5 GiB (2 of 4)
+        ORDERS: profile(source=ORDERS, all_columns=("customer_id", "amount") + COLS[:8]),
+        CUSTOMERS: profile(source=CUSTOMERS, size=GiB,
+                           all_columns=("customer_id", "name", "city", "email")),
+    }
+    return demands, profiles
+
+
+def test_a_hot_join_gets_paired_covering_indexes_on_both_sides():
+    demands, profiles = join_setup()
+    found = analyze(demands, profiles, RuleSet())
+    assert [(i.source, i.kind, i.columns, i.included_columns) for i in found] == [
+        (CUSTOMERS, "covering", ("customer_id",), ("name",)),
+        (ORDERS, "covering", ("customer_id",), ("amount",)),
+    ]
+    customers, orders = found
+    assert customers.score == orders.score and customers.queries == 50
+    assert f"paired with {orders.name}" in customers.reason
+    assert f"paired with {customers.name}" in orders.reason
+
+
+def test_a_pair_is_chosen_together_or_not_at_all():
+    demands, profiles = join_setup()
+    one_side = Budget(index_bytes=int(0.8 * GiB))      # the customers side alone would fit
+    assert analyze(demands, profiles, RuleSet(budget=one_side)) == []
+    # one side exists: the other is proposed alone
+    existing = [ExistingIndex("by_hand", "covering", "/lake/orders", ("customer_id",), "user")]
+    found = analyze(demands, profiles, RuleSet(), existing)
+    assert [(i.source, i.kind) for i in found] == [(CUSTOMERS, "covering")]
+
+
+def test_a_hot_json_source_gets_the_cache_a_parquet_one_does_not():
+    raw = "file:/lake/raw"
+    cols = tuple(f"c{i}" for i in range(10))
+    demands = [demand("c0", "lookup", source=raw, read={"c0", "c1.x", "c3"}),   # no covering
+               demand("c2", "group", 5, source=raw, read={"c2"})]
+    json = {raw: profile(source=raw, fmt="json", all_columns=cols)}
+    [i] = analyze(demands, json, RuleSet(), cache_capacity_bytes=100 * GiB)
+    assert (i.action, i.kind, i.columns, i.name) == (
+        "cache", "cache", ("c0", "c1", "c2", "c3"), None)
+    assert (i.priority, i.queries) == (Priority.MEDIUM, 40)
+    assert "Parquet cache" in i.reason
+    assert analyze(demands, json, RuleSet()) == []          # no cache budget, no capacity
+    assert analyze(demands, json, RuleSet(budget=Budget(cache_bytes=GiB // 100)),
+                   cache_capacity_bytes=100 * GiB) == []    # does not fit
+    parquet = {raw: profile(source=raw, all_columns=cols)}
+    assert analyze(demands, parquet, RuleSet(), cache_capacity_bytes=100 * GiB) == []
+
+
+def three_sources(distinct=(100_000, 200_000, 100_000), queries=(30, 20, 10)):
+    """A bloom candidate on each of three sources, scored in the order given."""
+    demands, profiles = [], {}
+    for n, (d, q) in enumerate(zip(distinct, queries)):
+        source = f"file:/lake/s{n}"
+        demands.append(demand("id", "lookup", q, samples=LOOKUPS, source=source))
+        profiles[source] = profile(unique_id(100, d), source=source)
+    return demands, profiles
+
+
+def test_greedy_by_score_within_the_index_bytes_budget():
+    demands, profiles = three_sources()
+    found = analyze(demands, profiles, RuleSet())
+    assert [i.source for i in found] == ["file:/lake/s0", "file:/lake/s1", "file:/lake/s2"]
+    assert found[0].score > found[1].score > found[2].score
+    # 12 MB, 24 MB and 12 MB: with 30 MB the second does not fit, the third still does
+    budget = Budget(index_bytes=30_000_000)
+    found = analyze(demands, profiles, RuleSet(budget=budget))
+    assert [i.source for i in found] == ["file:/lake/s0", "file:/lake/s2"]
+
+
+def test_build_seconds_budget():
+    demands, profiles = three_sources()
+    # each build reads 1/30 of 10 GiB at 200 MB/s: about 1.8 s
+    found = analyze(demands, profiles, RuleSet(budget=Budget(build_seconds_per_run=4.0)))
+    assert [i.source for i in found] == ["file:/lake/s0", "file:/lake/s1"]
+
+
+def test_indexes_per_source_count_existing_ones():
+    demands = [demand("id", "lookup", 40, samples=LOOKUPS),
+               demand("ts", "range", 20, samples=RANGE)]
+    profiles = {EVENTS: profile(unique_id(100), hourly(100))}
+    assert len(analyze(demands, profiles, RuleSet())) == 2
+    existing = [ExistingIndex(f"mine{n}", "minmax", "/lake/events", (f"c{n}",), "user")
+                for n in range(7)]
+    [i] = analyze(demands, profiles, RuleSet(), existing)
+    assert i.kind == "bloom"                                  # the higher score
+    [i] = analyze(demands, profiles, RuleSet(budget=Budget(max_indexes_per_source=1)))
+    assert i.kind == "bloom"
+
+
+def test_a_never_source_gets_nothing():
+    rules = load_rules("version: 1\nrules:\n  - {source: /lake/*, priority: NEVER}")
+    demands, profiles = join_setup()
+    demands.append(demand("id", "lookup", samples=LOOKUPS))
+    profiles[EVENTS] = profile(unique_id(100), fmt="json")
+    allowed = analyze(demands, profiles, RuleSet(), cache_capacity_bytes=100 * GiB)
+    assert {(i.source, i.kind) for i in allowed} == {
+        (ORDERS, "covering"), (CUSTOMERS, "covering"), (EVENTS, "bloom"), (EVENTS, "cache")}
+    assert analyze(demands, profiles, rules, cache_capacity_bytes=100 * GiB) == []
+
+
+def test_what_exists_is_not_proposed_again():
+    demands = [demand("id", "lookup", samples=LOOKUPS), demand("ts", "range", samples=RANGE)]
+    profiles = {EVENTS: profile(unique_id(100), hourly(100))}
+    existing = [ExistingIndex("ids", "bloom", "hdfs://nn/lake/events", ("id",), "user"),
+                ExistingIndex("auto_ts", "minmax", EVENTS, ("ts",), "engine")]
+    assert analyze(demands, profiles, RuleSet(), existing) == []
+    # a value list on the ids would serve the same lookups: none is proposed either
+    existing = [ExistingIndex("ids", "valuelist", EVENTS, ("id",), "user")]
+    assert kinds(analyze(demands, profiles, RuleSet(), existing)) == [
+        ("create", "minmax", ("ts",))]
+
+
+def test_cooldown_is_honoured():
+    few = demand("id", "lookup", samples=LOOKUPS, read={"id", "c3"})
+    profiles = {EVENTS: profile(unique_id(10), files=10)}
+    cooling = [("/lake/events", "covering", ("id",))]
+    [i] = analyze([few], profiles, RuleSet(), cooldown=cooling)
+    assert i.kind == "bloom"                                   # the next best
+    cooling.append(("/lake/events", "bloom", ("id",)))
+    assert analyze([few], profiles, RuleSet(), cooldown=cooling) == []
+
+
+def test_less_than_a_fifth_saved_is_not_proposed_however_hot():
+    # every file holds a wide range, up to hour 100
+    start = dt.datetime(2026, 1, 5)
+    wide = ColumnProfile("ts", "timestamp", tuple(
+        (start + dt.timedelta(hours=i // 10), start + dt.timedelta(hours=100))
+        for i in range(100)))
+    # file i starts at hour i // 10: ts < 09:00 keeps 90 files of 100, ts < 07:00 keeps 70
+    hot = demand("ts", "range", 100_000, samples=[("LessThan", "2026-01-05 09:00:00")])
+    assert analyze([hot], {EVENTS: profile(wide)}, RuleSet()) == []
+    better = demand("ts", "range", 10, samples=[("LessThan", "2026-01-05 07:00:00")])
+    [i] = analyze([better], {EVENTS: profile(wide)}, RuleSet())
+    assert i.kind == "minmax" and i.estimated_seconds_saved == pytest.approx(3.0)
+
+
+def test_engine_indexes_without_demand_are_dropped_never_user_ones():
+    existing = [ExistingIndex("auto_old", "bloom", EVENTS, ("gone",), "engine"),
+                ExistingIndex("mine", "bloom", EVENTS, ("gone",), "user"),
+                ExistingIndex("auto_ts", "minmax", EVENTS, ("ts",), "engine")]
+    found = analyze([demand("ts", "range", samples=RANGE)], {EVENTS: profile(hourly(100))},
+                    RuleSet(), existing)
+    assert [(i.action, i.name, i.origin) for i in found] == [("drop", "auto_old", "engine")]
+    assert "no query in the history uses gone" in found[0].reason
