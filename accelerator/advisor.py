@@ -27,6 +27,7 @@ from accelerator.profiling import profile_source, read_source
 from accelerator.settings import RuleSettings, Settings
 from indexes import kinds
 from indexes.covering.config import CoveringIndexConfig
+from indexes.events import EventLog
 from indexes.fs import HadoopFs
 from indexes.log import IndexLogEntry, IndexState
 from indexes.skipping.config import KIND as SKIPPING
@@ -38,6 +39,7 @@ from rules.analyzer import analyze
 from rules.extractor import Demand, extract
 from rules.history import QueryRecord, RelationUsage, source_key
 from rules.instructions import Instruction, from_user_rule, merge
+from rules.probation import Action, ActionLog, cooling_down, new_action, verdict
 from rules.profiles import ExistingIndex, SourceProfile
 from rules.reader import read_records
 from rules.terms import format_duration, parse_duration, parse_priority
@@ -56,6 +58,10 @@ MAX_SOURCES = 32
 _PROFILED_USES = ("lookup", "range", "text")
 _SKETCHES = {"minmax": MinMaxSketch, "bloom": BloomFilterSketch, "valuelist": ValueListSketch}
 _SKETCH_KINDS = {"MinMax": "minmax", "BloomFilter": "bloom", "ValueList": "valuelist"}
+#: an engine index no query used this long is dropped, unless the rules set a default TTL
+DEFAULT_INDEX_TTL_S = 7 * 86400
+#: how the reason of an instruction undoing an action its probation found harmful starts
+PROBATION = "probation: "
 #: a Bloom filter is sized for this many times the distinct values profiled per file
 _BLOOM_HEADROOM = 2.0
 
@@ -90,6 +96,7 @@ class Advisor:
         self._hs = hs
         self._profiles: dict[str, SourceProfile] = {}
         self._usages: dict[str, RelationUsage] = {}
+        self._demand: list[Demand] = []
 
     @property
     def spark(self) -> SparkSession:
@@ -136,12 +143,80 @@ class Advisor:
         self._usages.update(_latest_usages(records))
         sources = _ranked_sources(demand, rules)[:MAX_SOURCES]
         self._profiles = {s: p for s in sources if (p := self._profile(s, demand)) is not None}
+        self._demand = demand
         existing = self._existing()
+        actions = self._actions().read()
+        reverts = self._review(actions, records, now)
         engine = analyze(demand, self._profiles, rules, existing,
-                         cache_capacity_bytes=self._cache_capacity(), now_ms=now)
+                         cache_capacity_bytes=self._cache_capacity(),
+                         cooldown=cooling_down(actions, now), now_ms=now)
+        unused = self._unused(existing, records, rules, now)
         user = [i for i in self._user_instructions(rules, existing) if i is not None]
-        return merge(user, engine, rules,
+        return merge(user, reverts + unused + engine, rules,
                      [e.name for e in existing if e.origin == "engine"])
+
+    # --- probation --------------------------------------------------------------------------
+    def _actions(self) -> ActionLog:
+        return ActionLog(self._hs._ops.fs, Settings.of_session(self.spark).system_path)
+
+    def _review(self, actions: list[Action], records: list[QueryRecord],
+                now: int) -> list[Instruction]:
+        """Judges the actions on probation: keeps those that slowed no query template, and
+        returns the instructions undoing the others."""
+        log_ = self._actions()
+        undo = []
+        for a in actions:
+            if a.state != "probation":
+                continue
+            found, why = verdict(a, records)
+            if found == "keep":
+                log_.decide(a, "kept", why, now)
+            elif found == "revert":
+                undo.append(Instruction("uncache" if a.action == "cache" else "drop", a.kind,
+                                        a.source, a.columns, name=a.name, origin="engine",
+                                        reason=f"{PROBATION}{why}"))
+        return undo
+
+    def _unused(self, existing: list[ExistingIndex], records: list[QueryRecord],
+                rules: RuleSet, now: int) -> list[Instruction]:
+        """Drops of the engine's indexes no query used for their TTL (the rules' default TTL,
+        else :data:`DEFAULT_INDEX_TTL_S`), counted from their creation."""
+        ttl = rules.default_ttl_seconds or DEFAULT_INDEX_TTL_S
+        used: dict[str, int] = {}
+        for r in records:
+            for name in r.indexes_applied:
+                used[name] = max(used.get(name, 0), r.timestamp)
+        created = {e.name: e.timestamp for e in self._hs._lifecycle().list()}
+        out = []
+        for e in existing:
+            last = max(used.get(e.name, 0), created.get(e.name, now))
+            if e.origin == "engine" and now - last > ttl * 1000 and e.name not in {
+                    i.name for i in out}:
+                out.append(Instruction("drop", e.kind, e.source, e.columns, name=e.name,
+                                       origin="engine", reason=f"no query used {e.name} for "
+                                       f"{format_duration(ttl)}, its time to live"))
+        return out
+
+    def _probation_start(self, i: Instruction) -> None:
+        """Puts an engine action just carried out on probation, with the query templates of
+        the demand it serves."""
+        columns = set(i.columns) | set(i.included_columns)
+        templates = {t for d in self._demand if d.source == i.source and d.column in columns
+                     for t in d.templates}
+        self._actions().write(new_action(i.action, i.kind, i.source, i.columns, i.name,
+                                         templates, int(time.time() * 1000)))
+
+    def _probation_end(self, i: Instruction) -> None:
+        """Marks the action an undo instruction reverted, with an event saying why."""
+        now = int(time.time() * 1000)
+        log_ = self._actions()
+        for a in log_.read():
+            if a.state == "probation" and a.target == i.target:
+                log_.decide(a, "reverted", i.reason, now)
+        zero = {"files": 0, "levels": [], "rows": 0, "bytes": 0}
+        EventLog(self._hs._ops.fs, Settings.of_session(self.spark).system_path).write(
+            "revert", i.name or i.source, "probation", now, now, None, zero, zero,
+            message=i.reason)
 
     def _profile(self, source: str, demand: list[Demand]) -> SourceProfile | None:
         usage = self._usages.get(source)
@@ -216,6 +291,10 @@ class Advisor:
                 try:
                     message = self._carry_out(i)
                     status = "applied"
+                    if i.origin == "engine" and i.action in ("create", "cache"):
+                        self._probation_start(i)
+                    elif i.reason.startswith(PROBATION):
+                        self._probation_end(i)
                 except Exception as exc:  # noqa: BLE001 - the next instructions still run
                     log.warning("rule engine: %s %s on %s failed: %s", i.action, i.kind,
                                 i.source, exc)

@@ -157,7 +157,8 @@ class Hyperspace:
         ``output`` (files, levels, rows, bytes: for a create the source files it read and the
         data it wrote, for a refresh the index data before and after, for an optimize the data
         files it compacted and wrote), and ``status`` (``succeeded`` or ``failed``) with, for a
-        failure, the ``error`` it raised."""
+        failure, the ``error`` it raised; ``message`` says why the rule engine did it (a
+        ``revert`` of an action its probation found harmful)."""
         rows = []
         for e in EventLog(self._ops.fs, self._settings().system_path).read():
             stats = [(s["files"], s["levels"], s["rows"], s["bytes"])
@@ -166,7 +167,7 @@ class Hyperspace:
                          datetime.fromtimestamp(e["started"] / 1000),
                          datetime.fromtimestamp(e["finished"] / 1000),
                          e.get("dataVersion"), *stats, e.get("status", "succeeded"),
-                         e.get("error")))
+                         e.get("error"), e.get("message")))
         return self.spark.createDataFrame(rows, _EVENTS_SCHEMA)
 
     # --- full-text search ---------------------------------------------------------------
@@ -382,6 +383,6 @@ _SUMMARY_SCHEMA = ("name string, kind string, indexedColumns array<string>, "
 _STATS = "struct<files:long, levels:array<int>, rows:long, bytes:long>"
 _EVENTS_SCHEMA = (f"operation string, index string, mode string, started timestamp, "
                   f"finished timestamp, dataVersion int, input {_STATS}, output {_STATS}, "
-                  "status string, error string")
+                  "status string, error string, message string")
 _DETAIL_SCHEMA = _SUMMARY_SCHEMA + (", sourceFiles long, sourceFormat string, sourcePaths array<string>,"
                                     " dataVersion int, numRows long, logVersion int")

@@ -1,0 +1,143 @@
+"""Probation: the rule engine's own actions are kept only if they do not make queries slower.
+
+Every index or cache entry the engine creates becomes an :class:`Action` on probation, with the
+query templates it was made for. Once each of those templates ran at least :data:`MIN_RUNS`
+times before the action and as often after it, :func:`verdict` compares their median durations:
+a template more than :data:`MAX_REGRESSION` slower after the action reverts it (Azure SQL's
+validate-and-revert); otherwise the action is kept. A reverted target is not proposed again for
+a cool-down period (:func:`cooling_down`). Pure Python; :class:`ActionLog` stores actions as one
+JSON file each through a file-system object (``indexes.fs.HadoopFs``'s methods).
+"""
+from __future__ import annotations
+
+import json
+import statistics
+import uuid
+from dataclasses import asdict, dataclass, replace
+from typing import Any, Iterable
+
+from rules.history import QueryRecord
+from rules.user_rules import scheme_less
+
+#: runs of a template needed on each side of an action before judging it
+MIN_RUNS = 5
+#: a template whose median duration grew by more than this share is a regression
+MAX_REGRESSION = 0.10
+#: how long a reverted target is not proposed again (seconds)
+DEFAULT_COOLDOWN_S = 7 * 86400
+STATES = ("probation", "kept", "reverted")
+ACTIONS_DIR = "_rules/actions"
+
+
+@dataclass(frozen=True)
+class Action:
+    """One engine action: ``action`` (create or cache) of ``kind`` on ``columns`` of ``source``
+    (``name``: the index), carried out at ``applied_ms`` for the query ``templates``."""
+
+    id: str
+    action: str
+    kind: str
+    source: str
+    columns: tuple[str, ...]
+    name: str | None
+    templates: tuple[str, ...]
+    applied_ms: int
+    state: str = "probation"
+    reason: str = ""
+    decided_ms: int | None = None
+
+    @property
+    def target(self) -> tuple[str, str, tuple[str, ...]]:
+        """(scheme-less source, kind, sorted columns), as instructions name what they are about."""
+        return scheme_less(self.source), self.kind, tuple(sorted(self.columns))
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "Action":
+        d = json.loads(text)
+        return cls(**{**d, "columns": tuple(d["columns"]), "templates": tuple(d["templates"])})
+
+
+def new_action(action: str, kind: str, source: str, columns: Iterable[str], name: str | None,
+               templates: Iterable[str], applied_ms: int) -> Action:
+    """An action on probation, with a fresh id."""
+    return Action(uuid.uuid4().hex[:16], action, kind, source, tuple(columns), name,
+                  tuple(sorted(set(templates))), int(applied_ms))
+
+
+def _durations(records: Iterable[QueryRecord], template: str, before_ms: int
+               ) -> tuple[list[float], list[float]]:
+    before: list[float] = []
+    after: list[float] = []
+    for r in records:
+        if r.template == template and r.duration_ms is not None:
+            (before if r.timestamp < before_ms else after).append(float(r.duration_ms))
+    return before, after
+
+
+def verdict(action: Action, records: Iterable[QueryRecord], min_runs: int = MIN_RUNS,
+            max_regression: float = MAX_REGRESSION) -> tuple[str, str]:
+    """``("wait", why)`` while some template has fewer than ``min_runs`` timed runs on either
+    side of the action, else ``("revert", why)`` when a template's median duration grew by more
+    than ``max_regression``, else ``("keep", why)``."""
+    records = list(records)
+    if not action.templates:
+        return "keep", "no query template to compare"
+    worst: tuple[float, str, float, float] | None = None
+    for template in action.templates:
+        before, after = _durations(records, template, action.applied_ms)
+        if len(before) < min_runs or len(after) < min_runs:
+            return "wait", (f"template {template}: {len(before)} runs before and {len(after)} "
+                            f"after, {min_runs} needed on each side")
+        b, a = statistics.median(before), statistics.median(after)
+        change = (a - b) / b if b > 0 else 0.0
+        if worst is None or change > worst[0]:
+            worst = (change, template, b, a)
+    change, template, b, a = worst
+    shown = f"template {template}: median {b:.0f} ms before, {a:.0f} ms after ({change:+.0%})"
+    if change > max_regression:
+        return "revert", f"{shown}, more than {max_regression:.0%} slower"
+    return "keep", shown
+
+
+def cooling_down(actions: Iterable[Action], now_ms: int,
+                 cooldown_s: float = DEFAULT_COOLDOWN_S) -> set[tuple[str, str, tuple[str, ...]]]:
+    """Targets of actions reverted less than ``cooldown_s`` ago."""
+    return {a.target for a in actions if a.state == "reverted" and a.decided_ms is not None
+            and now_ms - a.decided_ms < cooldown_s * 1000}
+
+
+class ActionLog:
+    """The engine's actions of one system path: one JSON file per action under
+    ``<system path>/_rules/actions/``, rewritten when its state changes."""
+
+    def __init__(self, fs: Any, system_path: str):
+        self._fs = fs
+        self.path = f"{str(system_path).rstrip('/')}/{ACTIONS_DIR}"
+
+    def write(self, action: Action) -> None:
+        """Stores ``action`` (replacing its previous state)."""
+        self._fs.mkdirs(self.path)
+        self._fs.write_text(f"{self.path}/{action.id}.json", action.to_json(), overwrite=True)
+
+    def decide(self, action: Action, state: str, reason: str, now_ms: int) -> Action:
+        """Stores and returns ``action`` in ``state`` (kept or reverted) for ``reason``."""
+        if state not in STATES:
+            raise ValueError(f"unknown state {state!r}: expected one of {STATES}")
+        decided = replace(action, state=state, reason=reason, decided_ms=int(now_ms))
+        self.write(decided)
+        return decided
+
+    def read(self) -> list[Action]:
+        """Every action, oldest first (unreadable files are skipped)."""
+        found = []
+        for info in self._fs.list(self.path):
+            if info.is_dir or not info.name.endswith(".json"):
+                continue
+            try:
+                found.append(Action.from_json(self._fs.read_text(info.path)))
+            except (ValueError, KeyError, TypeError):
+                continue
+        return sorted(found, key=lambda a: (a.applied_ms, a.id))

@@ -1,0 +1,63 @@
+"""Probation without a JVM: an engine action is judged by the medians of its query templates
+before and after it, reverted when one got more than 10% slower, and a reverted target cools
+down; actions are stored one JSON file each."""
+from __future__ import annotations
+
+import pytest
+
+from indexes.fs import MemoryFs
+from rules.history import QueryRecord
+from rules.probation import ActionLog, cooling_down, new_action, verdict
+
+APPLIED = 1_000_000
+
+
+def runs(template: str, durations: list[int], start: int) -> list[QueryRecord]:
+    return [QueryRecord(start + i, f"{template}-{start}-{i}", template=template, duration_ms=d)
+            for i, d in enumerate(durations)]
+
+
+def action(*templates: str):
+    return new_action("create", "bloom", "file:/lake/e", ["uid"], "auto_bloom_e_uid", templates,
+                      APPLIED)
+
+
+def test_waits_for_five_runs_on_each_side():
+    records = runs("t", [100] * 5, 0) + runs("t", [300] * 4, APPLIED)
+    state, why = verdict(action("t"), records)
+    assert state == "wait" and "4 after" in why
+    # planning records without a duration do not count as runs
+    untimed = [QueryRecord(APPLIED + 9, "x", template="t")]
+    assert verdict(action("t"), records + untimed)[0] == "wait"
+
+
+def test_reverts_a_template_more_than_ten_percent_slower():
+    records = (runs("fast", [100, 110, 90, 100, 105], 0) + runs("fast", [50] * 5, APPLIED)
+               + runs("slow", [100] * 5, 0) + runs("slow", [111, 120, 115, 112, 130], APPLIED))
+    state, why = verdict(action("fast", "slow"), records)
+    assert state == "revert"
+    assert "template slow" in why and "median 100 ms before, 115 ms after" in why
+
+
+def test_keeps_an_action_within_the_tolerance():
+    records = runs("t", [100] * 5, 0) + runs("t", [109, 110, 108, 105, 200], APPLIED)
+    state, why = verdict(action("t"), records)
+    assert state == "keep" and "+9%" in why
+
+
+def test_log_stores_decisions_and_cooldown_covers_reverted_targets():
+    fs = MemoryFs()
+    log = ActionLog(fs, "memory:///sys")
+    kept, reverted = action("a"), action("b")
+    log.write(kept)
+    log.write(reverted)
+    log.decide(kept, "kept", "fine", APPLIED + 10)
+    log.decide(reverted, "reverted", "slower", APPLIED + 20)
+    read = {a.id: a for a in log.read()}
+    assert read[kept.id].state == "kept" and read[reverted.id].reason == "slower"
+    assert read[reverted.id].templates == ("b",)
+    target = ("/lake/e", "bloom", ("uid",))
+    assert cooling_down(read.values(), APPLIED + 1000, cooldown_s=60) == {target}
+    assert cooling_down(read.values(), APPLIED + 61_000, cooldown_s=60) == set()
+    with pytest.raises(ValueError, match="unknown state"):
+        log.decide(kept, "maybe", "", 0)
