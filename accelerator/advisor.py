@@ -200,6 +200,9 @@ class Advisor:
     def _probation_start(self, i: Instruction) -> None:
         """Puts an engine action just carried out on probation, with the query templates of
         the demand it serves."""
+        if not self._demand:   # instructions from an earlier recommend(): mine the history
+            self._demand = extract(self.records(), int(time.time() * 1000),
+                                   RuleSettings.of_session(self.spark).half_life_seconds)
         columns = set(i.columns) | set(i.included_columns)
         templates = {t for d in self._demand if d.source == i.source and d.column in columns
                      for t in d.templates}

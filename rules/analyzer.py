@@ -47,7 +47,7 @@ COVERING_MAX_SHARE = 0.25
 Target = tuple[str, str, tuple[str, ...]]
 
 _NOUNS = {"lookup": "lookups", "range": "range filters", "text": "text searches",
-          "join": "joins"}
+          "join": "joins", "group": "groupings", "projection": "reads"}
 _WITH = {"minmax": "min/max statistics", "bloom": "a Bloom filter", "valuelist": "value lists",
          "text": "a text index"}
 

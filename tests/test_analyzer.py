@@ -165,6 +165,11 @@ def test_a_hot_json_source_gets_the_cache_a_parquet_one_does_not():
                    cache_capacity_bytes=100 * GiB) == []    # does not fit
     parquet = {raw: profile(source=raw, all_columns=cols)}
     assert analyze(demands, parquet, RuleSet(), cache_capacity_bytes=100 * GiB) == []
+    # a source only read (no filter): its reads are the demand the cache serves
+    [read] = analyze([demand("c4", "projection", 12, source=raw, read={"c4"})], json, RuleSet(),
+                     cache_capacity_bytes=100 * GiB)
+    assert (read.kind, read.columns, read.queries) == ("cache", ("c4",), 12)
+    assert read.reason.startswith("12 queries of file:/lake/raw (json")
 
 
 def three_sources(distinct=(100_000, 200_000, 100_000), queries=(30, 20, 10)):
