@@ -1,5 +1,8 @@
 """Cheap statistics of the sources the rule engine considers (its Spark side).
 
+Columns are column paths or expressions over them (JSON paths, see
+:func:`rules.history.is_expression`).
+
 For each source the history names, :func:`profile_source` lists its files and reads a spread
 sample of at most :data:`SAMPLE_FILES` of them, in two small Spark jobs: per sampled file the
 min/max, distinct count and row count of each column the demand filters on, and a sample of the
@@ -20,7 +23,7 @@ from pyspark.sql.types import (BinaryType, DataType, MapType, ArrayType, StringT
                                TimestampNTZType, TimestampType)
 
 from accelerator import session
-from rules.history import RelationUsage
+from rules.history import RelationUsage, is_expression
 from rules.profiles import ColumnProfile, SourceProfile
 
 log = logging.getLogger("accelerator.rules.profiling")
@@ -65,6 +68,20 @@ def _field_type(schema: StructType, column: str) -> DataType | None:
     return current
 
 
+def _type_of(df: DataFrame, column: str) -> DataType | None:
+    """The type of a column path, or of an expression over columns (a JSON path)."""
+    if not is_expression(column):
+        return _field_type(df.schema, column)
+    try:
+        return df.select(F.expr(column)).schema[0].dataType
+    except Exception:  # noqa: BLE001 - an expression this source cannot evaluate
+        return None
+
+
+def _value(column: str) -> Any:
+    return F.expr(column) if is_expression(column) else F.col(column)
+
+
 def _comparable(t: DataType) -> bool:
     return not isinstance(t, (StructType, ArrayType, MapType, BinaryType))
 
@@ -83,7 +100,7 @@ def profile_source(spark: SparkSession, usage: RelationUsage, files: list[tuple[
     df = read_source(spark, usage)
     schema = df.schema
     wanted = {c: (t, set(uses)) for c, uses in columns.items()
-              if (t := _field_type(schema, c)) is not None and _comparable(t)}
+              if (t := _type_of(df, c)) is not None and _comparable(t)}
     sample = _spread(sorted(p for p, _ in files), SAMPLE_FILES)
     profiles: dict[str, ColumnProfile] = {}
     if wanted and sample:
@@ -100,15 +117,15 @@ def _profile_columns(spark: SparkSession, usage: RelationUsage, sample: list[str
     df = read_source(spark, usage, sample).withColumn("__file", F.input_file_name())
     aggs = [F.count(F.lit(1)).alias("rows")]
     for i, (c, (t, _)) in enumerate(wanted.items()):
-        value = F.col(c)
+        value = _value(c)
         if isinstance(t, (TimestampType, TimestampNTZType)):
             value = F.unix_micros(value.cast("timestamp"))
         aggs += [F.min(value).alias(f"min{i}"), F.max(value).alias(f"max{i}"),
-                 F.approx_count_distinct(F.col(c)).alias(f"nd{i}")]
+                 F.approx_count_distinct(_value(c)).alias(f"nd{i}")]
         if isinstance(t, StringType):
-            aggs.append(F.avg(F.length(F.col(c))).alias(f"len{i}"))
+            aggs.append(F.avg(F.length(_value(c))).alias(f"len{i}"))
     per_file = df.groupBy("__file").agg(*aggs).collect()
-    totals = df.agg(*[F.approx_count_distinct(F.col(c)).alias(f"nd{i}")
+    totals = df.agg(*[F.approx_count_distinct(_value(c)).alias(f"nd{i}")
                       for i, c in enumerate(wanted)]).first()
     texts = [c for c, (t, uses) in wanted.items() if "text" in uses and isinstance(t, StringType)]
     samples = _text_samples(df, texts, per_file)
@@ -139,7 +156,7 @@ def _text_samples(df: DataFrame, columns: list[str], per_file: list[Any]
     fraction = min(1.0, TEXT_VALUES_PER_FILE * len(per_file) / max(1, total))
     picked = df.sample(fraction=fraction, seed=17) if fraction < 1.0 else df
     found = picked.groupBy("__file").agg(*[
-        F.slice(F.collect_list(F.col(c)), 1, 2 * TEXT_VALUES_PER_FILE).alias(f"t{i}")
+        F.slice(F.collect_list(_value(c)), 1, 2 * TEXT_VALUES_PER_FILE).alias(f"t{i}")
         for i, c in enumerate(columns)]).collect()
     return {c: {r["__file"]: tuple(r[f"t{i}"] or ()) for r in found}
             for i, c in enumerate(columns)}

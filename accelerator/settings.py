@@ -54,9 +54,10 @@ NUM_BUCKETS = _declare(
     "spark.accelerator.index.numBuckets", "200",
     "buckets (files) of a new covering index, unless its config says otherwise")
 CACHE_EXPIRY = _declare(
-    "spark.accelerator.index.cache.expirySeconds", "300",
-    "how long the rewriter trusts its cached list of indexes (operations of this process "
-    "refresh it at once; other processes' changes are seen after this delay)")
+    "spark.accelerator.index.cache.expirySeconds", "10",
+    "how long the rewriter trusts its cached list of indexes before reloading it in the "
+    "background (queries never wait for it; operations of this process refresh it at once; "
+    "other processes' changes are seen after about this delay)")
 TEXT_CACHE_DIR = _declare(
     "spark.accelerator.text.localCacheDir", "",
     "where the driver keeps its local copies of text index shards (one directory per index "

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Collection, Mapping, Sequence
 
 from rules.extractor import Demand
+from rules.history import is_expression
 from rules.instructions import Instruction, engine_index_name
 from rules.profiles import ExistingIndex, SourceProfile
 from rules.terms import Priority
@@ -172,14 +173,14 @@ def _column_units(profile: SourceProfile, demands: Sequence[Demand], existing: s
         if lookup is not None:
             pool = [option("minmax", lookup, ranges), option("bloom", lookup),
                     option("valuelist", lookup)]
-            covering = _covering(profile, lookup)
+            covering = None if is_expression(column) else _covering(profile, lookup)
             if covering is not None:
                 pool.append((covering, [lookup]))
             best = _best(pool, profile, existing, cooldown, now_ms)
             out.append(best)
         if ranges is not None and (best is None or best.items[0][0].kind != "minmax"):
             out.append(_best([option("minmax", ranges)], profile, existing, cooldown, now_ms))
-        if text is not None and found is not None \
+        if text is not None and found is not None and not is_expression(column) \
                 and found.type.lower().startswith(("string", "varchar", "char")):
             out.append(_best([option("text", text)], profile, existing, cooldown, now_ms))
     return [u for u in out if u is not None]
@@ -243,7 +244,9 @@ def _cache_unit(profile: SourceProfile, demands: Sequence[Demand], cooldown: set
     the cache counts the queries of the heaviest row, a lower bound."""
     if profile.format not in CACHE_SPEEDUP:
         return None
-    columns = sorted({c.split(".", 1)[0] for d in demands for c in d.columns_read | {d.column}})
+    named = {c for d in demands for c in d.columns_read}
+    named |= {d.column for d in demands if not is_expression(d.column)}   # JSON paths: read
+    columns = sorted({c.split(".", 1)[0] for c in named})
     c = Candidate("cache", demands[0].source, tuple(columns))
     if _target(c) in cooldown:
         return None

@@ -7,7 +7,9 @@ object; ``accelerator.history`` reads them as a Spark DataFrame. This module is 
 (pyarrow only, no pyspark), so the rule engine's logic stays testable without a JVM.
 
 Column names are dotted paths from the relation's attribute through the struct fields accessed,
-e.g. ``nested.nst.field1``. Sources are identified by their root paths.
+e.g. ``nested.nst.field1``; a predicate on a JSON path of a column names the expression in Spark
+SQL instead (``get_json_object(payload, '$.at')``, under its cast when there is one), see
+:func:`is_expression`. Sources are identified by their root paths.
 
 Layout of a stored row (see :data:`HISTORY_SCHEMA`): flat top-level lists of strings for the common
 questions ("which columns are filtered on"), plus ``relations`` (one struct per file relation of the
@@ -54,6 +56,12 @@ def epoch_millis(value: int | datetime) -> int:
         aware = value if value.tzinfo is not None else value.astimezone()
         return (aware - _EPOCH) // timedelta(milliseconds=1)
     return int(value)
+
+
+def is_expression(column: str) -> bool:
+    """Whether a recorded column is an expression over a column (a JSON path such as
+    ``get_json_object(payload, '$.at')``) rather than a column path."""
+    return "(" in column
 
 
 def source_key(root_paths: Iterable[str]) -> str:

@@ -92,6 +92,7 @@ class _Lineage:
 class _Use:
     column: Column
     function: str | None
+    expression: str | None = None   # Spark SQL of a JSON path over the column, when tested
 
 
 def _column_name(path: tuple[str, ...]) -> str:
@@ -168,12 +169,39 @@ class _Analysis:
             stack.extend(reversed(e.children))
 
     def _subject_uses(self, subject: PlanExpr) -> list[_Use]:
-        """Uses of the column a predicate tests; ``function`` set when it tests a computed value."""
+        """Uses of the column a predicate tests; ``function`` set when it tests a computed value,
+        ``expression`` when that value is a JSON path of the column (possibly cast)."""
         inner = _strip(subject)
         found = list(self.uses(inner))
         if _is_column(inner):
             return found
+        path = self._json_path(subject)
+        if path is not None:
+            return [path]
         return [_Use(u.column, inner.cls) for u in found]
+
+    def _json_path(self, subject: PlanExpr) -> _Use | None:
+        """``get_json_object(<column>, '<path>')``, or a cast of it, as a use of the column
+        named by the expression's SQL."""
+        cast = subject if subject.cls == "Cast" and subject.children else None
+        inner = cast.children[0] if cast is not None else subject
+        if inner.cls != "GetJsonObject" or len(inner.children) != 2:
+            return None
+        of, path = inner.children
+        if not _is_column(of) or path.cls != "Literal" or path.fields.get("value") is None:
+            return None
+        found = list(self.uses(of))
+        if len(found) != 1 or found[0].function is not None:
+            return None
+        quoted = str(path.fields["value"]).replace("\\", "\\\\").replace("'", "\\'")
+        sql = f"get_json_object({_column_name(found[0].column[1])}, '{quoted}')"
+        if cast is not None:
+            type_ = str(cast.fields.get("dataType") or "")
+            if not type_ or not type_.replace("(", "").replace(")", "").replace(",", "") \
+                    .replace(" ", "").isalnum():
+                return None
+            sql = f"CAST({sql} AS {type_.upper()})"
+        return _Use(found[0].column, None, sql)
 
     def _derive(self, target_id: int | None, source: PlanExpr) -> None:
         if target_id is None:
@@ -195,8 +223,8 @@ class _Analysis:
         literals, literal_type = self._literal_values(values) if self._literals else ((), None)
         for u in uses:
             rel, path = u.column
-            self.predicates.append((rel, _column_name(path), shape, op, u.function, count,
-                                    literals, literal_type))
+            self.predicates.append((rel, u.expression or _column_name(path), shape, op,
+                                    u.function, count, literals, literal_type))
 
     @staticmethod
     def _literal_values(values: Sequence[Any]) -> tuple[tuple[str, ...], str | None]:

@@ -268,3 +268,24 @@ def test_engine_indexes_without_demand_are_dropped_never_user_ones():
                     RuleSet(), existing)
     assert [(i.action, i.name, i.origin) for i in found] == [("drop", "auto_old", "engine")]
     assert "no query in the history uses gone" in found[0].reason
+
+
+def test_json_paths_get_skipping_sketches_and_never_covering_text_or_cached_names():
+    at = "get_json_object(payload, '$.at')"
+    start = dt.datetime(2026, 1, 5)
+    hours = ColumnProfile(at, "string", tuple(
+        (str(start + dt.timedelta(hours=i)), str(start + dt.timedelta(hours=i, minutes=59)))
+        for i in range(100)), distinct_per_file=50_000, rows_per_file=100_000, avg_bytes=19)
+    windows = [("GreaterThanOrEqual", "2026-01-05 10:00:00"),
+               ("LessThanOrEqual", "2026-01-05 11:00:00")]
+    demands = [demand(at, "range", samples=windows, read={"id", "payload"}),
+               demand(at, "lookup", samples=[("EqualTo", "2026-01-05 10:30:00")],
+                      read={"id", "payload"}),
+               demand(at, "text", samples=[("Contains", "10:3")], read={"id", "payload"})]
+    found = analyze(demands, {EVENTS: profile(hours)}, RuleSet())
+    assert kinds(found) == [("create", "minmax", (at,))]
+    # a JSON source's cache holds the columns read, never the expression as a column
+    raw = {EVENTS: profile(hours, fmt="json")}
+    cached = [i for i in analyze(demands, raw, RuleSet(), cache_capacity_bytes=100 * GiB)
+              if i.kind == "cache"]
+    assert [i.columns for i in cached] == [("id", "payload")]

@@ -429,3 +429,23 @@ def test_the_history_keeps_how_a_source_was_read(spark, hs, system_path, tmp_pat
     (rel,) = row["relations"]
     assert rel["options"]["header"] == "true" and "path" not in rel["options"]
     assert '"name":"v"' in rel["data_schema"]
+
+
+def test_json_path_predicates_name_their_expression(spark, tmp_path):
+    path = str(tmp_path / "json_paths")
+    spark.range(3).selectExpr("id", "to_json(named_struct('a', concat('x', id), 'n', id)) "
+                              "AS payload").write.parquet(path)
+    df = spark.read.parquet(path)
+    q = df.filter((F.get_json_object("payload", "$.a") == "x1")
+                  & (F.get_json_object("payload", "$.n").cast("int") > 0)
+                  & (F.upper(F.get_json_object("payload", "$.a")) == "X2")).select("id")
+    rec = _record(q, [_desc(path)])
+    found = {(p.column, p.shape, p.function, tuple(p.literals)) for p in rec.predicates}
+    assert found == {
+        ("get_json_object(payload, '$.a')", "equality", None, ("x1",)),
+        ("CAST(get_json_object(payload, '$.n') AS INTEGER)", "range", None, ("0",)),
+        ("payload", "equality", "Upper", ("X2",))}
+    assert rec.relations[0].output_columns == ["id", "payload"]
+    # the names are Spark SQL that reads the same values again
+    for column, *_ in found - {("payload", "equality", "Upper", ("X2",))}:
+        assert df.select(F.expr(column)).count() == 3

@@ -32,7 +32,9 @@ def lake(spark, tmp_path_factory):
         .selectExpr("id", "sha2(cast(id * 7919 as string), 256) AS uid",
                     "timestamp_seconds(1700000000 + id * 60) AS ts",
                     "concat('event ', id % 97, CASE WHEN id = 4321 THEN ' zebra' ELSE '' END) "
-                    "AS msg", "id % 5 AS k")
+                    "AS msg", "id % 5 AS k",
+                    "to_json(named_struct('at', cast(timestamp_seconds(1700000000 + id * 60) "
+                    "AS string), 'n', id)) AS payload")
         .write.parquet(paths["events"]))
     (spark.range(0, n, numPartitions=FILES)
         .selectExpr("id", "sha2(cast(id AS string), 256) AS key",
@@ -73,14 +75,19 @@ def test_recommends_and_applies_the_kind_each_demand_calls_for(spark, hs, lake):
         & (F.col("ts") < F.timestamp_seconds(F.lit(1700000000 + i * 120000 + 3000))))
         .select("id") for i in range(8)]
     search = lambda: events().where(F.col("msg").like("%zebra%")).select("id")   # noqa: E731
-    for q in lookups + windows + [search] * 8:
+    at = "get_json_object(payload, '$.at')"
+    paths = [lambda i=i: events().where(F.expr(
+        f"{at} BETWEEN '2023-11-2{i} 00:00:00' AND '2023-11-2{i} 01:00:00'")).select("id")
+        for i in range(6)]
+    for q in lookups + windows + [search] * 8 + paths:
         q().collect()
     for _ in range(10):
         events().collect()                   # SELECT *: exploration, never demand
 
     recs = hs.recommend()
     found = _by(recs)
-    assert set(found) >= {("bloom", ("uid",)), ("minmax", ("ts",)), ("text", ("msg",))}
+    assert set(found) >= {("bloom", ("uid",)), ("minmax", ("ts",)), ("text", ("msg",)),
+                          ("minmax", (at,))}
     assert all(r["origin"] == "engine" and r["action"] == "create" for r in found.values())
     assert found[("bloom", ("uid",))]["queries"] == len(uids)
     assert found[("bloom", ("uid",))]["estimatedSecondsSaved"] > 0
@@ -88,19 +95,21 @@ def test_recommends_and_applies_the_kind_each_demand_calls_for(spark, hs, lake):
     # SELECT * asked for nothing: no instruction on k, the column only the explorations read
     assert not [k for k in found if "k" in k[1]]
 
-    before = {id(q): len(q().inputFiles()) for q in (lookups[0], windows[0], search)}
+    before = {id(q): len(q().inputFiles()) for q in (lookups[0], windows[0], search, paths[1])}
     applied = hs.applyRecommendations(recs.where("kind IN ('bloom', 'minmax', 'text')"))
+    assert {r["name"] for r in applied.collect()} >= {found[("minmax", (at,))]["name"]}
     assert {r["status"] for r in applied.collect()} == {"applied"}
     listed = {r["name"]: r for r in hs.indexes().collect()}
     for rec in found.values():
         if rec["kind"] in ("bloom", "minmax", "text"):
             assert listed[rec["name"]]["createdBy"] == "engine"
-    for q in (lookups[0], windows[0], search):
+    for q in (lookups[0], windows[0], search, paths[1]):
         assert len(q().inputFiles()) < before[id(q)] == FILES
         _same(spark, q)
     # what exists is not proposed again
     again = _by(hs.recommend())
-    assert not set(again) & {("bloom", ("uid",)), ("minmax", ("ts",)), ("text", ("msg",))}
+    assert not set(again) & {("bloom", ("uid",)), ("minmax", ("ts",)), ("text", ("msg",)),
+                             ("minmax", (at,))}
 
 
 def test_covering_index_for_a_hot_narrow_lookup(spark, hs, lake):

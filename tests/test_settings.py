@@ -72,7 +72,7 @@ def test_spark_defaults_conf_lists_the_declared_settings():
 def test_read_takes_the_declared_defaults():
     read = Settings.read(lambda key, default: default)
     assert read.num_buckets == 200
-    assert read.cache_expiry_seconds == 300.0
+    assert read.cache_expiry_seconds == 10.0
     assert read.history_enabled is True
     assert read.history_flush_interval_seconds == 30.0
     assert read.filter_rule_bucket_spec is True and read.hybrid_scan is True
