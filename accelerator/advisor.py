@@ -43,7 +43,7 @@ from rules.probation import Action, ActionLog, cooling_down, new_action, verdict
 from rules.profiles import ExistingIndex, SourceProfile
 from rules.reader import read_records
 from rules.terms import format_duration, parse_duration, parse_priority
-from rules.user_rules import RuleSet, UserRule, load_rules_file, scheme_less
+from rules.user_rules import Budget, RuleSet, UserRule, load_rules_file, scheme_less
 
 if TYPE_CHECKING:
     from accelerator.hyperspace import Hyperspace
@@ -73,6 +73,10 @@ RECOMMENDATIONS_SCHEMA = (
 APPLIED_SCHEMA = (
     "action string, kind string, source string, columns array<string>, name string, "
     "origin string, status string, message string, seconds double")
+
+
+def _either(value: Any, default: Any) -> Any:
+    return default if value is None else value
 
 
 def _since_ms(since: Any) -> int | None:
@@ -108,18 +112,27 @@ class Advisor:
         session's budgets where the file sets none."""
         settings = RuleSettings.of_session(self.spark)
         found = load_rules_file(settings.rules_path) if settings.rules_path else RuleSet()
-        budget = found.budget
-        budget = dataclasses.replace(
-            budget,
-            index_bytes=budget.index_bytes if budget.index_bytes is not None
-            else settings.index_bytes,
-            cache_bytes=budget.cache_bytes if budget.cache_bytes is not None
-            else settings.cache_bytes,
-            max_indexes_per_source=budget.max_indexes_per_source
-            if budget.max_indexes_per_source is not None else settings.max_indexes_per_source,
-            build_seconds_per_run=budget.build_seconds_per_run
-            if budget.build_seconds_per_run is not None else settings.build_seconds_per_run)
+        b = found.budget
+        budget = Budget(_either(b.index_bytes, settings.index_bytes),
+                        _either(b.cache_bytes, settings.cache_bytes),
+                        _either(b.max_indexes_per_source, settings.max_indexes_per_source),
+                        _either(b.build_seconds_per_run, settings.build_seconds_per_run))
         return dataclasses.replace(found, budget=budget)
+
+    def columns_of(self, source: str) -> list[str] | None:
+        """The top-level columns of a source the history read (None when it has not, or it
+        cannot be read now), to check the columns a rule names."""
+        if not self._usages:
+            self._usages.update(_latest_usages(self.records()))
+        wanted = scheme_less(source)
+        for usage in self._usages.values():
+            if [scheme_less(p) for p in usage.root_paths] == [wanted]:
+                try:
+                    return read_source(self.spark, usage).schema.fieldNames()
+                except Exception:  # noqa: BLE001 - unreadable now: not checked
+                    log.debug("cannot read the schema of %s", source, exc_info=True)
+                    return None
+        return None
 
     # --- what to do -----------------------------------------------------------------------
     def records(self, since: Any = None) -> list[QueryRecord]:
@@ -135,7 +148,7 @@ class Advisor:
 
     def recommend(self, since: Any = None) -> list[Instruction]:
         """The instructions to carry out now: the user rules', then the engine's (see the
-        module docstring)."""
+        module docstring). Actions whose probation ended well are marked kept on the way."""
         rules = self.rules()
         records = self.records(since)
         now = int(time.time() * 1000)

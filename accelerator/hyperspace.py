@@ -313,9 +313,10 @@ class Hyperspace:
     def loadRules(self, path: str) -> DataFrame:
         """Checks the user rules file at ``path`` (see ``configs/rules.yaml``) and makes the
         session follow it (``spark.accelerator.rules.path``). Raises ``RulesError`` listing
-        every problem with its file, line and column. Returns the rules as understood: one row
+        every problem with its file, line and column (a column a source the history read does
+        not have is one). Returns the rules as understood: one row
         per rule, ``source, kind, columns, includedColumns, priority, ttl, line``."""
-        rules = load_rules_file(path)
+        rules = load_rules_file(path, self._advisor.columns_of)
         self.spark.conf.set(RULES_PATH, str(path))
         return self.spark.createDataFrame([_rule_row(r) for r in rules.rules], _RULES_SCHEMA)
 

@@ -1,7 +1,9 @@
-"""Comparing a query's rows with and without the accelerator; setting the system path."""
+"""Comparing a query's rows with and without the accelerator; setting the system path; waiting
+for what background threads do."""
 from __future__ import annotations
 
 import contextlib
+import time
 
 from accelerator import Hyperspace
 from accelerator.session import conf_set
@@ -38,3 +40,13 @@ def using_system_path(spark, path: str):
 def session_conf(spark, **settings: str):
     """Sets Spark settings (``spark__sql__x="1"`` for ``spark.sql.x``) for the block."""
     return conf_set(spark, {k.replace("__", "."): v for k, v in settings.items()})
+
+
+def eventually(condition, timeout_s: float = 20.0) -> bool:
+    """Whether ``condition()`` becomes true within ``timeout_s`` (polled every 10 ms)."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True

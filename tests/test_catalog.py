@@ -8,10 +8,9 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 
 from accelerator.catalog import IndexCatalog
-from tests.helpers import rows, session_conf, vanilla
+from tests.helpers import eventually, rows, session_conf, vanilla
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -30,14 +29,6 @@ class Loads:
         return [self.calls]
 
 
-def _eventually(condition, timeout_s: float = 10.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
-
 
 def test_stale_entries_are_served_while_one_background_reload_runs():
     now = [0.0]
@@ -51,7 +42,7 @@ def test_stale_entries_are_served_while_one_background_reload_runs():
     assert catalog.entries("/sys", load, 10) == [1]          # stale, not waited for
     assert catalog.entries("/sys", load, 10) == [1]          # one reload at a time
     load.gate.set()
-    assert _eventually(lambda: catalog.entries("/sys", load, 10) == [2])
+    assert eventually(lambda: catalog.entries("/sys", load, 10) == [2])
     assert load.calls == 2
 
 
@@ -78,11 +69,11 @@ def test_a_failed_reload_keeps_the_entries_and_retries_later():
     def broken():
         raise OSError("name node down")
     assert catalog.entries("/sys", broken, 10) == ["a"]
-    assert _eventually(lambda: not catalog._reloading)
+    assert eventually(lambda: not catalog._reloading)
     now[0] = 20.0                                            # the failure counts as a reload
     assert catalog.entries("/sys", lambda: ["b"], 10) == ["a"]
     now[0] = 26.0
-    assert _eventually(lambda: catalog.entries("/sys", lambda: ["b"], 10) == ["b"])
+    assert eventually(lambda: catalog.entries("/sys", lambda: ["b"], 10) == ["b"])
 
 
 CREATOR = textwrap.dedent("""
@@ -110,6 +101,6 @@ def test_an_index_another_process_creates_is_used_within_seconds(spark, hs, syst
         done = subprocess.run([sys.executable, "-c", CREATOR, system_path, src], cwd=ROOT,
                               env=env, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0 and "created" in done.stdout, done.stderr[-3000:]
-        assert _eventually(lambda: all("from_elsewhere" in f for f in query().inputFiles()),
+        assert eventually(lambda: all("from_elsewhere" in f for f in query().inputFiles()),
                            timeout_s=20)
         assert rows(query()) == vanilla(spark, query)

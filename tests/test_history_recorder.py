@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import logging
-import time
 from datetime import date, datetime, timezone
 
 import pyarrow as pa
@@ -14,6 +13,7 @@ from indexes.fs import MemoryFs
 from rules.history import HISTORY_SCHEMA, Predicate, QueryRecord, RelationUsage, history_path
 from rules.reader import history_files, read_history_table, read_records
 from rules.recorder import HistoryRecorder
+from tests.helpers import eventually
 
 SYSTEM = "memory:///sys"
 
@@ -39,14 +39,6 @@ def _parquet(fs: MemoryFs) -> dict[str, list[dict]]:
             for _, path in history_files(fs, SYSTEM)}
 
 
-def _eventually(condition, timeout_s: float = 20.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.01)
-    return True
-
 
 class FailingFs(MemoryFs):
     def __init__(self) -> None:
@@ -71,7 +63,7 @@ def test_flush_when_buffer_is_full():
     try:
         for i in range(3):
             recorder.record(sample_record(i))
-        assert _eventually(lambda: recorder.written == 3), \
+        assert eventually(lambda: recorder.written == 3), \
             "a full buffer must be written by the background thread"
         files = _parquet(fs)
         assert len(files) == 1
@@ -95,7 +87,7 @@ def test_flush_on_interval():
     recorder = HistoryRecorder(fs, SYSTEM, max_buffer=1000, flush_interval_s=0.05)
     try:
         recorder.record(sample_record(0))
-        assert _eventually(lambda: recorder.written == 1), \
+        assert eventually(lambda: recorder.written == 1), \
             "the timer thread must write a non-empty buffer"
         assert [r["query_id"] for rows in _parquet(fs).values() for r in rows] == ["q0"]
     finally:

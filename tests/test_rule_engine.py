@@ -205,10 +205,16 @@ rules:
     assert hs.recommend().count() == 0          # done: nothing left to do
 
 
-def test_a_bad_rules_file_names_its_line(spark, hs, tmp_path, rules_path):
+def test_a_bad_rules_file_names_its_line(spark, hs, tmp_path, rules_path, lake):
     rules = tmp_path / "rules.yaml"
     rules.write_text("version: 1\nrules:\n  - source: /x\n    kind: bloom\n    colums: [a]\n")
     with pytest.raises(RulesError, match=r"rules.yaml:5:5: .*'colums'.*columns"):
+        hs.loadRules(str(rules))
+    # a column the source (as the history read it) does not have
+    spark.read.parquet(lake["orders"]).where("customer = 3").collect()
+    rules.write_text(f"version: 1\nrules:\n  - source: {lake['orders']}\n    kind: bloom\n"
+                     "    columns: [customr]\n")
+    with pytest.raises(RulesError, match=r"rules.yaml:5:15: column 'customr' is not a column"):
         hs.loadRules(str(rules))
     assert spark.conf.get("spark.accelerator.rules.path") == ""     # not followed
 
