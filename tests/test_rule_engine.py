@@ -214,7 +214,7 @@ def test_a_bad_rules_file_names_its_line(spark, hs, tmp_path, rules_path, lake):
     spark.read.parquet(lake["orders"]).where("customer = 3").collect()
     rules.write_text(f"version: 1\nrules:\n  - source: {lake['orders']}\n    kind: bloom\n"
                      "    columns: [customr]\n")
-    with pytest.raises(RulesError, match=r"rules.yaml:5:15: column 'customr' is not a column"):
+    with pytest.raises(RulesError, match=r"rules.yaml:5:14: column 'customr' is not a column"):
         hs.loadRules(str(rules))
     assert spark.conf.get("spark.accelerator.rules.path") == ""     # not followed
 
