@@ -58,7 +58,8 @@ MAX_SOURCES = 32
 _PROFILED_USES = ("lookup", "range", "text")
 _SKETCHES = {"minmax": MinMaxSketch, "bloom": BloomFilterSketch, "valuelist": ValueListSketch}
 _SKETCH_KINDS = {"MinMax": "minmax", "BloomFilter": "bloom", "ValueList": "valuelist"}
-#: an engine index no query used this long is dropped, unless the rules set a default TTL
+#: an engine index no query used this long is dropped, and the engine's cache entries expire
+#: after this long unused, unless the rules set a default TTL
 DEFAULT_INDEX_TTL_S = 7 * 86400
 #: how the reason of an instruction undoing an action its probation found harmful starts
 PROBATION = "probation: "
@@ -160,9 +161,12 @@ class Advisor:
         existing = self._existing()
         actions = self._actions().read()
         reverts = self._review(actions, records, now)
-        engine = analyze(demand, self._profiles, rules, existing,
-                         cache_capacity_bytes=self._cache_capacity(),
-                         cooldown=cooling_down(actions, now), now_ms=now)
+        ttl = rules.default_ttl_seconds or DEFAULT_INDEX_TTL_S
+        engine = [dataclasses.replace(i, ttl_seconds=ttl) if i.kind == "cache" and
+                  i.ttl_seconds is None else i
+                  for i in analyze(demand, self._profiles, rules, existing,
+                                   cache_capacity_bytes=self._cache_capacity(),
+                                   cooldown=cooling_down(actions, now), now_ms=now)]
         unused = self._unused(existing, records, rules, now)
         user = [i for i in self._user_instructions(rules, existing) if i is not None]
         return merge(user, reverts + unused + engine, rules,

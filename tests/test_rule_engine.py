@@ -160,10 +160,12 @@ def test_cache_for_a_hot_json_source(spark, hs, lake):
     found = _by(hs.recommend())
     cache = [r for (kind, _), r in found.items() if kind == "cache"]
     assert len(cache) == 1 and set(cache[0]["columns"]) == {"url", "user"}
+    assert (cache[0]["priority"], cache[0]["ttl"]) == ("MEDIUM", "P7D")   # engine entries expire
     hs.applyRecommendations(hs.recommend().where("kind = 'cache'"))
     entries = hs.cacheEntries().collect()
     assert len(entries) == FILES and {tuple(sorted(e["columns"])) for e in entries} == {
         ("url", "user")}
+    assert {(e["priority"], e["ttl"]) for e in entries} == {("MEDIUM", "P7D")}
     q = lambda: clicks().where(F.col("user") == "u3").select("url")   # noqa: E731
     assert all("_cache" in f for f in q().inputFiles())
     _same(spark, q)
