@@ -121,6 +121,8 @@ def test_covering_index_for_a_hot_narrow_lookup(spark, hs, lake):
     assert ("covering", ("key",)) in found
     rec = found[("covering", ("key",))]
     assert rec["includedColumns"] == ["id"]
+    planned = hs.applyRecommendations(hs.recommend(), dryRun=True).collect()
+    assert {r["status"] for r in planned} == {"planned"} and hs.indexes().count() == 0
     hs.applyRecommendations(hs.recommend().where("kind = 'covering'"))
     q = lambda: wide().where(F.col("key") == keys[0]).select("id")   # noqa: E731
     assert "Exchange" not in q()._jdf.queryExecution().executedPlan().toString()
@@ -271,3 +273,9 @@ def test_cli_advise_prints_and_applies(spark, hs, system_path, lake, capsys):
     done = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line]
     assert {d["status"] for d in done} == {"applied"}
     assert hs.indexes().where("createdBy = 'engine'").count() == len(done)
+
+
+def test_no_history_no_recommendation(spark, hs, system_path):
+    assert hs.recommend().count() == 0
+    assert hs.applyRecommendations().count() == 0
+    assert hs.applyRecommendations(hs.recommend(), dryRun=True).count() == 0
