@@ -214,15 +214,20 @@ class Advisor:
                                        f"{format_duration(ttl)}, its time to live"))
         return out
 
+    def _current_demand(self) -> list[Demand]:
+        """The demand of the last :meth:`recommend`, else of the history now (instructions
+        recommended earlier, or by another process)."""
+        if not self._demand:
+            self._demand = extract(self.records(), int(time.time() * 1000),
+                                   RuleSettings.of_session(self.spark).half_life_seconds)
+        return self._demand
+
     def _probation_start(self, i: Instruction) -> None:
         """Puts an engine action just carried out on probation, with the query templates of
         the demand it serves."""
-        if not self._demand:   # instructions from an earlier recommend(): mine the history
-            self._demand = extract(self.records(), int(time.time() * 1000),
-                                   RuleSettings.of_session(self.spark).half_life_seconds)
         columns = set(i.columns) | set(i.included_columns)
-        templates = {t for d in self._demand if d.source == i.source and d.column in columns
-                     for t in d.templates}
+        templates = {t for d in self._current_demand() if d.source == i.source
+                     and d.column in columns for t in d.templates}
         self._actions().write(new_action(i.action, i.kind, i.source, i.columns, i.name,
                                          templates, int(time.time() * 1000)))
 
@@ -357,13 +362,24 @@ class Advisor:
         return f"cached {row['files']} files ({row['bytesWritten']} bytes written)"
 
     def _window(self, i: Instruction) -> Any:
-        """The partition filter of a user cache rule with ``partitions: {lastDays: N}``."""
-        rules = [r for r in self.rules().rules if r.kind == "cache" and r.partitions is not None
-                 and r.matches(i.source) and tuple(r.columns) == tuple(i.columns)]
-        if not rules:
+        """The partitions a cache instruction warms (None: all of them): a user rule's
+        ``partitions: {lastDays: N}`` (today and the N-1 days before), or for the engine the
+        partitions its queries touched, when every query of the source named the same ones."""
+        if i.origin == "user":
+            rules = [r for r in self.rules().rules if r.kind == "cache" and r.partitions
+                     is not None and r.matches(i.source) and tuple(r.columns) == tuple(i.columns)]
+            if not rules:
+                return None
+            p = rules[0].partitions
+            return F.col(p.column) >= F.date_sub(F.current_date(), p.last_days - 1)
+        windows = {d.partition_window for d in self._current_demand() if d.source == i.source}
+        if len(windows) != 1 or None in windows:
             return None
-        p = rules[0].partitions
-        return F.col(p.column) >= F.date_sub(F.current_date(), p.last_days - 1)
+        column, low, high = windows.pop()
+        ends = [F.col(column) >= low if low is not None else None,
+                F.col(column) <= high if high is not None else None]
+        found = [e for e in ends if e is not None]
+        return found[0] & found[1] if len(found) == 2 else found[0]
 
     def _config(self, i: Instruction) -> Any:
         column = i.columns[0]

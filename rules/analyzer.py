@@ -239,14 +239,15 @@ def _pair(sides: Sequence[Demand], profiles: Mapping[str, SourceProfile],
 
 def _cache_unit(profile: SourceProfile, demands: Sequence[Demand], cooldown: set[Target],
                 now_ms: int | None) -> _Unit | None:
-    """The Parquet cache of a JSON, CSV or text source, holding the top-level columns its
+    """The Parquet cache of a JSON, CSV or text source, holding the top-level data columns its
     queries read. Demand rows of one source overlap (a query makes a row per column it uses):
     the cache counts the queries of the heaviest row, a lower bound."""
     if profile.format not in CACHE_SPEEDUP:
         return None
     named = {c for d in demands for c in d.columns_read}
     named |= {d.column for d in demands if not is_expression(d.column)}   # JSON paths: read
-    columns = sorted({c.split(".", 1)[0] for c in named})
+    # partition values are kept with every entry, not cached as columns
+    columns = sorted({c.split(".", 1)[0] for c in named} - set(profile.partition_columns))
     c = Candidate("cache", demands[0].source, tuple(columns))
     if _target(c) in cooldown:
         return None

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Any, Iterable
 
 from rules.history import QueryRecord
+from rules.literals import parse_literal
 
 USES = ("lookup", "range", "text", "join", "group", "projection")
 
@@ -59,6 +60,7 @@ class Demand:
     templates: frozenset[str] = field(default_factory=frozenset)
     columns_read: frozenset[str] = field(default_factory=frozenset)
     partners: frozenset[tuple[str, str]] = field(default_factory=frozenset)
+    partition_window: tuple[str, str, str] | None = None
 
     @property
     def seconds_per_query(self) -> float | None:
@@ -101,6 +103,59 @@ def _uses(record: QueryRecord) -> dict[tuple[str, str, str], list[tuple[str, str
     return out
 
 
+_POINTS = ("EqualTo", "EqualNullSafe", "In", "InSet")
+_LOWER = ("GreaterThan", "GreaterThanOrEqual")
+_UPPER = ("LessThan", "LessThanOrEqual")
+Bound = tuple[Any, str] | None   # (typed value, text) of one end of a window; None: open
+
+
+def _windows(record: QueryRecord) -> dict[str, tuple[str, Bound, Bound] | None]:
+    """Per source of the record, the partitions its filters kept, ``(column, low, high)``, or
+    None when a relation of the source read every partition. Values looked up give both ends;
+    otherwise the bounds of its ranges do (a filter's conditions taken together)."""
+    out: dict[str, tuple[str, Bound, Bound] | None] = {}
+    for i, r in enumerate(record.relations):
+        found = None
+        for column in r.partition_columns:
+            named = [(p.op, (_typed(v, p.literal_type), v)) for p in record.predicates
+                     if p.relation == i and p.column == column for v in p.literals]
+            points = [v for op, v in named if op in _POINTS]
+            lows = [v for op, v in named if op in _LOWER]
+            highs = [v for op, v in named if op in _UPPER]
+            if points:
+                found = (column, min(points), max(points))
+            elif lows or highs:
+                found = (column, max(lows) if lows else None, min(highs) if highs else None)
+            if found is not None:
+                break
+        out[r.source] = found if out.get(r.source, found) is not None else None
+    return out
+
+
+def _typed(value: str, type_: str | None) -> Any:
+    """A literal as a comparable value (its text when it cannot be parsed)."""
+    try:
+        return (0, parse_literal(value, type_)) if type_ else (1, value)
+    except ValueError:
+        return (1, value)
+
+
+def _widen(a: tuple | None, b: tuple | None) -> tuple | None:
+    """The window holding both (None: every partition)."""
+    if a is None or b is None or a[0] != b[0]:
+        return None
+    low = None if a[1] is None or b[1] is None else min(a[1], b[1])
+    high = None if a[2] is None or b[2] is None else max(a[2], b[2])
+    return None if low is None and high is None else (a[0], low, high)
+
+
+def _shown(window: tuple | None) -> tuple[str, str | None, str | None] | None:
+    if window is None:
+        return None
+    column, low, high = window
+    return column, None if low is None else low[1], None if high is None else high[1]
+
+
 def _source_bytes(record: QueryRecord) -> dict[str, int]:
     read: dict[str, int] = defaultdict(int)
     for r in record.relations:
@@ -124,13 +179,17 @@ def extract(records: Iterable[QueryRecord], now_ms: int,
     templates: dict[Key, set[str]] = defaultdict(set)
     columns_read: dict[Key, set[str]] = defaultdict(set)
     partners: dict[Key, set[tuple[str, str]]] = defaultdict(set)
+    windows: dict[Key, tuple | None] = {}
     for record in executions(records):
         if is_exploration(record):
             continue
         age_s = max(0.0, (now_ms - record.timestamp) / 1000.0)
         w = 0.5 ** (age_s / half_life_s)
         source_bytes = _source_bytes(record)
+        touched = _windows(record)
         for key, found in _uses(record).items():
+            window = touched.get(key[0])
+            windows[key] = _widen(windows[key], window) if key in windows else window
             queries[key] += 1
             weight[key] += w
             last[key] = max(last.get(key, record.timestamp), record.timestamp)
@@ -155,5 +214,6 @@ def extract(records: Iterable[QueryRecord], now_ms: int,
         out.append(Demand(*key, queries[key], weight[key], last[key], timed[key], seconds[key],
                           read[key], tuple((op, v) for _, op, v, _ in latest),
                           types[0] if types else None, frozenset(templates[key]),
-                          frozenset(columns_read[key]), frozenset(partners[key])))
+                          frozenset(columns_read[key]), frozenset(partners[key]),
+                          _shown(windows.get(key))))
     return sorted(out, key=lambda d: (-d.weight, d.source, d.column, USES.index(d.use)))

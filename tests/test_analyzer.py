@@ -2,6 +2,7 @@
 and drops. Demand and profiles are built by hand; no JVM."""
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 
 import pytest
@@ -289,3 +290,8 @@ def test_json_paths_get_skipping_sketches_and_never_covering_text_or_cached_name
     cached = [i for i in analyze(demands, raw, RuleSet(), cache_capacity_bytes=100 * GiB)
               if i.kind == "cache"]
     assert [i.columns for i in cached] == [("id", "payload")]
+    # partition columns are not cached columns (their values come with every entry)
+    by_day = {EVENTS: dataclasses.replace(raw[EVENTS], partition_columns=("id",))}
+    cached = [i for i in analyze(demands, by_day, RuleSet(), cache_capacity_bytes=100 * GiB)
+              if i.kind == "cache"]
+    assert [i.columns for i in cached] == [("payload",)]

@@ -97,3 +97,37 @@ def test_join_demand_names_the_other_side():
     joins = {(d.source, d.column): d for d in extract([rec], NOW) if d.use == "join"}
     assert joins[("file:/lake/orders", "o_key")].partners == {("file:/lake/items", "l_key")}
     assert joins[("file:/lake/items", "l_key")].partners == {("file:/lake/orders", "o_key")}
+
+
+def _on_days(ts, *predicates):
+    rel = RelationUsage("file:/lake/clicks", ["file:/lake/clicks"], "json", None, ["day"],
+                        ["url"], [], [], ["url", "day"])
+    preds = [Predicate(0, rel.source, "url", "equality", "EqualTo", None, None, ["/a"], "string")]
+    preds += [Predicate(0, rel.source, "day", shape, op, None, None, list(values), "date")
+              for shape, op, values in predicates]
+    return QueryRecord(ts, f"d{ts}", [rel.source], ["json"], ["day", "url"], ["day", "url"],
+                       [], [], preds, [], [rel])
+
+
+def test_the_partitions_queries_touched():
+    recent = [_on_days(NOW, ("range", "GreaterThanOrEqual", ["2026-11-09"]),
+                       ("range", "LessThanOrEqual", ["2026-11-10"])),
+              _on_days(NOW - 1, ("equality", "EqualTo", ["2026-11-08"])),
+              _on_days(NOW - 2, ("in", "In", ["2026-11-10", "2026-11-07"]))]
+    (url,) = [d for d in extract(recent, NOW) if d.column == "url"]
+    assert url.partition_window == ("day", "2026-11-07", "2026-11-10")
+    # typed, not text: 9 < 10 for numbers
+    numbers = [_on_days(NOW, ("equality", "EqualTo", ["9"])),
+               _on_days(NOW, ("equality", "EqualTo", ["10"]))]
+    for r in numbers:
+        r.predicates[1].literal_type = "integer"
+    (url,) = [d for d in extract(numbers, NOW) if d.column == "url"]
+    assert url.partition_window == ("day", "9", "10")
+    # one query over every partition: the whole source is hot
+    everything = recent + [_on_days(NOW - 3)]
+    (url,) = [d for d in extract(everything, NOW) if d.column == "url"]
+    assert url.partition_window is None
+    # "the last days": an open end
+    since = recent + [_on_days(NOW - 4, ("range", "GreaterThan", ["2026-11-05"]))]
+    (url,) = [d for d in extract(since, NOW) if d.column == "url"]
+    assert url.partition_window == ("day", "2026-11-05", None)

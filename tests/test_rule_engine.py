@@ -26,7 +26,8 @@ def lake(spark, tmp_path_factory):
     ``msg`` holding one rare word; ``wide`` (Parquet, 20 columns) for covering lookups;
     ``orders``/``items`` for joins; ``clicks`` (JSON) for the cache."""
     root = tmp_path_factory.mktemp("rule_engine")
-    paths = {name: str(root / name) for name in ("events", "wide", "orders", "items", "clicks")}
+    paths = {name: str(root / name)
+             for name in ("events", "wide", "orders", "items", "clicks", "landing")}
     n = FILES * ROWS_PER_FILE
     (spark.range(0, n, numPartitions=FILES)
         .selectExpr("id", "sha2(cast(id * 7919 as string), 256) AS uid",
@@ -47,6 +48,9 @@ def lake(spark, tmp_path_factory):
     (spark.range(0, n, numPartitions=FILES)
         .selectExpr("id", "concat('u', id % 300) AS user", "concat('/p/', id % 50) AS url")
         .write.json(paths["clicks"]))
+    (spark.range(0, 4000, numPartitions=2)
+        .selectExpr("id", "concat('u', id % 50) AS user", "date_add(DATE'2026-11-01', CAST(id % 4 AS INT)) AS day")
+        .repartition(8, "day").write.partitionBy("day").json(paths["landing"]))
     return paths
 
 
@@ -178,6 +182,23 @@ def rules_path(spark):
     """The session's rules file setting, restored (unset) after the test."""
     with session_conf(spark, spark__accelerator__rules__path=""):
         yield
+
+
+def test_the_engine_caches_the_partitions_queries_touch(spark, hs, lake):
+    landing = lambda: spark.read.json(lake["landing"])   # noqa: E731
+    recent = lambda i: landing().where(                   # noqa: E731
+        (F.col("day") >= F.lit("2026-11-03").cast("date")) & (F.col("user") == f"u{i}"))
+    for i in range(6):
+        recent(i).select("id").collect()
+    hs.applyRecommendations(hs.recommend().where("kind = 'cache'"))
+    cached = {e["file"].split("/day=")[1].split("/")[0] for e in hs.cacheEntries().collect()}
+    assert cached == {"2026-11-03", "2026-11-04"}         # the days queries read, not all four
+    q = lambda: recent(7).select("id", "day")            # noqa: E731
+    # the days the query reads come from the cache (the others' files are pruned by day)
+    from_source = [f for f in q().inputFiles() if "_cache" not in f]
+    assert {f.split("/day=")[1].split("/")[0] for f in from_source} <= {"2026-11-01",
+                                                                         "2026-11-02"}
+    _same(spark, q)
 
 
 def test_user_rules_win(spark, hs, lake, tmp_path, rules_path):

@@ -7,9 +7,10 @@ from decimal import Decimal
 import pytest
 
 from rules.extractor import Demand
+from rules.literals import parse_literal
 from rules.profiles import ColumnProfile, SourceProfile
 from rules.whatif import BLOOM_FPP, COVERING_BUCKETS, Candidate, estimate, files_per_value, \
-    keep_fraction, minmax_keep, parse_literal, text_keep
+    keep_fraction, minmax_keep, text_keep
 
 SRC = "file:/lake/t"
 #: ten files holding 0-9, 10-19, ... 90-99
