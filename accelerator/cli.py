@@ -1,7 +1,8 @@
 """The accelerator command: every index operation of the Python API over one system path
 (create from a spec file, refresh, optimize, delete, restore, vacuum, cancel), listings (indexes,
 index, events, history), plan analysis of SQL queries (explain, whynot), the rule engine (advise
-[--apply], rules validate), a demo on a local sample and jar (the compiled JVM rule's jar).
+[--apply], rules validate), the scheduler's configuration (config validate), a demo on a local
+sample and jar (the compiled JVM rule's jar).
 
 Exit codes: 0 success; 1 a user error, whose message goes to stderr (an AcceleratorError, a bad
 spec file, a system path that does not exist, SQL that Spark cannot analyse); 2 a usage error.
@@ -319,6 +320,13 @@ def parser() -> argparse.ArgumentParser:
                              "(exit 0) or every error with its line and column (exit 1)")
     v.add_argument("file", help="the rules file (see configs/rules.yaml)")
     v.set_defaults(func=validate_rules)
+    c = sub.add_parser("config", help="the scheduler's configuration file")
+    config_sub = c.add_subparsers(dest="config_command", required=True)
+    cv = config_sub.add_parser("validate", help="print the jobs of a configuration file with "
+                               "their next three run times (exit 0) or every error with its "
+                               "line and column (exit 1)")
+    cv.add_argument("file", help="the configuration file (see configs/accelerator.yaml)")
+    cv.set_defaults(func=validate_config)
     return top
 
 
@@ -339,6 +347,30 @@ def validate_rules(args: argparse.Namespace) -> int:
           "(None: the engine's default)")
     for rule in found.rules:
         print(rule.describe())
+    return 0
+
+
+def validate_config(args: argparse.Namespace) -> int:
+    """``accelerator config validate FILE``: no Spark needed. Each job is printed with its next
+    three run times, in its time zone."""
+    from datetime import datetime, timezone
+
+    from accelerator.scheduler.config import ConfigError, load_config_file
+
+    try:
+        found = load_config_file(args.file)
+    except ConfigError as exc:
+        for problem in exc.problems:
+            print(problem, file=sys.stderr)
+        return 1
+    print(f"{args.file}: {len(found.jobs)} jobs on system path {found.system_path}; job store "
+          f"{found.job_store}; {len(found.rules.rules)} rules")
+    for rule in found.rules.rules:
+        print(rule.describe())
+    now = datetime.now(timezone.utc).replace(microsecond=0)
+    for job in found.jobs:
+        print(job.describe())
+        print("    next runs: " + ", ".join(t.isoformat() for t in job.next_runs(3, now)))
     return 0
 
 

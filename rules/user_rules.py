@@ -33,7 +33,9 @@ from rules.terms import Priority, TermError, byte_size, format_duration, parse_d
 VERSION = 1
 #: rule kinds: the index kinds the engine can build, and the cache
 KINDS = ("covering", "minmax", "bloom", "valuelist", "text", "cache")
-_TOP = ("version", "budget", "defaults", "rules")
+#: the top-level keys that hold rules, also in the scheduler's configuration file
+RULE_SECTIONS = ("budget", "defaults", "rules")
+_TOP = ("version", *RULE_SECTIONS)
 _BUDGET = ("indexBytes", "cacheBytes", "maxIndexesPerSource", "buildSecondsPerRun")
 _DEFAULTS = ("priority", "ttl")
 _RULE = ("source", "kind", "columns", "includedColumns", "priority", "ttl", "partitions",
@@ -191,12 +193,43 @@ class RuleSet:
 
 
 # --- loading ------------------------------------------------------------------------------
-class _Reader:
-    """Walks the YAML node tree, collecting problems with their positions."""
+class Reader:
+    """Walks the YAML node tree, collecting problems with their positions (also used by the
+    scheduler's configuration, whose file holds the same rule sections)."""
 
     def __init__(self, file: str):
         self.file = file
         self.problems: list[Problem] = []
+
+    def compose(self, text: str, expected: str) -> yaml.Node | None:
+        """The node tree of ``text``, or None (with the problem recorded) when it is not valid
+        YAML or is empty (``expected`` says what it should hold)."""
+        try:
+            root = yaml.compose(text, Loader=yaml.SafeLoader)
+        except yaml.MarkedYAMLError as exc:
+            mark = exc.problem_mark
+            self.problems.append(Problem(self.file, mark.line + 1 if mark else 1,
+                                         mark.column + 1 if mark else 1,
+                                         f"not valid YAML: {exc.problem}"))
+            return None
+        if root is None:
+            self.problems.append(Problem(self.file, 1, 1, f"the file is empty: {expected}"))
+        return root
+
+    def version(self, root: yaml.Node | None,
+                top: dict[str, tuple[yaml.Node, yaml.Node]]) -> None:
+        """Checks the top-level mapping's ``version`` key (required, :data:`VERSION`)."""
+        if "version" not in top and isinstance(root, yaml.MappingNode):
+            self.problem(root, f"missing 'version: {VERSION}'")
+        elif "version" in top:
+            node = top["version"][1]
+            if self.scalar(node, "version") != VERSION:
+                self.problem(node, f"unsupported version: expected {VERSION}")
+
+    def raise_problems(self, error: type[RulesError] = RulesError) -> None:
+        """Raises ``error`` listing every problem found, in file order, if there is any."""
+        if self.problems:
+            raise error(sorted(self.problems, key=lambda p: (p.line, p.column)))
 
     def problem(self, node: yaml.Node, message: str) -> None:
         mark = node.start_mark
@@ -239,7 +272,7 @@ class _Reader:
             return None
         return value.strip()
 
-    def strings(self, node: yaml.Node, what: str) -> tuple[str, ...]:
+    def strings(self, node: yaml.Node, what: str, item: str = "a column") -> tuple[str, ...]:
         if not isinstance(node, yaml.SequenceNode):
             self.problem(node, f"{what} must be a list of names, e.g. [a, b.c]")
             return ()
@@ -247,7 +280,7 @@ class _Reader:
         if any(o is None for o in out):
             return ()
         if len(set(out)) != len(out):
-            self.problem(node, f"{what} names a column twice")
+            self.problem(node, f"{what} names {item} twice")
         return tuple(o for o in out if o)
 
     def number(self, node: yaml.Node, what: str, integer: bool) -> float | None:
@@ -284,24 +317,31 @@ def load_rules(text: str, file: str = "<rules>",
     """The rules of a YAML document; :class:`RulesError` listing every problem (with file, line
     and column). ``columns_of(source)``, when given, returns the columns a source has (top-level
     names, or None when unknown): a rule naming another column is a problem."""
-    reader = _Reader(file)
+    reader = Reader(file)
+    root = reader.compose(text, "expected 'version: 1' and 'rules:'")
+    top = reader.mapping(root, _TOP, "the rules file") if root is not None else {}
+    reader.version(root, top)
+    found = read_rule_sections(reader, top, columns_of)
+    reader.raise_problems()
+    return found
+
+
+def load_rules_file(path: str | Path,
+                    columns_of: Callable[[str], Collection[str] | None] | None = None) -> RuleSet:
+    """:func:`load_rules` of a file (its path named in every problem)."""
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        raise RulesError([Problem(file, mark.line + 1 if mark else 1,
-                                  mark.column + 1 if mark else 1,
-                                  f"not valid YAML: {exc.problem}")]) from None
-    if root is None:
-        raise RulesError([Problem(file, 1, 1, "the file is empty: expected 'version: 1' and "
-                                              "'rules:'")])
-    top = reader.mapping(root, _TOP, "the rules file")
-    if "version" not in top and isinstance(root, yaml.MappingNode):
-        reader.problem(root, f"missing 'version: {VERSION}'")
-    elif "version" in top:
-        node = top["version"][1]
-        if reader.scalar(node, "version") != VERSION:
-            reader.problem(node, f"unsupported version: expected {VERSION}")
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise RulesError([Problem(str(path), 1, 1, f"cannot read the rules file: {exc}")]) \
+            from None
+    return load_rules(text, str(path), columns_of)
+
+
+def read_rule_sections(reader: Reader, top: dict[str, tuple[yaml.Node, yaml.Node]],
+                       columns_of: Callable[[str], Collection[str] | None] | None = None
+                       ) -> RuleSet:
+    """The :data:`RULE_SECTIONS` of a top-level mapping (key to its key and value nodes, as
+    :meth:`Reader.mapping` returns it), their problems recorded in ``reader``."""
     budget = _budget(reader, top["budget"][1]) if "budget" in top else Budget()
     priority, ttl = Priority.MEDIUM, None
     if "defaults" in top:
@@ -322,23 +362,10 @@ def load_rules(text: str, file: str = "<rules>",
                 if rule is not None:
                     rules.append(rule)
     _contradictions(reader, rules)
-    if reader.problems:
-        raise RulesError(sorted(reader.problems, key=lambda p: (p.line, p.column)))
     return RuleSet(tuple(rules), budget, priority, ttl)
 
 
-def load_rules_file(path: str | Path,
-                    columns_of: Callable[[str], Collection[str] | None] | None = None) -> RuleSet:
-    """:func:`load_rules` of a file (its path named in every problem)."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise RulesError([Problem(str(path), 1, 1, f"cannot read the rules file: {exc}")]) \
-            from None
-    return load_rules(text, str(path), columns_of)
-
-
-def _budget(reader: _Reader, node: yaml.Node) -> Budget:
+def _budget(reader: Reader, node: yaml.Node) -> Budget:
     keys = reader.mapping(node, _BUDGET, "budget")
 
     def get(name: str, read: Callable[[yaml.Node], Any]) -> Any:
@@ -353,7 +380,7 @@ def _budget(reader: _Reader, node: yaml.Node) -> Budget:
                                   lambda n: reader.number(n, "buildSecondsPerRun", False)))
 
 
-def _rule(reader: _Reader, node: yaml.Node, default_priority: Priority,
+def _rule(reader: Reader, node: yaml.Node, default_priority: Priority,
           default_ttl: int | None,
           columns_of: Callable[[str], Collection[str] | None] | None) -> UserRule | None:
     before = len(reader.problems)
@@ -401,7 +428,7 @@ def _rule(reader: _Reader, node: yaml.Node, default_priority: Priority,
         ttl = reader.term(value("ttl"), parse_duration, "ttl")
     window = None
     if "partitions" in keys:
-        window = _partitions(reader, value("partitions"))
+        window = read_partitions(reader, value("partitions"))
         if kind is not None and kind != "cache":
             reader.problem(keys["partitions"][0], "partitions is for cache rules only")
     fmt = reader.text(value("format"), "format") if "format" in keys else None
@@ -437,7 +464,8 @@ def _any_key(node: yaml.Node | None) -> list[str]:
     return [k.value for k, _ in node.value if isinstance(k, yaml.ScalarNode)]
 
 
-def _partitions(reader: _Reader, node: yaml.Node) -> PartitionWindow | None:
+def read_partitions(reader: Reader, node: yaml.Node) -> PartitionWindow | None:
+    """The partition window ``{column: NAME, lastDays: N}`` of ``node`` (None after a problem)."""
     keys = reader.mapping(node, _PARTITIONS, "partitions")
     if set(keys) != set(_PARTITIONS):
         reader.problem(node, "partitions needs 'column' and 'lastDays', e.g. "
@@ -448,7 +476,7 @@ def _partitions(reader: _Reader, node: yaml.Node) -> PartitionWindow | None:
     return PartitionWindow(column, int(days)) if column and days else None
 
 
-def _contradictions(reader: _Reader, rules: list[UserRule]) -> None:
+def _contradictions(reader: Reader, rules: list[UserRule]) -> None:
     """Rules that cannot all hold: the same request twice, or a request for a source a NEVER
     rule with the same source covers."""
     seen: dict[tuple, UserRule] = {}
