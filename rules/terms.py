@@ -61,8 +61,12 @@ def parse_duration(text: str, what: str = "duration") -> int:
     match = _DURATION.fullmatch(raw)
     if match is None or raw in ("P", "PT") or raw.endswith("T"):
         date_part = raw.split("T", 1)[0]
-        hint = ("; months and years are not supported (their length varies), use days (P30D)"
-                if "Y" in date_part or "M" in date_part else "")
+        if not raw.startswith("P"):
+            hint = "; it starts with P, and minutes and hours follow a T (PT45M, PT2H)"
+        elif "Y" in date_part or "M" in date_part:
+            hint = "; months and years are not supported (their length varies), use days (P30D)"
+        else:
+            hint = ""
         raise TermError(
             f"invalid {what} {text!r}: expected an ISO-8601 duration such as PT30M, P7D, PT1H30M "
             f"or P1DT2H{hint}")

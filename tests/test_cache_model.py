@@ -180,3 +180,8 @@ def test_entries_of_a_changed_file_are_superseded_other_reads_of_it_are_kept():
     evicted = entry("gone", path=k.path, size=8, state=EntryState.EVICTED, evicted_at=1.0)
     plan = plan_warmup(k, ["a"], Priority.LOW, None, [old_file, other_options, other_file, evicted])
     assert plan.supersedes == (old_file,)
+
+
+def test_a_duration_without_its_p_gets_a_hint():
+    with pytest.raises(InvalidIndexConfigError, match=r"'45m'.*starts with P.*\(PT45M"):
+        parse_duration("45m")
