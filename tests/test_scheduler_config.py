@@ -269,7 +269,8 @@ def test_every_problem_is_reported_with_its_line_and_column():
         "jobs.yaml:8:15: timezone: unknown time zone 'Europe/Pari': did you mean "
         "'Europe/Paris'? expected an IANA name such as Europe/Paris or UTC",
         "jobs.yaml:9:14: timeout: invalid duration '2700': expected an ISO-8601 duration such "
-        "as PT30M, P7D, PT1H30M or P1DT2H",
+        "as PT30M, P7D, PT1H30M or P1DT2H; it starts with P, and minutes and hours follow a T "
+        "(PT45M, PT2H)",
         "jobs.yaml:10:12: the job name 'report' is already used by the job at line 4",
         "jobs.yaml:11:21: unknown kind 'refrehs': did you mean 'refresh'? expected one of "
         "warmup, advise, refresh, optimize, evict, vacuum",
