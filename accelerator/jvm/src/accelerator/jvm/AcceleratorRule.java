@@ -26,6 +26,7 @@ public final class AcceleratorRule extends Rule<LogicalPlan> {
   /** A thread-local Spark property: queries of a thread that sets it are not rewritten (the
    * accelerator's own index builds), while other threads' queries still are. */
   static final String SUSPENDED_KEY = "spark.accelerator.suspended";
+  static final String HISTORY_KEY = "spark.accelerator.history.enabled";
   private static final Logger LOG = LoggerFactory.getLogger(AcceleratorRule.class);
   private static final ThreadLocal<Boolean> ACTIVE = ThreadLocal.withInitial(() -> Boolean.FALSE);
   private static volatile BiFunction<Object, String, Object> rewriter;
@@ -85,7 +86,10 @@ public final class AcceleratorRule extends Rule<LogicalPlan> {
     ACTIVE.set(Boolean.TRUE);
     try {
       disableNagle(fn);
-      Object result = fn.apply(plan, PlanRewrite.payload(plan, session, QueryMetrics.queryId()));
+      // an id to report the query's cost under, when the history records queries
+      String queryId = "false".equalsIgnoreCase(session.conf().get(HISTORY_KEY, "true"))
+          ? null : QueryMetrics.queryId();
+      Object result = fn.apply(plan, PlanRewrite.payload(plan, session, queryId));
       if (!(result instanceof LogicalPlan) || result == plan) {
         return plan;
       }
