@@ -330,15 +330,25 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
-def validate_rules(args: argparse.Namespace) -> int:
-    """``accelerator rules validate FILE``: no Spark needed."""
-    from rules.user_rules import RulesError, load_rules_file
+def _loaded(load: Callable[[str], Any], path: str) -> Any:
+    """What ``load(path)`` reads from a rules or jobs file, or None after printing each of its
+    problems (file:line:column: message) to stderr."""
+    from rules.user_rules import RulesError
 
     try:
-        found = load_rules_file(args.file)
-    except RulesError as exc:
+        return load(path)
+    except RulesError as exc:   # also the jobs file's ConfigError
         for problem in exc.problems:
             print(problem, file=sys.stderr)
+        return None
+
+
+def validate_rules(args: argparse.Namespace) -> int:
+    """``accelerator rules validate FILE``: no Spark needed."""
+    from rules.user_rules import load_rules_file
+
+    found = _loaded(load_rules_file, args.file)
+    if found is None:
         return 1
     budget = found.budget
     print(f"{args.file}: {len(found.rules)} rules; budget: indexBytes {budget.index_bytes}, "
@@ -355,13 +365,10 @@ def validate_config(args: argparse.Namespace) -> int:
     three run times, in its time zone."""
     from datetime import datetime, timezone
 
-    from accelerator.scheduler.config import ConfigError, load_config_file
+    from accelerator.scheduler.config import load_config_file
 
-    try:
-        found = load_config_file(args.file)
-    except ConfigError as exc:
-        for problem in exc.problems:
-            print(problem, file=sys.stderr)
+    found = _loaded(load_config_file, args.file)
+    if found is None:
         return 1
     print(f"{args.file}: {len(found.jobs)} jobs on system path {found.system_path}; job store "
           f"{found.job_store}; {len(found.rules.rules)} rules")

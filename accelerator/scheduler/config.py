@@ -34,7 +34,7 @@ import difflib
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 from zoneinfo import ZoneInfo
 
 import yaml
@@ -274,8 +274,8 @@ def _job(reader: Reader, node: yaml.Node, names: dict[str, int]) -> Job | None:
         names[name] = node.start_mark.line + 1
     zone = "UTC"
     if "timezone" in keys:
-        zone = _zone(reader, value("timezone"))
-    cron = _cron(reader, value("cron")) if "cron" in keys else None
+        zone = _checked(reader, value("timezone"), "timezone", time_zone)
+    cron = _checked(reader, value("cron"), "cron", crontab_trigger) if "cron" in keys else None
     interval = _duration(reader, value("interval"), "interval") if "interval" in keys else None
     if "cron" in keys and "interval" in keys:
         later = max(keys["cron"][0], keys["interval"][0], key=lambda k: k.start_mark.index)
@@ -366,30 +366,19 @@ def _choice(reader: Reader, node: yaml.Node, what: str, choices: tuple[str, ...]
     return None
 
 
-def _zone(reader: Reader, node: yaml.Node) -> str | None:
-    """An IANA time zone name (None after a problem)."""
-    name = reader.text(node, "timezone")
-    if name is None:
+def _checked(reader: Reader, node: yaml.Node, what: str,
+             check: Callable[[str], object]) -> str | None:
+    """A text value that ``check`` accepts: an IANA time zone, a crontab expression (None
+    after a problem, which names ``what`` and why ``check`` refused it)."""
+    value = reader.text(node, what)
+    if value is None:
         return None
     try:
-        time_zone(name)
+        check(value)
     except ValueError as exc:
-        reader.problem(node, f"timezone: {exc}")
+        reader.problem(node, f"{what}: {exc}")
         return None
-    return name
-
-
-def _cron(reader: Reader, node: yaml.Node) -> str | None:
-    """A crontab expression (None after a problem)."""
-    expr = reader.text(node, "cron")
-    if expr is None:
-        return None
-    try:
-        crontab_trigger(expr)
-    except ValueError as exc:
-        reader.problem(node, f"cron: {exc}")
-        return None
-    return expr
+    return value
 
 
 def _duration(reader: Reader, node: yaml.Node, what: str) -> int | None:
