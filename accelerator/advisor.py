@@ -54,6 +54,8 @@ __all__ = ["APPLIED_SCHEMA", "Advisor", "RECOMMENDATIONS_SCHEMA", "instruction_o
            "instruction_row"]
 #: sources profiled per recommendation at most (the most demanded first)
 MAX_SOURCES = 32
+#: source profiles kept for the next recommend() (the latest ones)
+PROFILES_KEPT = 64
 #: uses whose columns are profiled (their values decide between index kinds)
 _PROFILED_USES = ("lookup", "range", "text")
 _SKETCHES = {"minmax": MinMaxSketch, "bloom": BloomFilterSketch, "valuelist": ValueListSketch}
@@ -102,6 +104,9 @@ class Advisor:
         self._profiles: dict[str, SourceProfile] = {}
         self._usages: dict[str, RelationUsage] = {}
         self._demand: list[Demand] = []
+        # profiles by (source, its files, columns): a source whose files did not change is not
+        # read again by the next recommend()
+        self._profiled: dict[tuple, SourceProfile] = {}
 
     @property
     def spark(self) -> SparkSession:
@@ -253,7 +258,14 @@ class Advisor:
                 columns.setdefault(d.column, set()).add(d.use)
         try:
             files = self._files(usage)
-            return profile_source(self.spark, usage, files, columns)
+            key = (source, tuple(files), tuple(sorted((c, tuple(sorted(u)))
+                                                      for c, u in columns.items())))
+            found = self._profiled.get(key)
+            if found is None:
+                found = self._profiled[key] = profile_source(self.spark, usage, files, columns)
+                while len(self._profiled) > PROFILES_KEPT:
+                    self._profiled.pop(next(iter(self._profiled)))
+            return found
         except Exception as exc:  # noqa: BLE001 - a source gone or unreadable is skipped
             log.warning("rule engine: cannot profile %s: %s", source, exc)
             return None
@@ -269,8 +281,9 @@ class Advisor:
                 continue
             source = source_key(e.source.get("rootPaths", []))
             origin = str(e.config.get(ORIGIN_KEY) or "user")
+            size = int(e.content.get("sizeInBytes") or 0)
             for kind, columns in _index_targets(e):
-                out.append(ExistingIndex(e.name, kind, source, columns, origin))
+                out.append(ExistingIndex(e.name, kind, source, columns, origin, size))
         return out
 
     def _cache_capacity(self) -> int | None:

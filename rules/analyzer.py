@@ -35,8 +35,8 @@ MIN_IMPROVEMENT = 0.2
 AMORTIZATION_RUNS = 10
 #: the cost of storing a GiB, in seconds (a made-up exchange rate between bytes and time)
 STORAGE_SECONDS_PER_GIB = 1.0
-#: default index budget: this share of the profiled sources' bytes. Existing indexes' bytes are
-#: unknown here and not counted: the budget bounds what one analysis adds.
+#: default index budget: this share of the profiled sources' bytes, for all the engine's indexes
+#: (those it made already count with their bytes; users' indexes do not)
 DEFAULT_INDEX_BYTES_SHARE = 0.25
 #: default number of indexes per source, existing ones included
 DEFAULT_MAX_INDEXES_PER_SOURCE = 8
@@ -202,12 +202,22 @@ def _join_units(demands: Sequence[Demand], profiles: Mapping[str, SourceProfile]
             seen.add(pair)
             sides = [joins[k] for k in sorted(pair)]
             if any(s.source not in profiles or rules.never(s.source) is not None
-                   or not s.columns_read for s in sides):
+                   or not s.columns_read or _filtered(s, demands) for s in sides):
                 continue
             unit = _pair(sides, profiles, existing, cooldown, now_ms)
             if unit is not None and unit.viable:
                 out.append(unit)
     return out
+
+
+def _filtered(side: Demand, demands: Sequence[Demand]) -> bool:
+    """Whether every query of a join side also filters that side: Spark's adaptive execution
+    then often broadcasts the filtered side, which a pair of bucketed indexes would prevent
+    (measured: such joins got 1.1-1.5x slower with the pair)."""
+    filters = [d for d in demands if d.source == side.source and d.use in ("lookup", "range",
+                                                                             "text")]
+    return bool(side.templates) and all(any(t in d.templates for d in filters)
+                                        for t in side.templates)
 
 
 def _pair(sides: Sequence[Demand], profiles: Mapping[str, SourceProfile],
@@ -298,18 +308,22 @@ def analyze(demands: list[Demand], profiles: Mapping[str, SourceProfile], rules:
     units += _join_units(demands, profiles, rules, have, cooling, now_ms)
     drops = _drops(demands, existing)
     dropped = {i.name for i in drops}
-    counts = Counter(scheme_less(e.source) for e in existing if e.name not in dropped)
-    chosen = _choose(units, rules, profiles, counts, cache_capacity_bytes)
+    kept = [e for e in existing if e.name not in dropped]
+    counts = Counter(scheme_less(e.source) for e in kept)
+    engine_bytes = sum({e.name: e.bytes for e in kept if e.origin == "engine"}.values())
+    chosen = _choose(units, rules, profiles, counts, cache_capacity_bytes, engine_bytes)
     return sorted(chosen, key=lambda i: (-i.score, i.name or "")) + drops
 
 
 def _choose(units: list[_Unit], rules: RuleSet, profiles: Mapping[str, SourceProfile],
-            counts: Counter, cache_capacity_bytes: int | None) -> list[Instruction]:
+            counts: Counter, cache_capacity_bytes: int | None,
+            engine_bytes: int) -> list[Instruction]:
     """Units taken greedily by score (ties by name), each skipped when it would exceed a
     budget; a side a join shares with a unit already taken is not counted twice."""
     b = rules.budget
-    index_left = b.index_bytes if b.index_bytes is not None else \
-        DEFAULT_INDEX_BYTES_SHARE * sum(p.bytes for p in profiles.values())
+    index_left = (b.index_bytes if b.index_bytes is not None else
+                  DEFAULT_INDEX_BYTES_SHARE * sum(p.bytes for p in profiles.values())) \
+        - engine_bytes   # what the engine's indexes hold already
     cache_left = b.cache_bytes if b.cache_bytes is not None else cache_capacity_bytes
     per_source = b.max_indexes_per_source if b.max_indexes_per_source is not None else \
         DEFAULT_MAX_INDEXES_PER_SOURCE

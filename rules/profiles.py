@@ -49,10 +49,12 @@ class SourceProfile:
 @dataclass(frozen=True)
 class ExistingIndex:
     """An index that exists: created by the engine (``origin`` "engine") or by a user
-    ("user")."""
+    ("user"), holding ``bytes`` of index data (its whole size, for each of the sketches of
+    one data-skipping index)."""
 
     name: str
     kind: str
     source: str
     columns: tuple[str, ...]
     origin: str
+    bytes: int = 0

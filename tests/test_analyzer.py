@@ -140,6 +140,17 @@ def test_a_hot_join_gets_paired_covering_indexes_on_both_sides():
     assert f"paired with {customers.name}" in orders.reason
 
 
+def test_no_pair_when_a_side_is_filtered_in_every_join():
+    demands, profiles = join_setup()
+    joins = [dataclasses.replace(d, templates=frozenset({"t1"})) for d in demands]
+    assert len(analyze(joins, profiles, RuleSet())) == 2
+    # the orders of a quarter, joined: adaptive execution broadcasts them; no bucketed pair
+    quarter = dataclasses.replace(demand("date", "range", source=ORDERS),
+                                  templates=frozenset({"t1"}))
+    assert [i.kind for i in analyze(joins + [quarter], profiles, RuleSet())
+            if i.kind == "covering"] == []
+
+
 def test_a_pair_is_chosen_together_or_not_at_all():
     demands, profiles = join_setup()
     one_side = Budget(index_bytes=int(0.8 * GiB))      # the customers side alone would fit
@@ -192,6 +203,12 @@ def test_greedy_by_score_within_the_index_bytes_budget():
     budget = Budget(index_bytes=30_000_000)
     found = analyze(demands, profiles, RuleSet(budget=budget))
     assert [i.source for i in found] == ["file:/lake/s0", "file:/lake/s2"]
+    # the engine's indexes count with what they hold (a user's do not): 10 MB left
+    made = [ExistingIndex("auto_x", "minmax", "file:/lake/other", ("a",), "engine", 20_000_000),
+            ExistingIndex("by_hand", "minmax", "file:/lake/other", ("b",), "user", 10 ** 12)]
+    still_used = [demand(c, "range", source="file:/lake/other") for c in "ab"]
+    found = analyze(demands + still_used, profiles, RuleSet(budget=budget), made)
+    assert found == []
 
 
 def test_build_seconds_budget():
