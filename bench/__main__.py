@@ -135,9 +135,15 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--cache-files", type=int, default=10_000,
                      help="files of the many-small-files source of the cache planning benchmark "
                           "(half of them cached)")
+    replay = sub.add_parser("replay", help="replay a drifting workload: vanilla, the rule engine, "
+                                           "an oracle's index sets (bench/replay.py)")
+    from bench import replay as replay_bench
+    replay_bench.add_arguments(replay)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
     logging.getLogger("bench").setLevel(logging.INFO)
+    if args.command == "replay":
+        return replay_bench.run(args)
 
     import shutil
 
