@@ -170,3 +170,12 @@ def test_estimates_use_recorded_seconds_else_the_scan_rate():
     untimed = lookup(samples=[("EqualTo", "15")], columns_read=frozenset({"x"}))
     assert estimate(minmax, p, [untimed]).seconds_saved_per_query == pytest.approx(
         2 * 10 ** 9 / 200e6 * 0.9)                                  # x is half the bytes
+
+
+def test_a_text_index_is_sized_by_the_text_it_indexes():
+    message = ColumnProfile("message", "string", ((None, None),) * 4, rows_per_file=1_000_000,
+                            avg_bytes=88)
+    found = SourceProfile(SRC, "parquet", 4, 10 ** 9, {"message": message}, ("message", "id"))
+    e = estimate(Candidate("text", SRC, ("message",)), found,
+                 [Demand(SRC, "message", "text", 10, 10.0, 0)])
+    assert e.index_bytes == pytest.approx(0.65 * 4 * 1_000_000 * 88)   # 229 MB of 352 MB
