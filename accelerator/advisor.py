@@ -42,7 +42,7 @@ from rules.instructions import Instruction, from_user_rule, merge
 from rules.probation import Action, ActionLog, cooling_down, new_action, verdict
 from rules.profiles import ExistingIndex, SourceProfile
 from rules.reader import read_records
-from rules.terms import format_duration, parse_duration, parse_priority
+from rules.terms import byte_size, format_duration, parse_duration, parse_priority
 from rules.user_rules import Budget, RuleSet, UserRule, load_rules_file, scheme_less
 
 if TYPE_CHECKING:
@@ -171,7 +171,8 @@ class Advisor:
                   i.ttl_seconds is None else i
                   for i in analyze(demand, self._profiles, rules, existing,
                                    cache_capacity_bytes=self._cache_capacity(),
-                                   cooldown=cooling_down(actions, now), now_ms=now)]
+                                   cooldown=cooling_down(actions, now), now_ms=now,
+                                   broadcasts=self._broadcasts())]
         unused = self._unused(existing, records, rules, now)
         user = [i for i in self._user_instructions(rules, existing) if i is not None]
         return merge(user, reverts + unused + engine, rules,
@@ -285,6 +286,13 @@ class Advisor:
             for kind, columns in _index_targets(e):
                 out.append(ExistingIndex(e.name, kind, source, columns, origin, size))
         return out
+
+    def _broadcasts(self) -> bool:
+        """Whether Spark may broadcast a join's small side, planning or adaptively."""
+        conf = self.spark.conf
+        planned = conf.get("spark.sql.autoBroadcastJoinThreshold", "10MB")
+        adaptive = conf.get("spark.sql.adaptive.autoBroadcastJoinThreshold", None) or planned
+        return any(byte_size(t) > 0 for t in (planned, adaptive))
 
     def _cache_capacity(self) -> int | None:
         settings = Settings.of_session(self.spark)

@@ -188,7 +188,7 @@ def _column_units(profile: SourceProfile, demands: Sequence[Demand], existing: s
 
 def _join_units(demands: Sequence[Demand], profiles: Mapping[str, SourceProfile],
                 rules: RuleSet, existing: set[Target], cooldown: set[Target],
-                now_ms: int | None) -> list[_Unit]:
+                now_ms: int | None, broadcasts: bool) -> list[_Unit]:
     """A unit per join: a covering index on the key of each side (those that do not exist
     yet), indexed on the key and including the columns that side's queries read."""
     joins = {(d.source, d.column): d for d in demands if d.use == "join"}
@@ -202,7 +202,8 @@ def _join_units(demands: Sequence[Demand], profiles: Mapping[str, SourceProfile]
             seen.add(pair)
             sides = [joins[k] for k in sorted(pair)]
             if any(s.source not in profiles or rules.never(s.source) is not None
-                   or not s.columns_read or _filtered(s, demands) for s in sides):
+                   or not s.columns_read or (broadcasts and _filtered(s, demands))
+                   for s in sides):
                 continue
             unit = _pair(sides, profiles, existing, cooldown, now_ms)
             if unit is not None and unit.viable:
@@ -281,7 +282,7 @@ def analyze(demands: list[Demand], profiles: Mapping[str, SourceProfile], rules:
             existing: Sequence[ExistingIndex] = (), *,
             cache_capacity_bytes: int | None = None,
             cooldown: Collection[tuple[str, str, tuple[str, ...]]] = (),
-            now_ms: int | None = None) -> list[Instruction]:
+            now_ms: int | None = None, broadcasts: bool = True) -> list[Instruction]:
     """The instructions the demand calls for: creations (and the cache) by score, highest first,
     within the budgets of ``rules.budget`` (defaults: indexes 25% of the profiled sources'
     bytes, the cache ``cache_capacity_bytes`` (none when both are None), 8 indexes per source
@@ -289,7 +290,8 @@ def analyze(demands: list[Demand], profiles: Mapping[str, SourceProfile], rules:
     uses. ``profiles`` are keyed by ``Demand.source``; ``cooldown`` holds targets (scheme-less
     source, kind, sorted columns) not to propose again yet; ``now_ms`` dates the reasons' "last
     used". An instruction's ``estimated_seconds_saved`` is per query, its ``queries`` the
-    queries it serves."""
+    queries it serves. ``broadcasts``: whether Spark may broadcast a join's small side (then a
+    side filtered in every join gets no covering index of a pair, see :func:`_filtered`)."""
     existing = list(existing)
     have = {(scheme_less(e.source), e.kind, tuple(sorted(e.columns))) for e in existing}
     cooling = {(scheme_less(s), k, tuple(sorted(c))) for s, k, c in cooldown}
@@ -305,7 +307,7 @@ def analyze(demands: list[Demand], profiles: Mapping[str, SourceProfile], rules:
         cache = _cache_unit(profile, found, cooling, now_ms)
         if cache is not None:
             units.append(cache)
-    units += _join_units(demands, profiles, rules, have, cooling, now_ms)
+    units += _join_units(demands, profiles, rules, have, cooling, now_ms, broadcasts)
     drops = _drops(demands, existing)
     dropped = {i.name for i in drops}
     kept = [e for e in existing if e.name not in dropped]

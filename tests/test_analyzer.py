@@ -149,6 +149,9 @@ def test_no_pair_when_a_side_is_filtered_in_every_join():
                                   templates=frozenset({"t1"}))
     assert [i.kind for i in analyze(joins + [quarter], profiles, RuleSet())
             if i.kind == "covering"] == []
+    # unless Spark never broadcasts
+    assert len([i for i in analyze(joins + [quarter], profiles, RuleSet(), broadcasts=False)
+                if i.kind == "covering"]) == 2
 
 
 def test_a_pair_is_chosen_together_or_not_at_all():
