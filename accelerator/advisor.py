@@ -308,7 +308,7 @@ class Advisor:
                            existing: list[ExistingIndex]) -> Iterable[Instruction | None]:
         """Each non-NEVER rule, for every source of the history it matches (or its own source
         when it names how to read it), unless what it asks for exists already."""
-        have = {(scheme_less(e.source), e.kind, tuple(sorted(e.columns))) for e in existing}
+        have = {e.target for e in existing}
         for rule in rules.rules:
             if rule.never or rule.kind is None:
                 continue

@@ -22,7 +22,7 @@ from typing import Collection, Mapping, Sequence
 
 from rules.extractor import Demand
 from rules.history import is_expression
-from rules.instructions import Instruction, engine_index_name
+from rules.instructions import Instruction, Target, engine_index_name, target_of
 from rules.profiles import ExistingIndex, SourceProfile
 from rules.terms import Priority
 from rules.user_rules import RuleSet, scheme_less
@@ -44,8 +44,6 @@ DEFAULT_MAX_INDEXES_PER_SOURCE = 8
 DEFAULT_BUILD_SECONDS_PER_RUN = 600.0
 #: a lookup's covering index is proposed only when it would hold at most this share of a row
 COVERING_MAX_SHARE = 0.25
-
-Target = tuple[str, str, tuple[str, ...]]
 
 _NOUNS = {"lookup": "lookups", "range": "range filters", "text": "text searches",
           "join": "joins", "group": "groupings", "projection": "reads"}
@@ -75,7 +73,7 @@ class _Unit:
 
 
 def _target(c: Candidate) -> Target:
-    return scheme_less(c.source), c.kind, tuple(sorted(c.columns))
+    return target_of(c.source, c.kind, c.columns)
 
 
 def _cost(e: Estimate) -> float:
@@ -281,7 +279,7 @@ def _drops(demands: Sequence[Demand], existing: Sequence[ExistingIndex]) -> list
 def analyze(demands: list[Demand], profiles: Mapping[str, SourceProfile], rules: RuleSet,
             existing: Sequence[ExistingIndex] = (), *,
             cache_capacity_bytes: int | None = None,
-            cooldown: Collection[tuple[str, str, tuple[str, ...]]] = (),
+            cooldown: Collection[Target] = (),
             now_ms: int | None = None, broadcasts: bool = True) -> list[Instruction]:
     """The instructions the demand calls for: creations (and the cache) by score, highest first,
     within the budgets of ``rules.budget`` (defaults: indexes 25% of the profiled sources'
@@ -293,8 +291,8 @@ def analyze(demands: list[Demand], profiles: Mapping[str, SourceProfile], rules:
     queries it serves. ``broadcasts``: whether Spark may broadcast a join's small side (then a
     side filtered in every join gets no covering index of a pair, see :func:`_filtered`)."""
     existing = list(existing)
-    have = {(scheme_less(e.source), e.kind, tuple(sorted(e.columns))) for e in existing}
-    cooling = {(scheme_less(s), k, tuple(sorted(c))) for s, k, c in cooldown}
+    have = {e.target for e in existing}
+    cooling = {target_of(*t) for t in cooldown}
     by_source: dict[str, list[Demand]] = defaultdict(list)
     for d in demands:
         by_source[d.source].append(d)

@@ -19,6 +19,14 @@ ACTIONS = ("create", "refresh", "drop", "cache", "uncache")
 ORIGINS = ("engine", "user")
 #: prefix of the names of the indexes the engine creates
 ENGINE_PREFIX = "auto_"
+#: what an instruction, an index or an action is about: (scheme-less source, kind, columns)
+Target = tuple[str, str, tuple[str, ...]]
+
+
+def target_of(source: str, kind: str, columns: Iterable[str]) -> Target:
+    """The :data:`Target` of ``kind`` over ``columns`` of ``source`` (scheme stripped, columns
+    sorted), so the same index named two ways compares equal."""
+    return scheme_less(source), kind, tuple(sorted(columns))
 
 
 @dataclass(frozen=True)
@@ -48,9 +56,9 @@ class Instruction:
             raise ValueError(f"unknown origin {self.origin!r}: expected one of {ORIGINS}")
 
     @property
-    def target(self) -> tuple[str, str, tuple[str, ...]]:
-        """What the instruction is about: (scheme-less source, kind, sorted columns)."""
-        return scheme_less(self.source), self.kind, tuple(sorted(self.columns))
+    def target(self) -> Target:
+        """What the instruction is about (see :func:`target_of`)."""
+        return target_of(self.source, self.kind, self.columns)
 
 
 def engine_index_name(kind: str, source: str, columns: Iterable[str]) -> str:

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any, Iterable
 
 from rules.history import QueryRecord
-from rules.user_rules import scheme_less
+from rules.instructions import Target, target_of
 
 #: runs of a template needed on each side of an action before judging it
 MIN_RUNS = 5
@@ -47,9 +47,9 @@ class Action:
     decided_ms: int | None = None
 
     @property
-    def target(self) -> tuple[str, str, tuple[str, ...]]:
-        """(scheme-less source, kind, sorted columns), as instructions name what they are about."""
-        return scheme_less(self.source), self.kind, tuple(sorted(self.columns))
+    def target(self) -> Target:
+        """What the action is about, as instructions name it (:func:`target_of`)."""
+        return target_of(self.source, self.kind, self.columns)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -103,7 +103,7 @@ def verdict(action: Action, records: Iterable[QueryRecord], min_runs: int = MIN_
 
 
 def cooling_down(actions: Iterable[Action], now_ms: int,
-                 cooldown_s: float = DEFAULT_COOLDOWN_S) -> set[tuple[str, str, tuple[str, ...]]]:
+                 cooldown_s: float = DEFAULT_COOLDOWN_S) -> set[Target]:
     """Targets of actions reverted less than ``cooldown_s`` ago."""
     return {a.target for a in actions if a.state == "reverted" and a.decided_ms is not None
             and now_ms - a.decided_ms < cooldown_s * 1000}

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from rules.instructions import Target, target_of
+
 
 @dataclass(frozen=True)
 class ColumnProfile:
@@ -58,3 +60,8 @@ class ExistingIndex:
     columns: tuple[str, ...]
     origin: str
     bytes: int = 0
+
+    @property
+    def target(self) -> Target:
+        """What the index serves, as instructions name it (:func:`target_of`)."""
+        return target_of(self.source, self.kind, self.columns)
