@@ -163,7 +163,8 @@ class Advisor:
         sources = _ranked_sources(demand, rules)[:MAX_SOURCES]
         self._profiles = {s: p for s in sources if (p := self._profile(s, demand)) is not None}
         self._demand = demand
-        existing = self._existing()
+        entries = self._hs._lifecycle().list()   # the index logs, read once
+        existing = _existing(entries)
         actions = self._actions().read()
         reverts = self._review(actions, records, now)
         ttl = rules.default_ttl_seconds or DEFAULT_INDEX_TTL_S
@@ -173,8 +174,8 @@ class Advisor:
                                    cache_capacity_bytes=self._cache_capacity(),
                                    cooldown=cooling_down(actions, now), now_ms=now,
                                    broadcasts=self._broadcasts())]
-        unused = self._unused(existing, records, rules, now)
-        user = [i for i in self._user_instructions(rules, existing) if i is not None]
+        unused = _unused(existing, entries, records, rules, now)
+        user = list(self._user_instructions(rules, existing))
         return merge(user, reverts + unused + engine, rules,
                      [e.name for e in existing if e.origin == "engine"])
 
@@ -199,26 +200,6 @@ class Advisor:
                                         a.source, a.columns, name=a.name, origin="engine",
                                         reason=f"{PROBATION}{why}"))
         return undo
-
-    def _unused(self, existing: list[ExistingIndex], records: list[QueryRecord],
-                rules: RuleSet, now: int) -> list[Instruction]:
-        """Drops of the engine's indexes no query used for their TTL (the rules' default TTL,
-        else :data:`DEFAULT_INDEX_TTL_S`), counted from their creation."""
-        ttl = rules.default_ttl_seconds or DEFAULT_INDEX_TTL_S
-        used: dict[str, int] = {}
-        for r in records:
-            for name in r.indexes_applied:
-                used[name] = max(used.get(name, 0), r.timestamp)
-        created = {e.name: e.timestamp for e in self._hs._lifecycle().list()}
-        out = []
-        for e in existing:
-            last = max(used.get(e.name, 0), created.get(e.name, now))
-            if e.origin == "engine" and now - last > ttl * 1000 and e.name not in {
-                    i.name for i in out}:
-                out.append(Instruction("drop", e.kind, e.source, e.columns, name=e.name,
-                                       origin="engine", reason=f"no query used {e.name} for "
-                                       f"{format_duration(ttl)}, its time to live"))
-        return out
 
     def _current_demand(self) -> list[Demand]:
         """The demand of the last :meth:`recommend`, else of the history now (instructions
@@ -275,18 +256,6 @@ class Advisor:
         source = self._hs._ops.describe_source(read_source(self.spark, usage))
         return [(str(f[0]), int(f[1])) for f in source["files"]]
 
-    def _existing(self) -> list[ExistingIndex]:
-        out: list[ExistingIndex] = []
-        for e in self._hs._lifecycle().list():
-            if e.state is not IndexState.ACTIVE or kinds.kind_of(e) is None:
-                continue
-            source = source_key(e.source.get("rootPaths", []))
-            origin = str(e.config.get(ORIGIN_KEY) or "user")
-            size = int(e.content.get("sizeInBytes") or 0)
-            for kind, columns in _index_targets(e):
-                out.append(ExistingIndex(e.name, kind, source, columns, origin, size))
-        return out
-
     def _broadcasts(self) -> bool:
         """Whether Spark may broadcast a join's small side, planning or adaptively."""
         conf = self.spark.conf
@@ -305,7 +274,7 @@ class Advisor:
             return None
 
     def _user_instructions(self, rules: RuleSet,
-                           existing: list[ExistingIndex]) -> Iterable[Instruction | None]:
+                           existing: list[ExistingIndex]) -> Iterable[Instruction]:
         """Each non-NEVER rule, for every source of the history it matches (or its own source
         when it names how to read it), unless what it asks for exists already."""
         have = {e.target for e in existing}
@@ -318,9 +287,8 @@ class Advisor:
                 sources = [rule.source]
                 self._usages.setdefault(rule.source, _usage_of_rule(rule))
             for source in sources:
-                instruction = from_user_rule(rule, source)
-                if instruction is not None and (instruction.kind == "cache"
-                                                or instruction.target not in have):
+                instruction = from_user_rule(rule, source)   # not None: no NEVER rule here
+                if instruction.kind == "cache" or instruction.target not in have:
                     yield instruction
 
     # --- doing it ---------------------------------------------------------------------------
@@ -418,6 +386,40 @@ class Advisor:
         if i.kind in _SKETCHES:
             return DataSkippingIndexConfig(i.name, _SKETCHES[i.kind](column))
         raise ValueError(f"no index kind {i.kind!r}")
+
+
+def _existing(entries: list[IndexLogEntry]) -> list[ExistingIndex]:
+    """The ACTIVE indexes among ``entries``, one per sketch of a data-skipping index."""
+    out: list[ExistingIndex] = []
+    for e in entries:
+        if e.state is not IndexState.ACTIVE or kinds.kind_of(e) is None:
+            continue
+        source = source_key(e.source.get("rootPaths", []))
+        origin = str(e.config.get(ORIGIN_KEY) or "user")
+        size = int(e.content.get("sizeInBytes") or 0)
+        for kind, columns in _index_targets(e):
+            out.append(ExistingIndex(e.name, kind, source, columns, origin, size))
+    return out
+
+
+def _unused(existing: list[ExistingIndex], entries: list[IndexLogEntry],
+            records: list[QueryRecord], rules: RuleSet, now: int) -> list[Instruction]:
+    """Drops of the engine's indexes no query used for their TTL (the rules' default TTL, else
+    :data:`DEFAULT_INDEX_TTL_S`), counted from their last log entry."""
+    ttl = rules.default_ttl_seconds or DEFAULT_INDEX_TTL_S
+    used: dict[str, int] = {}
+    for r in records:
+        for name in r.indexes_applied:
+            used[name] = max(used.get(name, 0), r.timestamp)
+    changed = {e.name: e.timestamp for e in entries}
+    out: dict[str, Instruction] = {}
+    for e in existing:
+        last = max(used.get(e.name, 0), changed.get(e.name, now))
+        if e.origin == "engine" and now - last > ttl * 1000 and e.name not in out:
+            out[e.name] = Instruction("drop", e.kind, e.source, e.columns, name=e.name,
+                                      origin="engine", reason=f"no query used {e.name} for "
+                                      f"{format_duration(ttl)}, its time to live")
+    return list(out.values())
 
 
 def _index_targets(e: IndexLogEntry) -> list[tuple[str, tuple[str, ...]]]:

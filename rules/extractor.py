@@ -128,7 +128,7 @@ def _windows(record: QueryRecord) -> dict[str, tuple[str, Bound, Bound] | None]:
                 found = (column, max(lows) if lows else None, min(highs) if highs else None)
             if found is not None:
                 break
-        out[r.source] = found if out.get(r.source, found) is not None else None
+        out[r.source] = _widen(out[r.source], found) if r.source in out else found
     return out
 
 
@@ -163,57 +163,69 @@ def _source_bytes(record: QueryRecord) -> dict[str, int]:
     return read
 
 
+@dataclass
+class _Tally:
+    """What the queries of one (source, column, use) add up to, while they are counted."""
+
+    queries: int = 0
+    weight: float = 0.0
+    last: int = 0
+    timed: int = 0
+    seconds: float = 0.0
+    read: int = 0
+    samples: list[tuple[int, str, str, str | None]] = field(default_factory=list)
+    templates: set[str] = field(default_factory=set)
+    columns_read: set[str] = field(default_factory=set)
+    partners: set[tuple[str, str]] = field(default_factory=set)
+    window: tuple | None = None
+
+    def add(self, record: QueryRecord, key: tuple[str, str, str], weight: float,
+            found: list[tuple[str, str, str | None]], read: int, window: tuple | None) -> None:
+        source, column, use = key
+        self.window = window if self.queries == 0 else _widen(self.window, window)
+        self.queries += 1
+        self.weight += weight
+        self.last = max(self.last, record.timestamp)
+        if record.duration_ms is not None:
+            self.timed += 1
+            self.seconds += record.duration_ms / 1000.0
+            self.read += read
+        self.samples.extend((record.timestamp, op, v, t) for op, v, t in found)
+        if record.template:
+            self.templates.add(record.template)
+        for i, r in enumerate(record.relations):
+            if r.source != source:
+                continue
+            self.columns_read.update(r.output_columns)
+            if use == "join" and column in r.join_columns:
+                self.partners.update((o.source, c) for o in record.relations[:i]
+                                     + record.relations[i + 1:] for c in o.join_columns)
+
+    def demand(self, key: tuple[str, str, str]) -> Demand:
+        latest = sorted(self.samples, key=lambda x: -x[0])[:MAX_SAMPLES]
+        types = [t for _, _, _, t in latest if t]
+        return Demand(*key, self.queries, self.weight, self.last, self.timed, self.seconds,
+                      self.read, tuple((op, v) for _, op, v, _ in latest),
+                      types[0] if types else None, frozenset(self.templates),
+                      frozenset(self.columns_read), frozenset(self.partners),
+                      _shown(self.window))
+
+
 def extract(records: Iterable[QueryRecord], now_ms: int,
             half_life_s: float = DEFAULT_HALF_LIFE_S) -> list[Demand]:
     """The demand of ``records`` at ``now_ms``, heaviest first (then by source, column, use)."""
     if half_life_s <= 0:
         raise ValueError(f"the half-life must be positive, got {half_life_s}")
-    Key = tuple[str, str, str]
-    queries: dict[Key, int] = defaultdict(int)
-    weight: dict[Key, float] = defaultdict(float)
-    last: dict[Key, int] = {}
-    timed: dict[Key, int] = defaultdict(int)
-    seconds: dict[Key, float] = defaultdict(float)
-    read: dict[Key, int] = defaultdict(int)
-    samples: dict[Key, list[tuple[int, str, str, str | None]]] = defaultdict(list)
-    templates: dict[Key, set[str]] = defaultdict(set)
-    columns_read: dict[Key, set[str]] = defaultdict(set)
-    partners: dict[Key, set[tuple[str, str]]] = defaultdict(set)
-    windows: dict[Key, tuple | None] = {}
+    tallies: dict[tuple[str, str, str], _Tally] = defaultdict(_Tally)
     for record in executions(records):
         if is_exploration(record):
             continue
         age_s = max(0.0, (now_ms - record.timestamp) / 1000.0)
-        w = 0.5 ** (age_s / half_life_s)
+        weight = 0.5 ** (age_s / half_life_s)
         source_bytes = _source_bytes(record)
         touched = _windows(record)
         for key, found in _uses(record).items():
-            window = touched.get(key[0])
-            windows[key] = _widen(windows[key], window) if key in windows else window
-            queries[key] += 1
-            weight[key] += w
-            last[key] = max(last.get(key, record.timestamp), record.timestamp)
-            if record.duration_ms is not None:
-                timed[key] += 1
-                seconds[key] += record.duration_ms / 1000.0
-                read[key] += source_bytes.get(key[0], 0)
-            samples[key].extend((record.timestamp, op, v, t) for op, v, t in found)
-            if record.template:
-                templates[key].add(record.template)
-            for i, r in enumerate(record.relations):
-                if r.source == key[0]:
-                    columns_read[key].update(r.output_columns)
-                if key[2] == "join":
-                    others = record.relations[:i] + record.relations[i + 1:] \
-                        if r.source == key[0] and key[1] in r.join_columns else []
-                    partners[key].update((o.source, c) for o in others for c in o.join_columns)
-    out = []
-    for key in queries:
-        latest = sorted(samples[key], key=lambda x: -x[0])[:MAX_SAMPLES]
-        types = [t for _, _, _, t in latest if t]
-        out.append(Demand(*key, queries[key], weight[key], last[key], timed[key], seconds[key],
-                          read[key], tuple((op, v) for _, op, v, _ in latest),
-                          types[0] if types else None, frozenset(templates[key]),
-                          frozenset(columns_read[key]), frozenset(partners[key]),
-                          _shown(windows.get(key))))
+            tallies[key].add(record, key, weight, found, source_bytes.get(key[0], 0),
+                             touched.get(key[0]))
+    out = [t.demand(key) for key, t in tallies.items()]
     return sorted(out, key=lambda d: (-d.weight, d.source, d.column, USES.index(d.use)))

@@ -14,6 +14,7 @@ reported as the source column. Expressions that compute a value from a column (`
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 import uuid
 from dataclasses import dataclass
@@ -69,6 +70,7 @@ _RANGE = {"LessThan", "LessThanOrEqual", "GreaterThan", "GreaterThanOrEqual"}
 _STRING = {"StartsWith": "startswith", "EndsWith": "endswith", "Contains": "contains",
            "Like": "like", "ILike": "like", "RLike": "like"}
 _MULTI_LIKE = {"LikeAll", "LikeAny", "NotLikeAll", "NotLikeAny"}
+_SQL_TYPE = re.compile(r"[a-z_]+(\(\d+(,\s*\d+)?\))?")
 #: formats whose data schema the history keeps (it is not in their files)
 SCHEMA_KEPT_FORMATS = ("json", "csv", "text")
 _MIRRORED = {"LessThan": "GreaterThan", "LessThanOrEqual": "GreaterThanOrEqual",
@@ -197,8 +199,7 @@ class _Analysis:
         sql = f"get_json_object({_column_name(found[0].column[1])}, '{quoted}')"
         if cast is not None:
             type_ = str(cast.fields.get("dataType") or "")
-            if not type_ or not type_.replace("(", "").replace(")", "").replace(",", "") \
-                    .replace(" ", "").isalnum():
+            if _SQL_TYPE.fullmatch(type_) is None:   # a simple type name Spark SQL reads back
                 return None
             sql = f"CAST({sql} AS {type_.upper()})"
         return _Use(found[0].column, None, sql)
