@@ -15,13 +15,11 @@ import dataclasses
 import json
 import logging
 import os
-import statistics
 import sys
-import time
 from importlib import metadata
-from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from accelerator import demo as demo_command
 from accelerator.session import conf_set
 from accelerator.settings import ENABLED, SYSTEM_PATH, Settings
 from accelerator.spec import load_spec
@@ -48,7 +46,7 @@ def fitted_buckets(size_bytes: int, max_bucket_bytes: int = MAX_BUCKET_BYTES) ->
 
 # --- session ------------------------------------------------------------------------------
 @contextlib.contextmanager
-def _spark(args: argparse.Namespace, app: str, system_path: str | None) -> Iterator[Any]:
+def spark_session(args: argparse.Namespace, app: str, system_path: str | None) -> Iterator[Any]:
     """The active SparkSession (its settings restored afterwards, never stopped), or a new local
     one (stopped afterwards), with ``system_path`` as accelerator system path when given."""
     from pyspark.sql import SparkSession
@@ -153,7 +151,7 @@ def run_command(args: argparse.Namespace) -> int:
     """Runs one command of :data:`COMMANDS` on the system path and prints its result."""
     from accelerator import Hyperspace
 
-    with _spark(args, f"accelerator-{args.command}", args.system_path) as spark:
+    with spark_session(args, f"accelerator-{args.command}", args.system_path) as spark:
         if args.command != "create":
             _check_system_path(spark)
         result = COMMANDS[args.command](Hyperspace(spark), args)
@@ -161,85 +159,7 @@ def run_command(args: argparse.Namespace) -> int:
     return 0
 
 
-# --- demo and jar -------------------------------------------------------------------------
-def _timed(fn, runs: int) -> tuple[float, object]:
-    times, result = [], None
-    for _ in range(runs):
-        start = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times), result
-
-
-def _files_read(label: str, files: list[str], shown: int = 3) -> str:
-    """``label``: how many files, and the first ``shown`` of them."""
-    names = "\n".join(f"    {f}" for f in sorted(files)[:shown])
-    more = f"\n    ... and {len(files) - shown} more" if len(files) > shown else ""
-    return f"{label} read {len(files)} file(s):\n{names}{more}"
-
-
-def demo(args: argparse.Namespace) -> int:
-    """Writes a nested sample, indexes ``nested.nst.field1`` and runs the seed's query both ways."""
-    from pyspark.sql import functions as F
-
-    from accelerator import Hyperspace, IndexConfig
-    from indexes.errors import IndexNotFoundError
-
-    work = Path(args.work_dir).resolve()
-    system_path = args.system_path or str(work / "indexes")
-    with _spark(args, "accelerator-demo", system_path) as spark:
-        data = str(work / "nested")
-        print(f"writing {args.rows:,} rows of nested sample data to {data}")
-        (spark.range(args.rows, numPartitions=args.files)
-            .select(F.col("id").cast("int").alias("id"),
-                    F.concat(F.lit("name"), F.col("id")).alias("name"),
-                    F.struct(F.concat(F.lit("va"), F.col("id") % 1000).alias("field1"),
-                             F.struct(F.concat(F.lit("wa"), F.col("id") % 50000).alias("field1"),
-                                      F.concat(F.lit("wb"), F.col("id")).alias("field2"))
-                             .alias("nst"))
-                    .alias("nested"))
-            .write.mode("overwrite").parquet(data))
-
-        hs = Hyperspace(spark)
-        try:   # the index of an earlier run
-            if hs.index("idx_nested").first()["state"] == "ACTIVE":
-                hs.deleteIndex("idx_nested")
-            hs.vacuumIndex("idx_nested")
-        except IndexNotFoundError:
-            pass
-        df = spark.read.parquet(data)
-        data_bytes = sum(p.stat().st_size for p in Path(data).glob("*.parquet"))
-        buckets = fitted_buckets(data_bytes)
-        start = time.perf_counter()
-        hs.createIndex(df, IndexConfig("idx_nested", indexedColumns=["nested.nst.field1"],
-                                       includedColumns=["id", "name", "nested.nst.field2"],
-                                       numBuckets=buckets))
-        print(f"created index idx_nested ({buckets} bucket(s) for {data_bytes / 2**20:.1f} MB "
-              f"of data) in {time.perf_counter() - start:.1f} s under {system_path}")
-
-        def build():
-            return (spark.read.parquet(data).filter(F.col("nested.nst.field1") == "wa1")
-                    .select("id", "name", "nested.nst.field2"))
-
-        Hyperspace.disable(spark)
-        vanilla_files = build().inputFiles()
-        build().collect()
-        vanilla_s, vanilla = _timed(lambda: build().collect(), args.runs)
-        Hyperspace.enable(spark)
-        accelerated_files = build().inputFiles()
-        build().collect()
-        accelerated_s, accelerated = _timed(lambda: build().collect(), args.runs)
-        hs.explain(build())
-        print(_files_read("\nvanilla Spark", vanilla_files))
-        print(_files_read("with the index", accelerated_files))
-        identical = sorted(map(tuple, vanilla)) == sorted(map(tuple, accelerated))
-        print(f"\nrows: {len(accelerated)}   results identical: {identical}")
-        print(f"vanilla Spark: {vanilla_s * 1000:.0f} ms   with the index: "
-              f"{accelerated_s * 1000:.0f} ms   (median of {args.runs}; "
-              f"{vanilla_s / accelerated_s:.1f}x)")
-    return 0 if identical else 1
-
-
+# --- jar ------------------------------------------------------------------------------
 def print_jar(args: argparse.Namespace) -> int:
     """Compiles the JVM rule if needed and prints its jar (for spark.jars with spark.sql.extensions)."""
     import pyspark
@@ -304,14 +224,7 @@ def parser() -> argparse.ArgumentParser:
                          "print what happened to each"}),
             ("--rules", {"help": "a user rules YAML file (default spark.accelerator.rules.path)"}))
 
-    d = sub.add_parser("demo", help="run the nested covering-index example end to end")
-    d.add_argument("--work-dir", default="accelerator-demo", help="where sample data goes")
-    d.add_argument("--system-path", help="index system path (default <work-dir>/indexes)")
-    d.add_argument("--rows", type=int, default=500_000)
-    d.add_argument("--files", type=int, default=8)
-    d.add_argument("--runs", type=int, default=5)
-    d.add_argument("--master", default="local[2]")
-    d.set_defaults(func=demo)
+    demo_command.add_parser(sub)
     j = sub.add_parser("jar", help="print the path of the compiled JVM rule (compiling it if needed)")
     j.set_defaults(func=print_jar)
     r = sub.add_parser("rules", help="the rule engine's user rules")
