@@ -43,7 +43,8 @@ from rules.probation import Action, ActionLog, cooling_down, new_action, verdict
 from rules.profiles import ExistingIndex, SourceProfile
 from rules.reader import read_records
 from rules.terms import byte_size, format_duration, parse_duration, parse_priority
-from rules.user_rules import Budget, RuleSet, UserRule, load_rules_file, scheme_less
+from rules.user_rules import Budget, RuleSet, UserRule, load_rules_file, scheme_less, \
+    source_matches
 
 if TYPE_CHECKING:
     from accelerator.hyperspace import Hyperspace
@@ -99,8 +100,11 @@ def _since_ms(since: Any) -> int | None:
 class Advisor:
     """The rule engine of one Hyperspace facade (its session and system path)."""
 
-    def __init__(self, hs: "Hyperspace"):
+    def __init__(self, hs: "Hyperspace", rules: RuleSet | None = None):
+        """The rule engine of ``hs``, following ``rules`` (default: the session's
+        ``spark.accelerator.rules.path``, read at each use)."""
         self._hs = hs
+        self._fixed_rules = rules
         self._profiles: dict[str, SourceProfile] = {}
         self._usages: dict[str, RelationUsage] = {}
         self._demand: list[Demand] = []
@@ -114,10 +118,12 @@ class Advisor:
 
     # --- rules ----------------------------------------------------------------------------
     def rules(self) -> RuleSet:
-        """The user rules of ``spark.accelerator.rules.path`` (none when unset), with the
-        session's budgets where the file sets none."""
+        """The user rules (those given, else those of ``spark.accelerator.rules.path``, none
+        when unset), with the session's budgets where the rules set none."""
         settings = RuleSettings.of_session(self.spark)
-        found = load_rules_file(settings.rules_path) if settings.rules_path else RuleSet()
+        found = self._fixed_rules
+        if found is None:
+            found = load_rules_file(settings.rules_path) if settings.rules_path else RuleSet()
         b = found.budget
         budget = Budget(_either(b.index_bytes, settings.index_bytes),
                         _either(b.cache_bytes, settings.cache_bytes),
@@ -291,6 +297,25 @@ class Advisor:
                 if instruction.kind == "cache" or instruction.target not in have:
                     yield instruction
 
+    def sources_matching(self, pattern: str) -> list[str]:
+        """The sources whose root matches ``pattern`` (a root path or a glob): those the
+        history read (to be read as it last did), and those of rules that name their format
+        and match no source the history read."""
+        self._usages.update(_latest_usages(self.records()))
+        roots = [p for u in self._usages.values() for p in u.root_paths]
+        for rule in self.rules().rules:
+            if rule.format and not any(rule.matches(p) for p in roots):
+                self._usages.setdefault(rule.source, _usage_of_rule(rule))
+        return sorted(s for s, u in self._usages.items()
+                      if any(source_matches(pattern, p) for p in u.root_paths))
+
+    def rule_instructions(self, pattern: str) -> list[Instruction]:
+        """The user rules' instructions for the sources of :meth:`sources_matching`
+        ``pattern`` (called first): every cache instruction, and the indexes not built yet."""
+        existing = _existing(self._hs._lifecycle().list())
+        return [i for i in self._user_instructions(self.rules(), existing)
+                if source_matches(pattern, i.source)]
+
     # --- doing it ---------------------------------------------------------------------------
     def apply(self, instructions: list[Instruction], dry_run: bool = False) -> list[tuple]:
         """Carries out ``instructions`` in order; one row per instruction (see
@@ -317,7 +342,8 @@ class Advisor:
                          message, round(time.monotonic() - started, 3)))
         return rows
 
-    def _source_df(self, source: str) -> DataFrame:
+    def source_df(self, source: str) -> DataFrame:
+        """A source as the history read it last (or as the rule naming it says)."""
         usage = self._usages.get(source)
         if usage is None:
             self._usages.update(_latest_usages(self.records()))
@@ -330,7 +356,7 @@ class Advisor:
     def _carry_out(self, i: Instruction) -> str:
         hs = self._hs
         if i.action == "create":
-            df = self._source_df(i.source)
+            df = self.source_df(i.source)
             result = hs._ops.create(df, self._config(i), origin=i.origin)
             return result.message
         if i.action == "drop":
@@ -339,7 +365,7 @@ class Advisor:
             return f"dropped index {i.name}"
         if i.action == "refresh":
             return hs._ops.refresh(i.name, "incremental").message
-        df = self._source_df(i.source)
+        df = self.source_df(i.source)
         if i.action == "uncache":
             hs.uncache(df)
             return f"uncached {i.source}"

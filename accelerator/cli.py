@@ -1,8 +1,8 @@
 """The accelerator command: every index operation of the Python API over one system path
 (create from a spec file, refresh, optimize, delete, restore, vacuum, cancel), listings (indexes,
 index, events, history), plan analysis of SQL queries (explain, whynot), the rule engine (advise
-[--apply], rules validate), the scheduler's configuration (config validate), a demo on a local
-sample and jar (the compiled JVM rule's jar).
+[--apply], rules validate), the scheduler (config validate, serve, jobs, run-job), a demo on a
+local sample and jar (the compiled JVM rule's jar).
 
 Exit codes: 0 success; 1 a user error, whose message goes to stderr (an AcceleratorError, a bad
 spec file, a system path that does not exist, SQL that Spark cannot analyse); 2 a usage error.
@@ -20,6 +20,7 @@ from importlib import metadata
 from typing import Any, Callable, Iterator
 
 from accelerator import demo as demo_command
+from accelerator.scheduler import commands as scheduler_commands
 from accelerator.session import conf_set
 from accelerator.settings import ENABLED, SYSTEM_PATH, Settings
 from accelerator.spec import load_spec
@@ -240,6 +241,7 @@ def parser() -> argparse.ArgumentParser:
                                "line and column (exit 1)")
     cv.add_argument("file", help="the configuration file (see configs/accelerator.yaml)")
     cv.set_defaults(func=validate_config)
+    scheduler_commands.add_parsers(sub)
     return top
 
 

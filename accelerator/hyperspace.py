@@ -158,7 +158,10 @@ class Hyperspace:
         data it wrote, for a refresh the index data before and after, for an optimize the data
         files it compacted and wrote), and ``status`` (``succeeded`` or ``failed``) with, for a
         failure, the ``error`` it raised; ``message`` says why the rule engine did it (a
-        ``revert`` of an action its probation found harmful)."""
+        ``revert`` of an action its probation found harmful) or what a job did. A run of one
+        of the scheduler's jobs is an event too: its ``operation`` is the job's kind (warmup,
+        advise, refresh, optimize, evict, vacuum), ``job`` its name, ``status`` succeeded,
+        failed or ``timed out``, input and output what it read and wrote."""
         rows = []
         for e in EventLog(self._ops.fs, self._settings().system_path).read():
             stats = [(s["files"], s["levels"], s["rows"], s["bytes"])
@@ -167,7 +170,7 @@ class Hyperspace:
                          datetime.fromtimestamp(e["started"] / 1000),
                          datetime.fromtimestamp(e["finished"] / 1000),
                          e.get("dataVersion"), *stats, e.get("status", "succeeded"),
-                         e.get("error"), e.get("message")))
+                         e.get("error"), e.get("message"), e.get("job")))
         return self.spark.createDataFrame(rows, _EVENTS_SCHEMA)
 
     # --- full-text search ---------------------------------------------------------------
@@ -342,6 +345,18 @@ class Hyperspace:
         rows = self._advisor.apply(instructions, dry_run=dryRun)
         return self.spark.createDataFrame(rows, APPLIED_SCHEMA)
 
+    # --- the scheduler ------------------------------------------------------------------
+    def scheduler(self, path: str) -> Any:
+        """The jobs of the scheduler configuration file at ``path`` (see
+        ``configs/accelerator.yaml``; its ``systemPath`` must be this session's) to run in this
+        session: ``.start()`` runs them in background threads (taking the system path's lease:
+        an error names the scheduler that holds it), ``.shutdown()`` stops them, ``.jobs()``
+        lists them with their last and next runs, ``.run_job(name)`` runs one now. Start the
+        session with ``spark.scheduler.mode=FAIR`` so the jobs' Spark work runs in a low-weight
+        pool beside your queries. Raises ``ConfigError`` listing the file's problems."""
+        from accelerator.scheduler.service import Scheduler
+        return Scheduler(self, path)
+
     # --- plan analysis ------------------------------------------------------------------
     def explain(self, df: DataFrame, verbose: bool = False,
                 redirectFunc: Callable[[str], Any] = print) -> str:
@@ -384,6 +399,6 @@ _SUMMARY_SCHEMA = ("name string, kind string, indexedColumns array<string>, "
 _STATS = "struct<files:long, levels:array<int>, rows:long, bytes:long>"
 _EVENTS_SCHEMA = (f"operation string, index string, mode string, started timestamp, "
                   f"finished timestamp, dataVersion int, input {_STATS}, output {_STATS}, "
-                  "status string, error string, message string")
+                  "status string, error string, message string, job string")
 _DETAIL_SCHEMA = _SUMMARY_SCHEMA + (", sourceFiles long, sourceFormat string, sourcePaths array<string>,"
                                     " dataVersion int, numRows long, logVersion int")

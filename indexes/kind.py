@@ -85,6 +85,7 @@ class IndexKind(ABC):
     name: str                    # the ``kind`` of its log entries
     display_name: str            # its ``kind`` in ``indexes()``
     spec_name: str               # its ``kind`` in spec files (the command line's ``create``)
+    compacts: bool = False       # whether optimizeIndex compacts its data files
     config_type: type
     serving: Serving
     executor_modules: tuple[str, ...] = ()   # Python modules its builds import on executors

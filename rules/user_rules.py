@@ -92,6 +92,13 @@ def scheme_less(path: str) -> str:
     return out or "/"
 
 
+def source_matches(source: str, root: str, compiled: re.Pattern | None = None) -> bool:
+    """Whether the source root path ``root`` (any scheme) is ``source``, a root path or a glob
+    (``compiled``: its regex, when known): equal to it or matching it, both scheme-less."""
+    path, wanted = scheme_less(root), scheme_less(source)
+    return path == wanted or (compiled or _glob_regex(wanted)).fullmatch(path) is not None
+
+
 def _glob_regex(pattern: str) -> re.Pattern:
     """A path glob: ``*`` and ``?`` within one path segment, ``**`` across segments,
     ``[abc]`` a character class."""
@@ -146,12 +153,7 @@ class UserRule:
     def matches(self, root: str) -> bool:
         """Whether the source root path ``root`` (any scheme) is this rule's source: equal to
         it or matching it as a glob, both scheme-less."""
-        path = scheme_less(root)
-        source = scheme_less(self.source)
-        if path == source:
-            return True
-        pattern = self._pattern or _glob_regex(source)
-        return pattern.fullmatch(path) is not None
+        return source_matches(self.source, root, self._pattern)
 
     def describe(self) -> str:
         """One line: the rule as understood."""

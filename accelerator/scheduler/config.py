@@ -25,8 +25,8 @@ The ``budget``, ``defaults`` and ``rules`` sections are those of a rules file
       - {name: advise, kind: advise, interval: PT1H, apply: true}
 
 Kind-specific keys: warmup ``source`` (required), ``partitions``, ``columns``, ``priority``,
-``ttl``; advise ``apply``; refresh ``mode`` (incremental, full or quick) and ``indexes``; optimize
-``mode`` (quick or full); vacuum ``retention``.
+``ttl``; advise ``apply``; refresh ``mode`` (incremental, full or quick); optimize ``mode``
+(quick or full); vacuum ``retention``; refresh, optimize and vacuum ``indexes`` (default: all).
 """
 from __future__ import annotations
 
@@ -58,9 +58,9 @@ _KIND_KEYS = {
     "warmup": ("source", "partitions", "columns", "priority", "ttl"),
     "advise": ("apply",),
     "refresh": ("mode", "indexes"),
-    "optimize": ("mode",),
+    "optimize": ("mode", "indexes"),
     "evict": (),
-    "vacuum": ("retention",),
+    "vacuum": ("retention", "indexes"),
 }
 _ANY_KIND_KEYS = tuple(dict.fromkeys(k for keys in _KIND_KEYS.values() for k in keys))
 
@@ -88,7 +88,7 @@ class Job:
     ttl_seconds: int | None = None               # warmup (None: the rules' TTL)
     apply: bool = False                          # advise: carry the recommendations out
     mode: str | None = None                      # refresh, optimize
-    indexes: tuple[str, ...] = ()                # refresh (empty: those whose sources changed)
+    indexes: tuple[str, ...] = ()                # refresh, optimize, vacuum (empty: all)
     retention_seconds: int | None = None         # vacuum
     file: str = ""
     line: int = 0
@@ -146,11 +146,12 @@ class Job:
         if self.kind == "refresh":
             which = ", ".join(self.indexes) or "the indexes whose sources changed"
             return f"refresh {self.mode} of {which}"
+        of = f" of {', '.join(self.indexes)}" if self.indexes else ""
         if self.kind == "optimize":
-            return f"optimize {self.mode}"
+            return f"optimize {self.mode}{of}"
         if self.kind == "vacuum" and self.retention_seconds is not None:
-            return f"vacuum keeping {format_duration(self.retention_seconds)}"
-        return self.kind
+            return f"vacuum{of} keeping {format_duration(self.retention_seconds)}"
+        return self.kind + of
 
 
 @dataclass(frozen=True)
@@ -348,10 +349,10 @@ def _options(reader: Reader, node: yaml.Node, kind: str,
     elif kind in MODES:
         out["mode"] = _choice(reader, given("mode"), f"{kind} mode", MODES[kind]) \
             if "mode" in keys else MODES[kind][0]
-        if "indexes" in keys:
-            out["indexes"] = reader.strings(given("indexes"), "indexes", "an index")
     elif kind == "vacuum" and "retention" in keys:
         out["retention_seconds"] = _duration(reader, given("retention"), "retention")
+    if "indexes" in keys:
+        out["indexes"] = reader.strings(given("indexes"), "indexes", "an index")
     return out
 
 

@@ -24,6 +24,7 @@ class CoveringKind(IndexKind):
 
     name = KIND
     display_name = "CoveringIndex"
+    compacts = True
     spec_name = "covering"
     config_type = CoveringIndexConfig
     serving = Serving.REPLACE
