@@ -19,7 +19,7 @@ def no_spark(monkeypatch):
     """Validating a configuration never asks for a Spark session."""
     def refuse(*args, **kwargs):
         raise AssertionError("config validate asked for a Spark session")
-    monkeypatch.setattr(cli, "_spark", refuse)
+    monkeypatch.setattr(cli, "spark_session", refuse)
 
 
 def validate(capsys, path) -> tuple[int, str, str]:

@@ -15,8 +15,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from pyspark.sql import functions as F
 
 from accelerator.scheduler import jobs as jobs_mod
-from accelerator.scheduler.config import load_config
-from accelerator.scheduler.jobs import JobError
+from accelerator.scheduler.config import JobError, load_config
 from accelerator.scheduler.service import Scheduler, SchedulerError, job_statuses
 from tests.helpers import eventually, rows, vanilla
 

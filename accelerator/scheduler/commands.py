@@ -130,9 +130,9 @@ def run_job(args: argparse.Namespace) -> int:
     from accelerator.scheduler.jobs import JobRunner
 
     config = load_config_file(args.config)
+    job = config.job(args.name)
     with config_session(config, f"accelerator-run-job-{args.name}") as spark:
-        runner = JobRunner(Hyperspace(spark), config)
-        run = runner.run(runner.job(args.name))
+        run = JobRunner(Hyperspace(spark), config).run(job)
         Hyperspace.flushHistory(spark)
     print(f"{run.job} ({run.kind}): {run.status} in {run.seconds:.1f} s"
           + (f": {run.message}" if run.message else ""))

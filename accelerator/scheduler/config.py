@@ -42,6 +42,7 @@ from apscheduler.triggers.base import BaseTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
 from accelerator.scheduler.cron import crontab_trigger, time_zone
+from indexes.errors import AcceleratorError
 from rules.terms import Priority, format_duration, parse_duration, parse_priority
 from rules.user_rules import RULE_SECTIONS, PartitionWindow, Problem, Reader, RuleSet, \
     RulesError, read_partitions, read_rule_sections
@@ -67,6 +68,10 @@ _ANY_KIND_KEYS = tuple(dict.fromkeys(k for keys in _KIND_KEYS.values() for k in 
 
 class ConfigError(RulesError):
     """A configuration file that cannot be used; ``problems`` lists every problem found."""
+
+
+class JobError(AcceleratorError):
+    """A job that cannot run as asked (e.g. a job name the configuration does not have)."""
 
 
 @dataclass(frozen=True)
@@ -165,6 +170,14 @@ class SchedulerConfig:
     spark_master: str | None = None
     spark_conf: tuple[tuple[str, str], ...] = ()
     file: str = ""
+
+    def job(self, name: str) -> Job:
+        """The job called ``name``; JobError naming the jobs there are."""
+        for job in self.jobs:
+            if job.name == name:
+                return job
+        raise JobError(f"no job named '{name}' in {self.file}; its jobs: "
+                       f"{', '.join(j.name for j in self.jobs)}")
 
 
 def partition_window(job: Job, now: datetime | None = None) -> tuple[date, date] | None:

@@ -36,9 +36,8 @@ from typing import TYPE_CHECKING, Callable
 from pyspark.sql import functions as F
 
 from accelerator.advisor import Advisor
-from accelerator.scheduler.config import Job, SchedulerConfig, partition_window
+from accelerator.scheduler.config import Job, JobError, SchedulerConfig, partition_window
 from indexes import kinds
-from indexes.errors import AcceleratorError
 from indexes.events import EventLog
 from indexes.kind import IoStats
 from indexes.log import IndexState
@@ -54,10 +53,6 @@ log = logging.getLogger(__name__)
 POOL = "accelerator-jobs"
 SUCCEEDED, FAILED, TIMED_OUT, CANCELLED = "succeeded", "failed", "timed out", "cancelled"
 _CANCEL_EVERY_SECONDS = 1.0
-
-
-class JobError(AcceleratorError):
-    """A job that cannot run as configured (e.g. an unknown job name)."""
 
 
 @dataclass(frozen=True)
@@ -138,14 +133,6 @@ class JobRunner:
         self.advisor = Advisor(hs, rules=config.rules)
         self._running: dict[str, _Watchdog] = {}
         self._lock = threading.Lock()
-
-    def job(self, name: str) -> Job:
-        """The configuration's job called ``name``; JobError naming the jobs there are."""
-        for job in self.config.jobs:
-            if job.name == name:
-                return job
-        raise JobError(f"no job named '{name}' in {self.config.file}; its jobs: "
-                       f"{', '.join(j.name for j in self.config.jobs)}")
 
     def run(self, job: Job, now: datetime | None = None) -> JobRun:
         """Runs ``job`` now (``now``: the time its partition window is resolved at; default

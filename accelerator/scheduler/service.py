@@ -31,8 +31,8 @@ from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
 from apscheduler.schedulers.background import BackgroundScheduler
 
-from accelerator.scheduler.config import Job, SchedulerConfig, load_config_file
-from accelerator.scheduler.jobs import JobError, JobRun, JobRunner
+from accelerator.scheduler.config import Job, JobError, SchedulerConfig, load_config_file
+from accelerator.scheduler.jobs import JobRun, JobRunner
 from accelerator.scheduler.lease import Heartbeat, Lease, LeaseHolder
 from indexes.events import EventLog
 
@@ -212,7 +212,7 @@ class Scheduler:
     # --- runs -----------------------------------------------------------------------------
     def run_job(self, name: str, now: datetime | None = None) -> JobRun:
         """Runs job ``name`` now, in the calling thread; JobError for an unknown name."""
-        job = self.runner.job(name)
+        job = self.config.job(name)
         if self._lost.is_set():
             raise SchedulerError(f"job '{name}' not run: this scheduler lost the lease")
         return self.runner.run(job, now)
