@@ -149,11 +149,12 @@ class Scheduler:
                 stored.remove()
         for name, job in wanted.items():
             fingerprint = _fingerprint(job)
-            stored = self._scheduler.get_job(name)
-            if stored is not None and stored.kwargs.get("fingerprint") == fingerprint:
+            stored, args = self._scheduler.get_job(name), [self._store, name]
+            if (stored is not None and stored.kwargs.get("fingerprint") == fingerprint
+                    and list(stored.args) == args):
                 continue
             self._scheduler.add_job(
-                fire, trigger=job.trigger(), id=name, name=name, args=[self._store, name],
+                fire, trigger=job.trigger(), id=name, name=name, args=args,
                 kwargs={"fingerprint": fingerprint}, replace_existing=True, coalesce=True,
                 max_instances=1, misfire_grace_time=job.misfire_grace_seconds)
 
