@@ -388,7 +388,8 @@ def test_installed_command_version_usage_and_missing_system_path(tmp_path):
 
 def test_demo_then_list_indexes(tmp_path):
     work = str(tmp_path / "demo")
-    demo = run_cli("demo", "--work-dir", work, "--rows", "20000", "--files", "4", "--runs", "1")
+    demo = run_cli("demo", "--covering", "--work-dir", work, "--rows", "20000", "--files", "4",
+                   "--runs", "1")
     assert demo.returncode == 0, demo.stderr[-3000:]
     out = demo.stdout
     assert "results identical: True" in out
