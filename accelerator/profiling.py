@@ -127,7 +127,9 @@ def _profile_columns(spark: SparkSession, usage: RelationUsage, sample: list[str
     per_file = df.groupBy("__file").agg(*aggs).collect()
     totals = df.agg(*[F.approx_count_distinct(_value(c)).alias(f"nd{i}")
                       for i, c in enumerate(wanted)]).first()
-    texts = [c for c, (t, uses) in wanted.items() if "text" in uses and isinstance(t, StringType)]
+    # sampled values: what text searches match, and how common a looked-up string is
+    texts = [c for c, (t, uses) in wanted.items()
+             if uses & {"text", "lookup"} and isinstance(t, StringType)]
     samples = _text_samples(df, texts, per_file)
     out: dict[str, ColumnProfile] = {}
     rows = [r["rows"] for r in per_file]

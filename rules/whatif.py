@@ -327,10 +327,30 @@ def text_keep(column: ColumnProfile, samples: Sequence[tuple[str, str]], files: 
     return sum(keeps) / len(keeps)
 
 
+def value_share(column: ColumnProfile | None, samples: Sequence[tuple[str, str]]) -> float:
+    """The mean share of the rows an equality or IN lookup of the sampled literals matches
+    (0 when unknown): each literal's share of the column's sampled string values, else one
+    over the column's distinct values. A covering index's bucket holds all the rows of a
+    value, so a lookup of a value most rows hold reads most of the index."""
+    if column is None:
+        return 0.0
+    values = [v for file in column.text_sample for v in file]
+    shares = []
+    for op, literal in samples:
+        if op not in _POINT:
+            continue
+        if values:
+            shares.append(sum(v == literal for v in values) / len(values))
+        elif column.distinct_total:
+            shares.append(1.0 / column.distinct_total)
+    return sum(shares) / len(shares) if shares else 0.0
+
+
 def keep_fraction(candidate: Candidate, profile: SourceProfile, demand: Demand) -> float:
     """The share of a query's work left with the candidate (1: it does not help): files read
     for the skipping kinds; reading time for a covering index (the index's bytes over those the
-    query reads now, of one bucket for a lookup, without the shuffle for a join) or the cache
+    query reads now, of one bucket for a lookup, or of the value's rows when more of them hold
+    it (:func:`value_share`), without the shuffle for a join) or the cache
     (its share of the columns, sped up by :data:`CACHE_SPEEDUP`)."""
     kind = candidate.kind
     if kind == "cache":
@@ -344,8 +364,10 @@ def keep_fraction(candidate: Candidate, profile: SourceProfile, demand: Demand) 
         compression = 1.0 if profile.format in COLUMNAR_FORMATS else PARQUET_COMPRESSION
         ratio = min(1.0, column_share(profile, held) / compression
                     / _read_share(profile, _columns_read(demand)))
-        return {"lookup": ratio / COVERING_BUCKETS,
-                "join": ratio * (1 - JOIN_SHUFFLE_SHARE)}.get(demand.use, 1.0)
+        if demand.use == "lookup":
+            share = value_share(profile.columns.get(demand.column), demand.samples)
+            return ratio * max(1.0 / COVERING_BUCKETS, share)
+        return ratio * (1 - JOIN_SHUFFLE_SHARE) if demand.use == "join" else 1.0
     column = profile.columns.get(demand.column)
     if column is None or demand.column not in candidate.columns:
         return 1.0

@@ -147,6 +147,28 @@ def test_covering_reads_one_bucket_of_an_index_holding_the_queried_columns():
     assert keep_fraction(covering, parquet, wider) == 1.0          # c2 is not in the index
 
 
+def test_a_covering_lookup_of_a_common_value_reads_its_rows_not_one_bucket():
+    cols = tuple(f"c{i}" for i in range(30))
+    # "INFO" in 9 of 10 sampled values, "ERROR" in 1
+    level = ColumnProfile("c0", "string", (), text_sample=(("INFO",) * 9 + ("ERROR",),),
+                          distinct_total=2)
+    parquet = SourceProfile(SRC, "parquet", 10, 30 * 10 ** 6, {"c0": level}, cols)
+    covering = Candidate("covering", SRC, ("c0",), ("c1",))
+    read = frozenset({"c0", "c1"})
+    common = lookup("c0", samples=[("EqualTo", "INFO")], columns_read=read)
+    rare = lookup("c0", samples=[("EqualTo", "ERROR")], columns_read=read)
+    assert keep_fraction(covering, parquet, common) == pytest.approx(0.9)
+    assert keep_fraction(covering, parquet, rare) == pytest.approx(0.1)
+    # without sampled strings: one over the distinct values; never below one bucket
+    ids = ColumnProfile("c0", "long", (), distinct_total=4)
+    by_id = SourceProfile(SRC, "parquet", 10, 30 * 10 ** 6, {"c0": ids}, cols)
+    point = lookup("c0", samples=[("EqualTo", "3")], columns_read=read)
+    assert keep_fraction(covering, by_id, point) == pytest.approx(0.25)
+    many = SourceProfile(SRC, "parquet", 10, 30 * 10 ** 6, {"c0": ColumnProfile(
+        "c0", "long", (), distinct_total=10 ** 6)}, cols)
+    assert keep_fraction(covering, many, point) == pytest.approx(1 / COVERING_BUCKETS)
+
+
 def test_the_cache_helps_json_not_parquet():
     cols = tuple(f"c{i}" for i in range(10))
     d = lookup("c0", columns_read=frozenset({"c0", "c1.x"}))       # c1.x: the cache holds c1
