@@ -154,13 +154,16 @@ def _best(options: list[tuple[Candidate, Sequence[Demand]]], profile: SourceProf
 def _column_units(profile: SourceProfile, demands: Sequence[Demand], existing: set[Target],
                   cooldown: set[Target], now_ms: int | None) -> list[_Unit]:
     """The units for the columns of one source: lookups, ranges and text searches (the
-    skipping kinds need the column's profile; without it they save nothing and drop out)."""
+    skipping kinds need the column's profile; without it they save nothing and drop out),
+    none for a partition column."""
     uses: dict[str, dict[str, Demand]] = defaultdict(dict)
     for d in demands:
         uses[d.column][d.use] = d
     source = demands[0].source
     out: list[_Unit | None] = []
     for column, by_use in sorted(uses.items()):
+        if column in profile.partition_columns:   # Spark prunes its partitions already
+            continue
         found = profile.columns.get(column)
         lookup, ranges, text = by_use.get("lookup"), by_use.get("range"), by_use.get("text")
 

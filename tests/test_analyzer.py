@@ -81,6 +81,17 @@ def test_few_values_per_file_unclustered_get_a_value_list():
     assert "~20 values per file" in i.reason
 
 
+def test_a_partition_column_gets_no_skipping_index():
+    days = ColumnProfile("c0", "date", tuple((dt.date(2026, 1, 1 + i % 28),) * 2
+                                            for i in range(100)), distinct_per_file=1,
+                         rows_per_file=100_000, distinct_total=28, avg_bytes=4)
+    looked_up = [demand("c0", "lookup", samples=[("EqualTo", "2026-01-05")])]
+    assert kinds(analyze(looked_up, {EVENTS: profile(days)}, RuleSet())) == [
+        ("create", "valuelist", ("c0",))]
+    partitioned = dataclasses.replace(profile(days), partition_columns=("c0",))
+    assert analyze(looked_up, {EVENTS: partitioned}, RuleSet()) == []
+
+
 def test_like_on_a_string_column_gets_a_text_index():
     sample = tuple(("request timed out",) if f % 10 == 0 else ("ok", "fine") for f in range(100))
     message = ColumnProfile("message", "string", (("a", "z"),) * 100, text_sample=sample)
