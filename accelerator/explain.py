@@ -12,6 +12,7 @@ from accelerator.settings import ENABLED, Settings
 from indexes.fs import HadoopFs
 from indexes.lifecycle import IndexLifecycle
 from indexes.log import IndexState
+from indexes.source import source_name
 
 _RULE = "=" * 72
 
@@ -59,7 +60,7 @@ def analyse(spark: Any, df: Any) -> tuple[Any, Any, list[RewriteResult]]:
 
 
 def _roots(decision: Any) -> str:
-    return ", ".join(decision.description.get("rootPaths", []))
+    return source_name(decision.description)
 
 
 def explain(spark: Any, df: Any, verbose: bool = False) -> str:
@@ -101,7 +102,7 @@ def _reasons(entry: Any, result: RewriteResult) -> list[WhyNot]:
             out.append(WhyNot(entry.name, roots, "PLAN_NOT_SUPPORTED", result.skipped_reason))
         elif not mine:
             out.append(WhyNot(entry.name, roots, "OTHER_SOURCE",
-                              "the index is over " + ", ".join(entry.source.get("rootPaths", []))))
+                              "the index is over " + source_name(entry.source)))
         elif mine[0] is d.chosen:
             out.append(WhyNot(entry.name, roots, "APPLIED", d.chosen.applied_reason()))
         elif mine[0].applicable:

@@ -28,7 +28,7 @@ from indexes.errors import InvalidIndexConfigError
 from indexes.events import EventLog
 from indexes.log import IndexLogEntry, IndexState
 from indexes.skipping.config import DataSkippingIndexConfig
-from indexes.source import source_mismatch
+from indexes.source import same_source, source_mismatch, source_name
 from indexes.text import search as text_search
 from indexes.text.config import KIND as TEXT, TextIndexConfig
 from rules.terms import format_duration
@@ -198,10 +198,10 @@ class Hyperspace:
             raise InvalidIndexConfigError(
                 f"index '{entry.name}' is {entry.state}; search needs an ACTIVE index")
         source = self._ops.describe_source(df)
-        if source.get("rootPaths") != entry.source.get("rootPaths"):
+        if not same_source(entry.source, source):
             raise InvalidIndexConfigError(
-                f"index '{entry.name}' is over {', '.join(entry.source.get('rootPaths', []))}, "
-                f"the DataFrame reads {', '.join(source.get('rootPaths', []))}")
+                f"index '{entry.name}' is over {source_name(entry.source)}, "
+                f"the DataFrame reads {source_name(source)}")
         mismatch = source_mismatch(entry.source, source, source["schema"], check_files=False)
         if mismatch:
             raise InvalidIndexConfigError(f"index '{entry.name}' cannot answer this DataFrame: "
@@ -253,8 +253,7 @@ class Hyperspace:
                     f"{e.properties.get('error')}; vacuumIndex('{e.name}') removes the index")
         if kind is None:
             return f"unknown index kind '{e.kind}'"
-        missing = self._ops.missing_roots(e) if e.state is IndexState.ACTIVE else []
-        return f"source path no longer exists: {', '.join(missing)}" if missing else None
+        return self._ops.source_problem(e) if e.state is IndexState.ACTIVE else None
 
     # --- the cache tier -----------------------------------------------------------------
     def cache(self, df: DataFrame, columns: list[str] | None = None, priority: str = "HIGH",

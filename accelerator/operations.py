@@ -34,7 +34,14 @@ from indexes.covering.compaction import MODES as OPTIMIZE_MODES
 from indexes.lifecycle import IndexLifecycle
 from indexes.log import IndexLogEntry, IndexState, now_ms
 from indexes.plan import LOGICAL_RELATION, parse_plan
-from indexes.source import file_changes, read_options, relation_schema, source_mismatch
+from indexes.source import (
+    file_changes,
+    read_options,
+    relation_schema,
+    source_mismatch,
+    source_name,
+    table_change,
+)
 
 log = logging.getLogger("accelerator.operations")
 
@@ -188,44 +195,76 @@ class IndexOperations:
                 f"spark.read.parquet(path); got {shown}")
         analyzed = df._jdf.queryExecution().analyzed()
         root = parse_plan(analyzed.toJSON())
+        while root.cls == "SubqueryAlias" and len(root.children) == 1:   # spark.table(name)
+            root = root.children[0]
+        if root.cls == "HiveTableRelation":
+            raise UnsupportedSourceError(
+                "indexes are not built over Hive SerDe tables; use a data source table "
+                "(CREATE TABLE ... USING parquet, or saveAsTable), or keep "
+                "spark.sql.hive.convertMetastoreParquet/Orc on so Spark reads the table as one")
         plans = jvm.helpers(self.spark).plans
         if root.cls != LOGICAL_RELATION or len(plans.fileRelations(analyzed)) != 1:
             raise UnsupportedSourceError(
                 "indexes can only be built over a DataFrame that reads files directly, such as "
-                "spark.read.parquet(path) (also json, csv, orc; partitioned directories are fine); "
-                f"this DataFrame's plan starts with {root.cls}. Create the index on the DataFrame "
-                "returned by spark.read and apply filters or projections in queries instead")
+                "spark.read.parquet(path) (also json, csv, orc; partitioned directories and glob "
+                "patterns are fine) or spark.table(name) of a data source table; this "
+                f"DataFrame's plan starts with {root.cls}. Create the index on the DataFrame "
+                "returned by spark.read or spark.table and apply filters or projections in "
+                "queries instead")
         source = json.loads(plans.describe(analyzed, 0, 2))
         if source.get("files") is None:
             raise UnsupportedSourceError(
-                "indexes need a source whose files Spark lists itself (spark.read over paths); "
-                "this relation uses a catalog or custom file index")
+                "indexes need a source whose files Spark lists itself (spark.read over paths, "
+                "or a catalog table); this relation uses a custom file index")
         source["schema"] = relation_schema(root)
         source["readSettings"] = json.loads(plans.currentReadSettings(self.spark._jsparkSession))
         return source
 
-    def missing_roots(self, entry: IndexLogEntry) -> list[str]:
-        """The root paths of an index's source that no longer exist."""
-        return [p for p in entry.source.get("rootPaths", []) if not self.fs.exists(p)]
+    def source_problem(self, entry: IndexLogEntry) -> str | None:
+        """Why an index's source is gone (its catalog table dropped, renamed or moved, a root
+        path or every directory of its glob pattern removed), or None."""
+        source = entry.source
+        if source.get("table"):
+            return table_change(source, self._table(source["table"]))
+        if source.get("globPath"):
+            if not self.fs.glob(source["globPath"]):
+                return f"no directory matches its glob pattern {source['globPath']}"
+            return None
+        missing = [p for p in source.get("rootPaths", []) if not self.fs.exists(p)]
+        return f"its source path no longer exists: {', '.join(missing)}" if missing else None
+
+    def _table(self, name: str) -> dict | None:
+        """The description (without files) of the catalog table now named ``name``, or None
+        when there is none or it is not a table of files."""
+        try:
+            analyzed = self.spark.table(name)._jdf.queryExecution().analyzed()
+        except AnalysisException:
+            return None
+        plans = jvm.helpers(self.spark).plans
+        if len(plans.fileRelations(analyzed)) != 1:
+            return None
+        return json.loads(plans.describe(analyzed, 0, 0))
 
     def read_source(self, entry: IndexLogEntry) -> DataFrame:
-        """The source of an index read again as it was when the index was built: same format,
-        options and schema (so an explicit schema or CSV options are kept), current files.
-        SourceNotFoundError when a root path is gone."""
-        missing = self.missing_roots(entry)
-        if missing:
+        """The source of an index read again as it was when the index was built: its catalog
+        table, or the same format, options and schema over its paths or glob pattern (so an
+        explicit schema or CSV options are kept), current files. SourceNotFoundError when the
+        source is gone (see :meth:`source_problem`)."""
+        problem = self.source_problem(entry)
+        if problem:
             raise SourceNotFoundError(
-                f"the source of index '{entry.name}' no longer exists: {', '.join(missing)}; "
-                f"restore it, or delete and vacuum the index")
+                f"the source of index '{entry.name}' is gone: {problem}")
         source = entry.source
-        schema = StructType([StructField(name, _parse_datatype_json_value(t))
-                             for name, t in source["schema"]])
         try:
+            if source.get("table"):
+                return self.spark.table(source["table"])
+            schema = StructType([StructField(name, _parse_datatype_json_value(t))
+                                 for name, t in source["schema"]])
             return (self.spark.read.format(source["format"]).options(**read_options(source))
-                    .schema(schema).load(source["rootPaths"]))
+                    .schema(schema).load(source.get("globPath") or source["rootPaths"]))
         except AnalysisException as exc:   # e.g. removed between the check and the read
             raise SourceNotFoundError(
-                f"the source of index '{entry.name}' ({', '.join(source['rootPaths'])}) cannot "
+                f"the source of index '{entry.name}' ({source_name(source)}) cannot "
                 f"be read: {str(exc).splitlines()[0]}") from None
 
     # --- operations ---------------------------------------------------------------------

@@ -29,6 +29,7 @@ from indexes.kind import MatchContext, Serving
 from indexes.lifecycle import IndexLifecycle
 from indexes.log import IndexState
 from indexes.plan import PlanNode, file_relations, parse_plan, unsupported_reason
+from indexes.source import same_source
 from indexes.version_cache import VersionCache
 from rules.recorder import HistoryRecorder
 
@@ -222,8 +223,7 @@ class Rewriter:
             payload["readSettings"].get("spark.sql.session.timeZone", "UTC"),
             payload["conf"].get("spark.sql.ansi.enabled", "false").lower() == "true")
         for decision, relation in zip(decisions, relations):
-            candidates = [e for e in indexes
-                          if e.source.get("rootPaths") == decision.description.get("rootPaths")]
+            candidates = [e for e in indexes if same_source(e.source, decision.description)]
             if not candidates:
                 continue
             if with_files or "fingerprint" not in decision.description:
@@ -421,8 +421,8 @@ class Rewriter:
             pair = [decisions[ordinal_of[id(r)]] for r in below]
             if any(d.ordinal in joined for d in pair):
                 continue
-            candidates = tuple([e for e in joining if e.source.get("rootPaths")
-                                == d.description.get("rootPaths")] for d in pair)
+            candidates = tuple([e for e in joining if same_source(e.source, d.description)]
+                               for d in pair)
             missing = [side for side, found in zip(("left", "right"), candidates) if not found]
             sides = join_match.join_sides(join, settings.case_sensitive)
             if isinstance(sides, str):

@@ -134,6 +134,15 @@ class HadoopFs:
             return None
         return found if 0 < found < (1 << 62) else None
 
+    def glob(self, pattern: str) -> list[str]:
+        """The paths matching the glob ``pattern`` (Hadoop's globbing, as Spark expands a
+        path it reads), qualified; empty when none does."""
+        jpath = self._path(pattern)
+        statuses = self._fs(jpath).globStatus(jpath)
+        if statuses is None:
+            return []
+        return [str(statuses[i].getPath().toString()) for i in range(len(statuses))]
+
     def list(self, path: str) -> list[FileInfo]:
         """Entries directly under ``path``; empty when it does not exist."""
         jpath = self._path(path)

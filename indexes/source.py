@@ -39,6 +39,48 @@ def file_changes(entry: Any, files: list[list[Any]]) -> tuple[list[list[Any]], l
             [list(f) for f in sorted(covered - current)])
 
 
+# --- which source a relation reads ---------------------------------------------------------
+# A relation reads one of three kinds of source: a table of Spark's session catalog (named by
+# its qualified identifier, at its location), a glob pattern (one ``path`` with glob
+# characters: the directories it matches are the relation's root paths, so a new matching
+# directory is more of the same source) or a list of paths (the root paths themselves).
+
+
+def same_source(recorded: dict, current: dict) -> bool:
+    """Whether ``current`` (a relation's description) reads the source an index recorded: the
+    same catalog table at the same location, the same glob pattern, or the same root paths
+    of a source read by path."""
+    if recorded.get("table") or current.get("table"):
+        return (recorded.get("table") == current.get("table")
+                and recorded.get("rootPaths") == current.get("rootPaths"))
+    if recorded.get("globPath"):
+        return recorded["globPath"] == current.get("globPath")
+    return recorded.get("rootPaths") == current.get("rootPaths")
+
+
+def source_name(description: dict) -> str:
+    """How a message names a source: ``table <name> at <location>``, the glob pattern, or
+    the root paths."""
+    roots = ", ".join(description.get("rootPaths") or [])
+    if description.get("table"):
+        return f"table {description['table']} at {roots}"
+    return description.get("globPath") or roots
+
+
+def table_change(recorded: dict, current: dict | None) -> str | None:
+    """Why an index's catalog table is no longer its source (``current``: the description of
+    the table now under that name, None when there is none), or None when it still is."""
+    if current is None:
+        return (f"its table {recorded['table']} no longer exists (dropped or renamed); "
+                "delete the index, or recreate it over the table as it is now")
+    if current.get("rootPaths") != recorded.get("rootPaths"):
+        return (f"its table {recorded['table']} is now at "
+                f"{', '.join(current.get('rootPaths') or [])}, the index was built over "
+                f"{', '.join(recorded.get('rootPaths') or [])} (dropped and recreated?); "
+                "delete the index, or recreate it over the table as it is now")
+    return None
+
+
 def relation_schema(relation: PlanNode) -> list[list[Any]]:
     """The relation's output as [name, type] pairs (what an index records of its source)."""
     return [[a.fields["name"], a.fields["dataType"]] for a in output_attributes(relation)]

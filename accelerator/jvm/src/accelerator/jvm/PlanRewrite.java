@@ -31,6 +31,8 @@ import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
 import org.apache.spark.sql.catalyst.plans.logical.RepartitionByExpression$;
 import org.apache.spark.sql.catalyst.plans.logical.Union;
+import org.apache.spark.sql.execution.datasources.CatalogFileIndex;
+import org.apache.spark.sql.execution.datasources.FileIndex;
 import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
 import org.apache.spark.sql.execution.datasources.LogicalRelation;
 import org.apache.spark.sql.execution.datasources.PartitioningAwareFileIndex;
@@ -190,16 +192,36 @@ public final class PlanRewrite {
   }
 
   private static String describeRelation(LogicalPlan relation, int detail) {
-    return describeFs((HadoopFsRelation) ((LogicalRelation) relation).relation(), detail);
+    LogicalRelation rel = (LogicalRelation) relation;
+    String table = rel.catalogTable().isDefined()
+        ? rel.catalogTable().get().identifier().unquotedString() : null;
+    return describeFs((HadoopFsRelation) rel.relation(), detail, table);
   }
 
-  /** {@link #describe} of a relation's HadoopFsRelation. */
+  /** {@link #describe} of a relation's HadoopFsRelation read by path (no catalog table). */
   static String describeFs(HadoopFsRelation fs, int detail) {
+    return describeFs(fs, detail, null);
+  }
+
+  /**
+   * {@link #describe} of a relation's HadoopFsRelation: {@code table} is the qualified name of
+   * the catalog table it reads (or null); {@code globPath}, the relation's {@code path} option
+   * qualified when it holds glob characters (the pattern Spark expanded into its root paths).
+   */
+  static String describeFs(HadoopFsRelation fs, int detail, String table) {
     StringBuilder sb = new StringBuilder(256);
     Object format = fs.fileFormat();
     String name = format instanceof DataSourceRegister
         ? ((DataSourceRegister) format).shortName() : format.getClass().getName();
     sb.append("{\"format\":").append(quote(name));
+    if (table != null) {
+      sb.append(",\"table\":").append(quote(table));
+    } else {
+      String glob = globPath(fs);
+      if (glob != null) {
+        sb.append(",\"globPath\":").append(quote(glob));
+      }
+    }
     sb.append(",\"rootPaths\":[");
     scala.collection.Seq<Path> roots = fs.location().rootPaths();
     for (int i = 0; i < roots.size(); i++) {
@@ -222,16 +244,58 @@ public final class PlanRewrite {
     if (detail == 0) {
       return sb.append('}').toString();
     }
-    if (!(fs.location() instanceof PartitioningAwareFileIndex)) {
+    PartitioningAwareFileIndex listed = listedIndex(fs.location());
+    if (listed == null) {
       return sb.append(",\"fingerprint\":null,\"files\":null}").toString();
     }
-    Listing listing = listing(fs.location(),
-        ((PartitioningAwareFileIndex) fs.location()).allFiles());
+    Listing listing = listing(listed, listed.allFiles());
     sb.append(",\"fingerprint\":").append(quote(listing.fingerprint));
     if (detail > 1) {
       sb.append(",\"files\":[").append(String.join(",", listing.lines)).append(']');
     }
     return sb.append('}').toString();
+  }
+
+  /**
+   * The index listing every file {@code location} can read: itself when it lists files, the
+   * listing of all partitions of a catalog table's {@link CatalogFileIndex} (which prunes
+   * partitions only when planned), else null.
+   */
+  private static PartitioningAwareFileIndex listedIndex(FileIndex location) {
+    if (location instanceof PartitioningAwareFileIndex) {
+      return (PartitioningAwareFileIndex) location;
+    }
+    if (location instanceof CatalogFileIndex) {
+      scala.collection.immutable.Seq<Expression> none =
+          CollectionConverters.asScala(new ArrayList<Expression>()).toSeq();
+      return ((CatalogFileIndex) location).filterPartitions(none);
+    }
+    return null;
+  }
+
+  private static final String GLOB_CHARS = "{}[]*?\\";
+
+  /** The relation's single {@code path} option, qualified, when it is a glob pattern. */
+  private static String globPath(HadoopFsRelation fs) {
+    scala.Option<String> option = fs.options().get("path");
+    if (option.isEmpty()) {
+      return null;
+    }
+    String path = option.get();
+    boolean glob = false;
+    for (int i = 0; i < path.length() && !glob; i++) {
+      glob = GLOB_CHARS.indexOf(path.charAt(i)) >= 0;
+    }
+    if (!glob) {
+      return null;
+    }
+    try {
+      Path p = new Path(path);
+      return p.getFileSystem(fs.sparkSession().sparkContext().hadoopConfiguration())
+          .makeQualified(p).toString();
+    } catch (Exception e) {   // not a path Hadoop can qualify: no pattern to record
+      return null;
+    }
   }
 
   /** A file index's files as sorted JSON lines [path,size,mtime] and their SHA-256. */
@@ -494,7 +558,7 @@ public final class PlanRewrite {
   private static LogicalPlan appendedPart(LogicalRelation rel, java.util.Set<String> files,
       String[] specs, Map<Long, Attribute> originalById, List<AttributeReference> indexOutput) {
     HadoopFsRelation fs = (HadoopFsRelation) rel.relation();
-    PrunedFileIndex only = new PrunedFileIndex((PartitioningAwareFileIndex) fs.location(), files);
+    PrunedFileIndex only = new PrunedFileIndex(fs.location(), files);
     LogicalPlan scan = (LogicalPlan) copyCaseClass(rel, 0,
         copyCaseClass(fs, 0, only, fs.sparkSession()));
     List<NamedExpression> columns = new ArrayList<>();
@@ -559,8 +623,7 @@ public final class PlanRewrite {
   public LogicalPlan pruneFiles(LogicalPlan plan, int ordinal, String keptLines) {
     LogicalRelation rel = (LogicalRelation) fileRelations(plan)[ordinal];
     HadoopFsRelation fs = (HadoopFsRelation) rel.relation();
-    PrunedFileIndex pruned = new PrunedFileIndex(
-        (PartitioningAwareFileIndex) fs.location(), lineSet(keptLines));
+    PrunedFileIndex pruned = new PrunedFileIndex(fs.location(), lineSet(keptLines));
     Object relation = copyCaseClass(fs, 0, pruned, fs.sparkSession());
     LogicalPlan replacement = (LogicalPlan) copyCaseClass(rel, 0, relation);
     return (LogicalPlan) plan.transformUp(new SameNode(rel, replacement));
