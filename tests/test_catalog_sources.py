@@ -235,6 +235,31 @@ def test_glob_index_whose_directories_are_all_gone(spark, hs, lake):
         hs.refreshIndex("ix")
 
 
+# --- the cache ---------------------------------------------------------------------------------
+
+def test_cache_serves_a_partitioned_table_and_a_glob(spark, hs, db, lake, tmp_path):
+    table = make_table(spark, db, "partitioned", tmp_path)
+    pattern = f"{lake}/date=2026-*"
+    sources = {"table": lambda: spark.table(table), "glob": lambda: spark.read.parquet(pattern)}
+    for name, read in sources.items():
+        assert hs.cache(read()).first()["files"] > 0
+
+        def query():
+            return read().filter(F.col("id") % 10 == 3).select("id", "name")
+
+        assert rows(query()) == vanilla(spark, query) and rows(query())
+        assert all("/_cache/data/" in f for f in query().inputFiles()), name
+        (r,) = [r for r in hs.whyNot(query(), redirectFunc=lambda _: None) if r.index == "cache"]
+        assert r.code == "APPLIED", name
+    assert "table spark_catalog." in [r for r in hs.whyNot(spark.table(table), redirectFunc=lambda _: None)
+                                      if r.index == "cache"][0].source
+    # a new file of the table is read from the table, next to the cached ones
+    append_rows(spark, table, [3003])
+    df = spark.table(table).filter(F.col("id") % 10 == 3)
+    assert rows(df) == vanilla(spark, lambda: spark.table(table).filter(F.col("id") % 10 == 3))
+    assert [f for f in df.inputFiles() if "/_cache/data/" not in f]
+
+
 # --- the decisions, without a JVM --------------------------------------------------------------
 
 def test_same_source_by_table_glob_and_paths():
