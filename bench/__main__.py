@@ -139,11 +139,18 @@ def main(argv: list[str] | None = None) -> int:
                                            "an oracle's index sets (bench/replay.py)")
     from bench import replay as replay_bench
     replay_bench.add_arguments(replay)
+    scheduler = sub.add_parser("scheduler", help="the scheduler's jobs in the session: lookup "
+                                                 "latency under a warm-up, refresh over unchanged "
+                                                 "sources (bench/scheduler.py)")
+    from bench import scheduler as scheduler_bench
+    scheduler_bench.add_arguments(scheduler)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
     logging.getLogger("bench").setLevel(logging.INFO)
     if args.command == "replay":
         return replay_bench.run(args)
+    if args.command == "scheduler":
+        return scheduler_bench.run(args)
 
     import shutil
 

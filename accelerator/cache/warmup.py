@@ -8,6 +8,13 @@ partitioning, so the copy holds exactly what Spark would read), tags each row wi
 file's name, and writes one Parquet directory per file in one job, each task keeping the order
 in which it read the rows. Entries are committed one by one after the job; a crash before a
 commit leaves only files that no entry names, which the demoter deletes after the grace period.
+
+Under the scheduler's FAIR pool (:data:`accelerator.scheduler.jobs.POOL`, the local property
+``spark.scheduler.pool``), a warm-up runs in the background of interactive queries, which Spark
+cannot give a core that a warm-up task holds (no preemption). There it leaves them a core: the
+files are written in several jobs, one after the other, each over at most
+:data:`POOL_TASK_BYTES` of source files per task and coalesced to all cores but one (at least
+one task); what each job writes, and the entries, are the same as in one job.
 """
 from __future__ import annotations
 
@@ -39,6 +46,9 @@ _WRITE_CONF = {"spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
                "spark.sql.parquet.datetimeRebaseModeInWrite": "CORRECTED",
                "spark.sql.parquet.int96RebaseModeInWrite": "CORRECTED",
                "spark.sql.files.maxRecordsPerFile": "0"}
+#: under the scheduler's pool: the bytes of source files one task of a warm-up job reads (a
+#: file larger than that is read by one task of a job of its own)
+POOL_TASK_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -165,23 +175,56 @@ def _unique_id_groups(names: list[str]) -> list[list[int]]:
     return [members for _, members in groups]
 
 
+def background_slots(spark: Any) -> int | None:
+    """Under the scheduler's pool: the tasks a warm-up job runs at once, all cores but one (at
+    least one); None otherwise (one job over all the files, as many tasks as Spark makes)."""
+    from accelerator.scheduler.jobs import POOL   # here: the scheduler imports the cache
+
+    sc = spark.sparkContext
+    if sc.getLocalProperty("spark.scheduler.pool") != POOL:
+        return None
+    return max(1, sc.defaultParallelism - 1)
+
+
+def _chunks(group: list[int], sizes: list[int], limit: int) -> list[list[int]]:
+    """``group`` cut, in order, into runs whose ``sizes`` sum to at most ``limit`` (a larger
+    item alone)."""
+    out: list[list[int]] = []
+    total = limit + 1
+    for i, size in zip(group, sizes):
+        if total + size > limit:
+            out.append([])
+            total = 0
+        out[-1].append(i)
+        total += size
+    return out
+
+
 def _quoted(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
 def _write(spark: Any, tier: CacheTier, scan: Scan, files: list[list],
            columns: list[str]) -> tuple[str, dict[str, tuple[str, list[tuple[str, int]]]]]:
-    """Copies ``columns`` of ``files`` in one job; returns the job's directory and, per source
-    path, its entry's directory and Parquet files (name, size)."""
+    """Copies ``columns`` of ``files`` in one job (several under the scheduler's pool: see the
+    module docstring); returns the batch's directory and, per source path, its entry's
+    directory and Parquet files (name, size)."""
     helpers = jvm.helpers(spark)
     paths = [f[0] for f in files]
     names = [f[3] for f in files]
     batch = tier.manifest.new_data_path()
     out: dict[str, tuple[str, list[tuple[str, int]]]] = {}
-    for n, group in enumerate(_unique_id_groups(names)):
+    groups = _unique_id_groups(names)
+    slots = background_slots(spark)
+    if slots is not None:
+        groups = [chunk for group in groups for chunk in
+                  _chunks(group, [int(files[i][1]) for i in group], slots * POOL_TASK_BYTES)]
+    for n, group in enumerate(groups):
         target = f"{batch}/{n}"
         source = DataFrame(helpers.cache.read(scan.jscan, "\n".join(paths[i] for i in group)),
                            spark)
+        if slots is not None:
+            source = source.coalesce(slots)
         tagged = source.select(
             *[F.col(_quoted(c)) for c in columns],
             F.crc32(F.input_file_name().cast("binary")).alias(FILE_ID),
