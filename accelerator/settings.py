@@ -164,6 +164,9 @@ BROADCAST_THRESHOLD = "spark.sql.autoBroadcastJoinThreshold"
 BUCKETING = "spark.sql.sources.bucketing.enabled"
 CASE_SENSITIVE = "spark.sql.caseSensitive"
 WAREHOUSE_DIR = "spark.sql.warehouse.dir"
+POOL_PROPERTY = "spark.scheduler.pool"
+#: the FAIR scheduler pool (:data:`POOL_PROPERTY`) of the scheduler's jobs
+JOBS_POOL = "accelerator-jobs"
 
 _DECLARED = {s.key: s for s in SETTINGS}
 

@@ -371,7 +371,7 @@ def _build_indexes(spark: Any, hs: Any, tables: dict) -> list[dict]:
 def run(args: argparse.Namespace) -> int:
     from accelerator import Hyperspace
     from accelerator.scheduler.config import load_config
-    from accelerator.scheduler.jobs import POOL
+    from accelerator.settings import JOBS_POOL as POOL
     from accelerator.scheduler.service import Scheduler
     from bench import datasets
     from bench.harness import make_spark

@@ -205,3 +205,10 @@ def test_the_configuration_must_serve_the_sessions_system_path(spark, hs, tmp_pa
     with pytest.raises(SchedulerError, match="elsewhere, but this session's "
                                              "spark.accelerator.system.path is"):
         hs.scheduler(config.file)
+
+
+def test_a_background_warmup_cuts_its_files_into_runs_of_bounded_bytes():
+    from accelerator.cache.warmup import _chunks
+    assert _chunks([3, 5, 7, 9], [40, 40, 40, 40], 100) == [[3, 5], [7, 9]]
+    assert _chunks([1, 2, 3], [150, 10, 95], 100) == [[1], [2], [3]]   # a larger file alone
+    assert _chunks([], [], 100) == []

@@ -9,7 +9,7 @@ file's name, and writes one Parquet directory per file in one job, each task kee
 in which it read the rows. Entries are committed one by one after the job; a crash before a
 commit leaves only files that no entry names, which the demoter deletes after the grace period.
 
-Under the scheduler's FAIR pool (:data:`accelerator.scheduler.jobs.POOL`, the local property
+Under the scheduler's FAIR pool (:data:`accelerator.settings.JOBS_POOL`, the local property
 ``spark.scheduler.pool``), a warm-up runs in the background of interactive queries, which Spark
 cannot give a core that a warm-up task holds (no preemption). There it leaves them a core: the
 files are written in several jobs, one after the other, each over at most
@@ -34,7 +34,7 @@ from accelerator.cache.model import (CacheCapacityError, CacheEntry, CacheKey, P
 from accelerator.cache.policy import check_always_fits
 from accelerator.cache.serving import FILE_SELECTING_OPTIONS
 from accelerator.cache.tier import CacheTier
-from accelerator.settings import CACHE_ENABLED, ENABLED, Settings
+from accelerator.settings import CACHE_ENABLED, ENABLED, JOBS_POOL, POOL_PROPERTY, Settings
 from indexes.errors import InvalidIndexConfigError
 
 FILE_ID = "__accelerator_file"
@@ -178,10 +178,8 @@ def _unique_id_groups(names: list[str]) -> list[list[int]]:
 def background_slots(spark: Any) -> int | None:
     """Under the scheduler's pool: the tasks a warm-up job runs at once, all cores but one (at
     least one); None otherwise (one job over all the files, as many tasks as Spark makes)."""
-    from accelerator.scheduler.jobs import POOL   # here: the scheduler imports the cache
-
     sc = spark.sparkContext
-    if sc.getLocalProperty("spark.scheduler.pool") != POOL:
+    if sc.getLocalProperty(POOL_PROPERTY) != JOBS_POOL:
         return None
     return max(1, sc.defaultParallelism - 1)
 

@@ -17,7 +17,8 @@ Kinds (:data:`accelerator.scheduler.config.KINDS`):
 - ``vacuum``: the data versions of ACTIVE indexes replaced more than ``retention`` ago.
 
 A run's Spark jobs carry a job group of their own (cancelled with ``interruptOnCancel`` when
-the run passes its ``timeout`` or the service stops) and run in the FAIR pool :data:`POOL`.
+the run passes its ``timeout`` or the service stops) and run in the FAIR pool
+:data:`accelerator.settings.JOBS_POOL`.
 Every run writes one event into ``hs.events()``: its ``operation`` is the kind, ``job`` the
 job's name, ``status`` succeeded, failed, timed out or cancelled. A run never raises: its
 failure is its event.
@@ -37,6 +38,7 @@ from pyspark.sql import functions as F
 
 from accelerator.advisor import Advisor
 from accelerator.scheduler.config import Job, JobError, SchedulerConfig, partition_window
+from accelerator.settings import JOBS_POOL, POOL_PROPERTY
 from indexes import kinds
 from indexes.events import EventLog
 from indexes.kind import IoStats
@@ -49,8 +51,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: the FAIR scheduler pool of the jobs' Spark jobs
-POOL = "accelerator-jobs"
 SUCCEEDED, FAILED, TIMED_OUT, CANCELLED = "succeeded", "failed", "timed out", "cancelled"
 _CANCEL_EVERY_SECONDS = 1.0
 
@@ -145,7 +145,7 @@ class JobRunner:
         started = _now_ms()
         sc.setJobGroup(group, f"accelerator job '{job.name}' ({job.kind})",
                        interruptOnCancel=True)
-        sc.setLocalProperty("spark.scheduler.pool", POOL)
+        sc.setLocalProperty(POOL_PROPERTY, JOBS_POOL)
         error = None
         try:
             did = _KINDS[job.kind](self, job, now)
@@ -163,7 +163,7 @@ class JobRunner:
             with self._lock:
                 self._running.pop(group, None)
             for key in ("spark.jobGroup.id", "spark.job.description",
-                        "spark.job.interruptOnCancel", "spark.scheduler.pool"):
+                        "spark.job.interruptOnCancel", POOL_PROPERTY):
                 sc.setLocalProperty(key, None)
         if timeout := (watchdog.fired == TIMED_OUT and job.timeout_seconds):
             error = f"timed out after {format_duration(timeout)}: {error}"
