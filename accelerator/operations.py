@@ -228,10 +228,14 @@ class IndexOperations:
             return table_change(source, self._table(source["table"]))
         if source.get("globPath"):
             if not self.fs.glob(source["globPath"]):
-                return f"no directory matches its glob pattern {source['globPath']}"
+                return (f"no directory matches its glob pattern {source['globPath']}; "
+                        "restore one, or delete and vacuum the index")
             return None
         missing = [p for p in source.get("rootPaths", []) if not self.fs.exists(p)]
-        return f"its source path no longer exists: {', '.join(missing)}" if missing else None
+        if missing:
+            return (f"its source path no longer exists: {', '.join(missing)}; restore it, or "
+                    "delete and vacuum the index")
+        return None
 
     def _table(self, name: str) -> dict | None:
         """The description (without files) of the catalog table now named ``name``, or None

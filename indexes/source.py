@@ -48,10 +48,11 @@ def file_changes(entry: Any, files: list[list[Any]]) -> tuple[list[list[Any]], l
 
 def same_source(recorded: dict, current: dict) -> bool:
     """Whether ``current`` (a relation's description) reads the source an index recorded: the
-    same catalog table at the same location, the same glob pattern, or the same root paths
-    of a source read by path."""
-    if recorded.get("table") or current.get("table"):
-        return (recorded.get("table") == current.get("table")
+    same catalog table at the same location, the same glob pattern, or, for an index over
+    paths, the same root paths (whichever way the relation reads them: a table over that
+    directory too, as the rule engine's indexes over the directories it saw read expect)."""
+    if recorded.get("table"):
+        return (recorded["table"] == current.get("table")
                 and recorded.get("rootPaths") == current.get("rootPaths"))
     if recorded.get("globPath"):
         return recorded["globPath"] == current.get("globPath")
@@ -70,7 +71,7 @@ def source_name(description: dict) -> str:
 def table_change(recorded: dict, current: dict | None) -> str | None:
     """Why an index's catalog table is no longer its source (``current``: the description of
     the table now under that name, None when there is none), or None when it still is."""
-    if current is None:
+    if current is None or current.get("table") != recorded["table"]:   # none, or a view
         return (f"its table {recorded['table']} no longer exists (dropped or renamed); "
                 "delete the index, or recreate it over the table as it is now")
     if current.get("rootPaths") != recorded.get("rootPaths"):

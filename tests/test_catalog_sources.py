@@ -166,12 +166,22 @@ def test_dropped_or_renamed_table_is_detected(spark, hs, db, tmp_path):
     assert "no longer exists" in hs.indexes().first()["warning"]
 
 
-def test_path_index_does_not_answer_the_table_over_that_path(spark, hs, db, tmp_path):
+def test_table_index_answers_only_its_table_and_a_path_index_any_read_of_the_path(
+        spark, hs, db, tmp_path):
     table = make_table(spark, db, "external", tmp_path)
-    hs.createIndex(spark.read.parquet(str(tmp_path / "external")), IndexConfig("ix", ["name"], ["id"]))
-    df = lookup(spark, table)
-    assert rows(df) == [(42, "n42")] and not index_files(df, "ix")
-    assert why(hs, df, "ix").code == "OTHER_SOURCE"
+    path = str(tmp_path / "external")
+    hs.createIndex(spark.table(table), IndexConfig("by_table", ["name"], ["id"]))
+    def by_path():
+        return spark.read.parquet(path).filter(F.col("name") == "n42").select("id", "name")
+
+    assert rows(by_path()) == [(42, "n42")] and not index_files(by_path(), "by_table")
+    r = why(hs, by_path(), "by_table")
+    assert r.code == "OTHER_SOURCE" and f"table spark_catalog.{table}" in r.reason
+    hs.deleteIndex("by_table")
+    # an index over the directory (as the rule engine builds from the paths it saw) serves both
+    hs.createIndex(spark.read.parquet(path), IndexConfig("by_path", ["name"], ["id"]))
+    for df in (lookup(spark, table), by_path()):
+        assert rows(df) == [(42, "n42")] and index_files(df, "by_path")
 
 
 # --- glob sources ------------------------------------------------------------------------------
@@ -268,7 +278,7 @@ def test_same_source_by_table_glob_and_paths():
     assert not same_source(table, {**table, "table": "spark_catalog.db.u"})
     assert not same_source(table, {**table, "rootPaths": ["file:/elsewhere"]})
     assert not same_source(table, {"rootPaths": ["file:/w/db.db/t"]})        # read by path
-    assert not same_source({"rootPaths": ["file:/w/db.db/t"]}, table)
+    assert same_source({"rootPaths": ["file:/w/db.db/t"]}, table)             # a path index
     glob = {"globPath": "file:/l/d=*", "rootPaths": ["file:/l/d=1"]}
     assert same_source(glob, {"globPath": "file:/l/d=*", "rootPaths": ["file:/l/d=1", "file:/l/d=2"]})
     assert not same_source(glob, {"rootPaths": ["file:/l/d=1"]})
@@ -277,4 +287,5 @@ def test_same_source_by_table_glob_and_paths():
     assert source_name(glob) == "file:/l/d=*"
     assert table_change(table, dict(table)) is None
     assert "no longer exists" in table_change(table, None)
+    assert "no longer exists" in table_change(table, {"rootPaths": table["rootPaths"]})  # a view
     assert "is now at file:/new" in table_change(table, {**table, "rootPaths": ["file:/new"]})
