@@ -420,7 +420,7 @@ def _existing(entries: list[IndexLogEntry]) -> list[ExistingIndex]:
     for e in entries:
         if e.state is not IndexState.ACTIVE or kinds.kind_of(e) is None:
             continue
-        source = source_key(e.source.get("rootPaths", []))
+        source = e.source.get("globPath") or source_key(e.source.get("rootPaths", []))
         origin = str(e.config.get(ORIGIN_KEY) or "user")
         size = int(e.content.get("sizeInBytes") or 0)
         for kind, columns in _index_targets(e):

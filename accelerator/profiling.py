@@ -39,14 +39,17 @@ _EPOCH = dt.datetime(1970, 1, 1)
 
 def read_source(spark: SparkSession, usage: RelationUsage,
                 paths: list[str] | None = None) -> DataFrame:
-    """The source a history relation read, read the same way (``paths``: only those files,
-    with the source's root as base path so partition columns stay)."""
+    """The source a history relation read, read the same way: its catalog table, its glob
+    pattern or its paths (``paths``: only those files, with the source's root as base path so
+    partition columns stay)."""
+    if usage.table and paths is None:
+        return spark.table(usage.table)
     reader = spark.read.format(usage.format).options(**usage.options)
     if usage.data_schema:
         reader = reader.schema(StructType.fromJson(json.loads(usage.data_schema)))
     if paths is None:
-        return reader.load(usage.root_paths[0] if len(usage.root_paths) == 1
-                           else usage.root_paths)
+        return reader.load(usage.glob_path or (usage.root_paths[0] if len(usage.root_paths) == 1
+                                               else usage.root_paths))
     if len(usage.root_paths) == 1 and usage.partition_columns:
         reader = reader.option("basePath", usage.root_paths[0])
     return reader.load(paths)

@@ -119,7 +119,8 @@ class RelationUsage:
     ``cache`` (None: read from the source). ``options`` are the read options (without paths)
     and ``data_schema`` the relation's data schema as Spark JSON (kept for the formats whose
     schema is not in the files: JSON, CSV, text), so the rule engine reads the source as the
-    queries did."""
+    queries did: ``table`` the catalog table it read (qualified name), ``glob_path`` the glob
+    pattern it read (qualified; ``root_paths`` are the directories it matched), else None."""
 
     source: str
     root_paths: list[str] = field(default_factory=list)
@@ -136,6 +137,8 @@ class RelationUsage:
     rows_read: int | None = None
     options: dict[str, str] = field(default_factory=dict)
     data_schema: str | None = None
+    table: str | None = None
+    glob_path: str | None = None
 
     def to_row(self) -> dict[str, Any]:
         """A plain dict matching :data:`RELATION_TYPE`."""
@@ -148,7 +151,7 @@ class RelationUsage:
                 "output_columns": list(self.output_columns), "served_by": self.served_by,
                 "files_read": self.files_read, "bytes_read": self.bytes_read,
                 "rows_read": self.rows_read, "options": sorted(self.options.items()),
-                "data_schema": self.data_schema}
+                "data_schema": self.data_schema, "table": self.table, "glob_path": self.glob_path}
 
     @classmethod
     def from_row(cls, row: Any) -> "RelationUsage":
@@ -163,7 +166,8 @@ class RelationUsage:
                    output_columns=_strs(d.get("output_columns")),
                    served_by=d.get("served_by"), files_read=_int(d.get("files_read")),
                    bytes_read=_int(d.get("bytes_read")), rows_read=_int(d.get("rows_read")),
-                   options=_map(d.get("options")), data_schema=d.get("data_schema"))
+                   options=_map(d.get("options")), data_schema=d.get("data_schema"),
+                   table=d.get("table"), glob_path=d.get("glob_path"))
 
 
 @dataclass
@@ -289,6 +293,8 @@ RELATION_TYPE = pa.struct([
     pa.field("rows_read", pa.int64()),
     pa.field("options", pa.map_(pa.string(), pa.string())),
     pa.field("data_schema", pa.string()),
+    pa.field("table", pa.string()),
+    pa.field("glob_path", pa.string()),
 ])
 
 #: Schema of the history Parquet files (the ``date`` partition lives in the directory name).

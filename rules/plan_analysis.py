@@ -456,7 +456,9 @@ def extract_record(root: Plan, relations_with_descriptions: RelationDescriptions
 
     descs = [desc for _, desc in pairs]
     roots = [[str(p) for p in (d.get("rootPaths") or [])] for d in descs]
-    keys = [source_key(r) if r else "" for r in roots]
+    # a glob is one source however many directories it matches now
+    keys = [str(d["globPath"]) if d.get("globPath") else source_key(r) if r else ""
+            for d, r in zip(descs, roots)]
 
     # Inferred IsNotNull: drop where the same column has another predicate or joins.
     constrained = {(rel, col) for rel, col, shape, *_ in analysis.predicates if shape != "isnotnull"}
@@ -497,7 +499,8 @@ def extract_record(root: Plan, relations_with_descriptions: RelationDescriptions
             options={str(k): str(v) for k, v in (desc.get("options") or {}).items()
                      if str(k).lower() not in ("path", "paths")},
             data_schema=str(desc["dataSchema"]) if desc.get("dataSchema") and str(
-                desc.get("format") or "").lower() in SCHEMA_KEPT_FORMATS else None))
+                desc.get("format") or "").lower() in SCHEMA_KEPT_FORMATS else None,
+            table=desc.get("table"), glob_path=desc.get("globPath")))
 
     def union(attr: str) -> list[str]:
         return sorted({c for r in relations for c in getattr(r, attr)})

@@ -270,6 +270,41 @@ def test_cache_serves_a_partitioned_table_and_a_glob(spark, hs, db, lake, tmp_pa
     assert [f for f in df.inputFiles() if "/_cache/data/" not in f]
 
 
+# --- the rule engine ---------------------------------------------------------------------------
+
+def test_rule_engine_indexes_a_table_and_a_glob_as_such(spark, hs, db, tmp_path):
+    wide = (spark.range(0, 16000, numPartitions=8)
+            .selectExpr("id", "sha2(cast(id AS string), 256) AS key",
+                        *[f"repeat(concat('c{i}-', id), 4) AS c{i}" for i in range(18)]))
+    root = tmp_path / "wide"
+    for half, where in (("part=a", "id < 8000"), ("part=b", "id >= 8000")):
+        wide.where(where).write.parquet(str(root / half))
+    wide.write.saveAsTable(f"{db}.wide")
+    pattern = f"{root}/part=*"
+    reads = {"glob": lambda: spark.read.parquet(pattern), "table": lambda: spark.table(f"{db}.wide")}
+    keys = [r.key for r in wide.where("id % 1999 = 1").select("key").collect()][:10]
+    for read in reads.values():
+        for key in keys:
+            read().where(F.col("key") == key).select("id").collect()
+    recs = hs.recommend().where("kind = 'covering'")
+    assert recs.count() == 2
+    hs.applyRecommendations(recs)
+    # new directory matching the glob: appended files, the engine's index still answers
+    wide.where("id < 10").write.parquet(str(root / "part=c"))
+    for name, read in reads.items():
+        def q():
+            return read().where(F.col("key") == keys[0]).select("id")
+
+        assert rows(q()) == vanilla(spark, q), name
+        (used,) = [r for r in hs.whyNot(q(), redirectFunc=lambda _: None) if r.code == "APPLIED"]
+        assert name != "table" or used.source.startswith(f"table spark_catalog.{db}.wide")
+        assert name != "glob" or "hybrid scan: 1 appended" in used.reason
+    # the engine's index over the table is over the table, not its directory
+    spark.sql(f"DROP TABLE {db}.wide")
+    warnings = sorted(r["warning"] or "" for r in hs.indexes().collect())
+    assert warnings[0] == "" and f"table spark_catalog.{db}.wide no longer exists" in warnings[1]
+
+
 # --- the decisions, without a JVM --------------------------------------------------------------
 
 def test_same_source_by_table_glob_and_paths():
