@@ -50,7 +50,7 @@ def same_source(recorded: dict, current: dict) -> bool:
     """Whether ``current`` (a relation's description) reads the source an index recorded: the
     same catalog table at the same location, the same glob pattern, or, for an index over
     paths, the same root paths (whichever way the relation reads them: a table over that
-    directory too, as the rule engine's indexes over the directories it saw read expect)."""
+    directory too)."""
     if recorded.get("table"):
         return (recorded["table"] == current.get("table")
                 and recorded.get("rootPaths") == current.get("rootPaths"))
