@@ -98,18 +98,23 @@ def scan_stats(spark: SparkSession, df: DataFrame) -> dict:
 
 
 def _scan_files(df: DataFrame) -> int:
-    """Files selected by the file scans of ``df``'s executed plan (inside adaptive stages too)."""
+    """Files read by the file scans of ``df``'s executed plan (inside adaptive stages too): for
+    a file source scan, the files its read partitions hold, so after bucket pruning, which
+    Spark also applies where it reads a bucketed relation unbucketed (its ``numFiles`` metric
+    counts the files before that pruning, and stays at 0 in bucketed scans); for other scans,
+    their ``numFiles`` metric."""
     def walk(node: Any) -> int:
         kind = node.getClass().getSimpleName()
         if kind == "AdaptiveSparkPlanExec":
             return walk(node.executedPlan())
         if kind.endswith("QueryStageExec"):
             return walk(node.plan())
-        metric = node.metrics().get("numFiles")
-        total = int(metric.get().value()) if metric.isDefined() else 0
-        if kind == "FileSourceScanExec" and node.bucketedScan():
-            # Spark leaves the metric at 0 in bucketed scans; those read indexes (no partitions)
-            total = len(node.relation().location().inputFiles())
+        if kind == "FileSourceScanExec":
+            total = len({str(f.filePath()) for p in node.inputRDD().partitions()
+                         for f in p.files()})
+        else:
+            metric = node.metrics().get("numFiles")
+            total = int(metric.get().value()) if metric.isDefined() else 0
         children = node.children()
         return total + sum(walk(children.apply(i)) for i in range(children.size()))
 
