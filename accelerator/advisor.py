@@ -279,19 +279,25 @@ class Advisor:
             log.debug("cache capacity unknown", exc_info=True)
             return None
 
+    def _add_rule_sources(self, rules: RuleSet) -> None:
+        """Makes the sources of rules that name their format, and match no source the history
+        read, sources to read as the rules say."""
+        roots = [p for u in self._usages.values() for p in u.root_paths]
+        for rule in rules.rules:
+            if rule.format and not rule.never and not any(rule.matches(p) for p in roots):
+                self._usages.setdefault(rule.source, _usage_of_rule(rule))
+
     def _user_instructions(self, rules: RuleSet,
                            existing: list[ExistingIndex]) -> Iterable[Instruction]:
         """Each non-NEVER rule, for every source of the history it matches (or its own source
         when it names how to read it), unless what it asks for exists already."""
         have = {e.target for e in existing}
+        self._add_rule_sources(rules)
         for rule in rules.rules:
             if rule.never or rule.kind is None:
                 continue
             sources = [s for s, u in self._usages.items()
                        if any(rule.matches(p) for p in u.root_paths)]
-            if not sources and rule.format:
-                sources = [rule.source]
-                self._usages.setdefault(rule.source, _usage_of_rule(rule))
             for source in sources:
                 instruction = from_user_rule(rule, source)   # not None: no NEVER rule here
                 if instruction.kind == "cache" or instruction.target not in have:
@@ -302,10 +308,7 @@ class Advisor:
         history read (to be read as it last did), and those of rules that name their format
         and match no source the history read."""
         self._usages.update(_latest_usages(self.records()))
-        roots = [p for u in self._usages.values() for p in u.root_paths]
-        for rule in self.rules().rules:
-            if rule.format and not any(rule.matches(p) for p in roots):
-                self._usages.setdefault(rule.source, _usage_of_rule(rule))
+        self._add_rule_sources(self.rules())
         return sorted(s for s, u in self._usages.items()
                       if any(source_matches(pattern, p) for p in u.root_paths))
 

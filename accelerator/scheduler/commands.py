@@ -13,6 +13,7 @@ from typing import Any, Iterator
 
 from accelerator.scheduler.config import SchedulerConfig, load_config_file
 from accelerator.scheduler.service import GRACE_SECONDS, Scheduler, job_statuses
+from indexes.log import now_ms
 
 #: how ``serve`` builds its session, before the configuration's ``spark.conf``
 _SESSION_DEFAULTS = {"spark.ui.showConsoleProgress": "false",
@@ -79,14 +80,14 @@ def serve(args: argparse.Namespace) -> int:
     with config_session(config, "accelerator-serve") as spark:
         scheduler = Scheduler(Hyperspace(spark), config)
         holder = scheduler.lease.holder()
-        if holder is not None and not holder.expired(_now_ms()) and args.no_wait:
+        if holder is not None and not holder.expired(now_ms()) and args.no_wait:
             print(f"accelerator serve: error: another service runs the jobs of "
-                  f"{config.system_path}: {holder.describe(_now_ms())}", file=sys.stderr)
+                  f"{config.system_path}: {holder.describe(now_ms())}", file=sys.stderr)
             return 1
 
         def waiting(h: Any) -> None:
             print(f"accelerator serve: the jobs of {config.system_path} are run by "
-                  f"{h.describe(_now_ms())}; waiting as a standby", file=sys.stderr, flush=True)
+                  f"{h.describe(now_ms())}; waiting as a standby", file=sys.stderr, flush=True)
 
         if not scheduler.wait_for_lease(stop, on_wait=waiting):
             return 0
@@ -143,7 +144,3 @@ def run_job(args: argparse.Namespace) -> int:
 
 def _time(epoch_ms: int) -> str:
     return datetime.fromtimestamp(epoch_ms / 1000, timezone.utc).isoformat(timespec="seconds")
-
-
-def _now_ms() -> int:
-    return int(datetime.now(timezone.utc).timestamp() * 1000)

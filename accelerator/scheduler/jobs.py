@@ -42,7 +42,7 @@ from accelerator.settings import JOBS_POOL, POOL_PROPERTY
 from indexes import kinds
 from indexes.events import EventLog
 from indexes.kind import IoStats
-from indexes.log import IndexState
+from indexes.log import IndexState, now_ms
 from rules.instructions import Instruction
 from rules.terms import format_duration
 
@@ -142,7 +142,7 @@ class JobRunner:
         watchdog = _Watchdog(lambda: sc.cancelJobGroup(group), job.timeout_seconds)
         with self._lock:
             self._running[group] = watchdog
-        started = _now_ms()
+        started = now_ms()
         sc.setJobGroup(group, f"accelerator job '{job.name}' ({job.kind})",
                        interruptOnCancel=True)
         sc.setLocalProperty(POOL_PROPERTY, JOBS_POOL)
@@ -168,7 +168,7 @@ class JobRunner:
         if timeout := (watchdog.fired == TIMED_OUT and job.timeout_seconds):
             error = f"timed out after {format_duration(timeout)}: {error}"
         status = watchdog.fired or (FAILED if error else SUCCEEDED)
-        run = JobRun(job.name, job.kind, status, started, _now_ms(), did.read, did.written,
+        run = JobRun(job.name, job.kind, status, started, now_ms(), did.read, did.written,
                      did.message, error)
         self._record(job, run)
         return run
@@ -317,7 +317,3 @@ def _first_line(exc: BaseException) -> str:
     java = getattr(exc, "java_exception", None)
     text = str(java.toString()) if java is not None else str(exc)
     return (text.strip().splitlines() or [""])[0]
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)

@@ -35,6 +35,7 @@ from accelerator.scheduler.config import Job, JobError, SchedulerConfig, load_co
 from accelerator.scheduler.jobs import JobRun, JobRunner
 from accelerator.scheduler.lease import Heartbeat, Lease, LeaseHolder
 from indexes.events import EventLog
+from indexes.log import now_ms
 
 if TYPE_CHECKING:
     from accelerator.hyperspace import Hyperspace
@@ -106,7 +107,7 @@ class Scheduler:
             holder = self.lease.holder()
             raise SchedulerError(
                 f"another scheduler runs the jobs of {self.hs._settings().system_path}: "
-                f"{holder.describe(_now_ms()) if holder else 'unknown holder'}; stop it, or "
+                f"{holder.describe(now_ms()) if holder else 'unknown holder'}; stop it, or "
                 "wait for its lease to expire")
         self._begin()
         return self
@@ -261,8 +262,3 @@ def _fingerprint(job: Job) -> str:
     """What a stored job's schedule depends on."""
     schedule = [job.cron, job.interval_seconds, job.timezone, job.misfire_grace_seconds]
     return hashlib.sha256(json.dumps(schedule).encode()).hexdigest()[:16]
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
