@@ -27,22 +27,12 @@ from accelerator.spec import load_spec
 from indexes.errors import AcceleratorError
 
 DISTRIBUTION = "spark-accelerator"
-MAX_BUCKET_BYTES = 256 << 20
 _SHOW_ALL = 1 << 30   # rows for DataFrame.show: all of them (Spark caps it itself)
 _QUERY_CONTEXT_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
 
 
 class CliError(AcceleratorError):
     """A user error the command line finds itself: a missing system path."""
-
-
-def fitted_buckets(size_bytes: int, max_bucket_bytes: int = MAX_BUCKET_BYTES) -> int:
-    """The fewest buckets, a power of two, that keep each at most ``max_bucket_bytes`` of
-    ``size_bytes``: 1 for small data, else buckets of between half that and that."""
-    buckets = 1
-    while size_bytes > buckets * max_bucket_bytes:
-        buckets *= 2
-    return buckets
 
 
 # --- session ------------------------------------------------------------------------------

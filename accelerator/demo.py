@@ -423,7 +423,7 @@ def covering_demo(args: argparse.Namespace) -> int:
     from pyspark.sql import functions as F
 
     from accelerator import Hyperspace, IndexConfig
-    from accelerator.cli import fitted_buckets, spark_session
+    from accelerator.cli import spark_session
     from indexes.errors import IndexNotFoundError
 
     work = Path(args.work_dir).resolve()
@@ -450,11 +450,10 @@ def covering_demo(args: argparse.Namespace) -> int:
             pass
         df = spark.read.parquet(data)
         data_bytes = sum(p.stat().st_size for p in Path(data).glob("*.parquet"))
-        buckets = fitted_buckets(data_bytes)
         start = time.perf_counter()
         hs.createIndex(df, IndexConfig("idx_nested", indexedColumns=["nested.nst.field1"],
-                                       includedColumns=["id", "name", "nested.nst.field2"],
-                                       numBuckets=buckets))
+                                       includedColumns=["id", "name", "nested.nst.field2"]))
+        buckets = hs.index("idx_nested").first()["numBuckets"]
         print(f"created index idx_nested ({buckets} bucket(s) for {data_bytes / 2**20:.1f} MB "
               f"of data) in {time.perf_counter() - start:.1f} s under {system_path}")
 

@@ -51,8 +51,10 @@ SYSTEM_PATH = _declare(
     "where indexes, their logs and the query history live",
     derived="<spark.sql.warehouse.dir>/indexes")
 NUM_BUCKETS = _declare(
-    "spark.accelerator.index.numBuckets", "200",
-    "buckets (files) of a new covering index, unless its config says otherwise")
+    "spark.accelerator.index.numBuckets", "auto",
+    "buckets (files) of a new covering index, unless its config says otherwise; auto: a power "
+    "of two fitted to the index's size (at most 128 MB a bucket) and to "
+    "spark.sql.shuffle.partitions, at most 128")
 CACHE_EXPIRY = _declare(
     "spark.accelerator.index.cache.expirySeconds", "10",
     "how long the rewriter trusts its cached list of indexes before reloading it in the "
@@ -164,6 +166,7 @@ BROADCAST_THRESHOLD = "spark.sql.autoBroadcastJoinThreshold"
 BUCKETING = "spark.sql.sources.bucketing.enabled"
 CASE_SENSITIVE = "spark.sql.caseSensitive"
 WAREHOUSE_DIR = "spark.sql.warehouse.dir"
+SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 POOL_PROPERTY = "spark.scheduler.pool"
 #: the FAIR scheduler pool (:data:`POOL_PROPERTY`) of the scheduler's jobs
 JOBS_POOL = "accelerator-jobs"
@@ -171,12 +174,26 @@ JOBS_POOL = "accelerator-jobs"
 _DECLARED = {s.key: s for s in SETTINGS}
 
 
+def _bucket_count(value: str) -> int | None:
+    """A numBuckets setting: a positive integer, or None for ``auto``."""
+    if value.strip().lower() == "auto":
+        return None
+    try:
+        count = int(value)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise ValueError(f"{NUM_BUCKETS} must be 'auto' or a positive integer, got {value!r}")
+    return count
+
+
 @dataclass(frozen=True)
 class Settings:
     """The accelerator settings of one session, read once per query."""
 
     system_path: str
-    num_buckets: int
+    num_buckets: int | None       # None: auto (indexes.covering.bucket_count)
+    shuffle_partitions: int
     cache_expiry_seconds: float
     history_enabled: bool
     history_flush_interval_seconds: float   # longest a recorded query waits in memory
@@ -214,7 +231,8 @@ class Settings:
             or get(WAREHOUSE_DIR, "spark-warehouse").rstrip("/") + "/indexes"
         return Settings(
             system_path=system_path,
-            num_buckets=int(value(NUM_BUCKETS)),
+            num_buckets=_bucket_count(value(NUM_BUCKETS)),
+            shuffle_partitions=int(get(SHUFFLE_PARTITIONS, "200")),
             cache_expiry_seconds=float(value(CACHE_EXPIRY)),
             history_enabled=flag(HISTORY_ENABLED),
             history_flush_interval_seconds=float(value(HISTORY_FLUSH_INTERVAL)),

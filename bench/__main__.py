@@ -124,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--work-dir", default="/tmp/accelerator-bench", help="indexes and limit files (wiped)")
     run.add_argument("--pairs", type=int, default=5)
     run.add_argument("--warmups", type=int, default=3)
-    run.add_argument("--buckets", type=int, default=200)
+    run.add_argument("--buckets", default="auto",
+                     help="spark.accelerator.index.numBuckets (auto: fitted to each index)")
     run.add_argument("--planning-runs", type=int, default=20,
                      help="runs of each side of the planning and pruning benchmarks")
     run.add_argument("--build-runs", type=int, default=3,

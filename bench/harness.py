@@ -25,7 +25,7 @@ log = logging.getLogger("bench.harness")
 VECTORED_IO = "parquet.hadoop.vectored.io.enabled"
 
 
-def make_spark(work_dir: str, buckets: int, extra: dict[str, str] | None = None) -> SparkSession:
+def make_spark(work_dir: str, buckets: str, extra: dict[str, str] | None = None) -> SparkSession:
     """The benchmark session: local[2], indexes under ``<work_dir>/indexes``; Python workers
     (index builds run Python on executors) use this interpreter, not whatever ``python3`` is
     on the PATH."""

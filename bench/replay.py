@@ -337,7 +337,7 @@ def oracle_indexes(facts: dict) -> dict[int, list[tuple[str, Any]]]:
     bench/workloads.py."""
     from accelerator import (BloomFilterSketch, DataSkippingIndexConfig, IndexConfig,
                              MinMaxSketch)
-    from bench.workloads import JOIN_BUCKETS, LINEITEM_INDEX, MESSAGE_INDEX, generously
+    from bench.workloads import LINEITEM_INDEX, MESSAGE_INDEX, generously
 
     ev = facts["events"]
     return {
@@ -362,11 +362,9 @@ def oracle_indexes(facts: dict) -> dict[int, list[tuple[str, Any]]]:
         3: [
             (LINEITEM, IndexConfig("oracle_lineitem_orderkey", indexedColumns=["l_orderkey"],
                                    includedColumns=["l_extendedprice", "l_commitdate",
-                                                    "l_receiptdate"],
-                                   numBuckets=JOIN_BUCKETS)),
+                                                    "l_receiptdate"])),
             (ORDERS, IndexConfig("oracle_orders_orderkey", indexedColumns=["o_orderkey"],
-                                 includedColumns=["o_orderdate", "o_orderpriority"],
-                                 numBuckets=JOIN_BUCKETS)),
+                                 includedColumns=["o_orderdate", "o_orderpriority"])),
             (EVENTS, DataSkippingIndexConfig("oracle_events_date", MinMaxSketch("event_date"))),
         ],
     }
@@ -866,7 +864,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "~/.cache/spark-accelerator/bench-data"), help="where generated data is cached")
     parser.add_argument("--work-dir", default="/tmp/accelerator-replay",
                         help="system paths of the three runs (wiped)")
-    parser.add_argument("--buckets", type=int, default=200,
+    parser.add_argument("--buckets", default="auto",
                         help="spark.accelerator.index.numBuckets (the engine's covering indexes)")
 
 

@@ -86,7 +86,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "~/.cache/spark-accelerator/bench-data"), help="where generated data is cached")
     parser.add_argument("--work-dir", default="/tmp/accelerator-bench-scheduler",
                         help="system path, landing zone and configuration (wiped)")
-    parser.add_argument("--buckets", type=int, default=200,
+    parser.add_argument("--buckets", default="auto",
                         help="spark.accelerator.index.numBuckets (the covering indexes)")
 
 

@@ -242,10 +242,6 @@ def _lineitem_join_orders(df: DataFrame, facts: dict) -> DataFrame:
 
 #: ``spark.sql.shuffle.partitions`` of the benchmark sessions (a few per core of ``local[2]``).
 SHUFFLE_PARTITIONS = 8
-#: Buckets of the join workload's indexes: a join over them runs one task per bucket, so they
-#: are sized to the machine as the shuffle partitions are, not to the default of ``--buckets``
-#: (which suits the lookups, answered from many small sorted files).
-JOIN_BUCKETS = SHUFFLE_PARTITIONS
 
 #: The share of lineitem's rows the hybrid-scan workload appends after building its index.
 APPENDED_SHARE = 0.1
@@ -369,10 +365,9 @@ WORKLOADS: list[Workload] = [
         prepare=_lineitem_orders,
         indexes=lambda facts: [
             IndexConfig("bench_lineitem_orderkey", indexedColumns=["l_orderkey"],
-                        includedColumns=["l_extendedprice"], numBuckets=JOIN_BUCKETS),
+                        includedColumns=["l_extendedprice"]),
             (facts["orders"], IndexConfig("bench_orders_orderkey", indexedColumns=["o_orderkey"],
-                                          includedColumns=["o_orderdate"],
-                                          numBuckets=JOIN_BUCKETS))],
+                                          includedColumns=["o_orderdate"]))],
         query=_lineitem_join_orders,
         min_ratio=2.0,
         # a sort-merge join on both sides: without this, Spark may broadcast the orders quarter

@@ -14,7 +14,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from accelerator import Hyperspace
-from accelerator.cli import MAX_BUCKET_BYTES, fitted_buckets, main
+from accelerator.cli import main
 from accelerator.settings import ENABLED, SYSTEM_PATH
 from tests.helpers import using_system_path
 
@@ -83,22 +83,6 @@ def index_row(capsys, system_path: str, name: str) -> dict:
     assert code == 0, err
     [row] = json_rows(out)
     return row
-
-
-def test_fitted_buckets_are_powers_of_two_of_at_most_the_bucket_size():
-    assert fitted_buckets(0) == 1
-    assert fitted_buckets(30 << 20) == 1
-    assert fitted_buckets(MAX_BUCKET_BYTES) == 1
-    assert fitted_buckets(MAX_BUCKET_BYTES + 1) == 2
-    assert fitted_buckets(1 << 30) == 4
-    assert fitted_buckets((1 << 30) + 1) == 8
-    assert fitted_buckets(100 << 30) == 512
-    assert fitted_buckets(1000, max_bucket_bytes=100) == 16
-    for size in (1, 10**6, 3 * 10**9, 7 * 10**11):
-        n = fitted_buckets(size)
-        assert n & (n - 1) == 0
-        assert size / n <= MAX_BUCKET_BYTES
-        assert n == 1 or size / n > MAX_BUCKET_BYTES / 2
 
 
 def test_covering_index_through_every_verb(spark, tmp_path, capsys, source):

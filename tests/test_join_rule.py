@@ -9,7 +9,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from accelerator import Hyperspace, IndexConfig
-from tests.helpers import bucket_union, rows, vanilla
+from tests.helpers import bucket_union, rows, session_conf, vanilla
 
 LEFT = "id long, k long, v string, nested struct<cnt:int, tag:string>"
 RIGHT = "rid long, k2 long, w string, nested struct<cnt:int, note:string>"
@@ -260,3 +260,60 @@ def test_bucket_groups_fit_the_cluster():
     assert bucket_groups(200, cores=2, index_bytes=3 << 30) == 50      # <= 64 MB a task
     assert bucket_groups(210, cores=2, index_bytes=0) == 10            # a divisor of 210
     assert bucket_groups(200, cores=64, index_bytes=0) == 200          # a large cluster
+
+
+@pytest.mark.parametrize("key_type, key", KEYS)
+def test_bucket_counts_that_divide_join_in_the_smaller_counts_groups(spark, hs, tmp_path,
+                                                                     no_broadcast, key_type, key):
+    """8 buckets against 4: the 8-bucket side is read in 4 groups (bucket b in group b mod 4,
+    the rows a hash partitioning into 4 puts in partition b mod 4) and sorted, the 4-bucket side
+    as it is; no exchange. Appended files (hybrid scan) would be hashed into each side's own
+    bucket count, so then the pair is left alone."""
+    left, right = keyed_tables(spark, tmp_path, key_type, key)
+    hs.createIndex(spark.read.parquet(left), IndexConfig("l8", ["k"], ["v"], numBuckets=8))
+    hs.createIndex(spark.read.parquet(right), IndexConfig("r4", ["k2"], ["w"], numBuckets=4))
+    query = lambda: (spark.read.parquet(left)  # noqa: E731
+                     .join(spark.read.parquet(right), F.col("k") == F.col("k2"))
+                     .select("k", "v", "w"))
+    df = query()
+    plan = df._jdf.queryExecution().executedPlan().toString()
+    assert exchanges(df) == 0 and sorts(df) == 1
+    assert "SelectedBucketsCount: 8 out of 8 (Coalesced to 4)" in plan
+    assert "SelectedBucketsCount: 4 out of 4" in plan and plan.count("Coalesced") == 1
+    assert df.rdd.getNumPartitions() == 4
+    assert_same(spark, df)
+    assert joined(hs, df) == {"l8", "r4"}
+    spark.createDataFrame([(1000 + i, key(i + 3), f"n{i}") for i in range(30)],
+                          f"id long, k {key_type}, v string").write.mode("append").parquet(left)
+    df = query()
+    assert_same(spark, df)
+    assert joined(hs, df) == set()
+    assert "bucket count" in " ".join(r.reason for r in hs.whyNot(df, "l8"))
+
+
+def test_default_bucket_count_fits_the_index_and_the_shuffle_partitions(spark, hs, tables):
+    """Without numBuckets in the config or the session, a new index gets a power of two: the
+    shuffle partitions while each bucket holds 1 MB, more where one would pass 128 MB (Spark's
+    size estimates, scaled here by fileCompressionFactor); two such indexes join."""
+    left, right = tables
+    counts = {}
+    with session_conf(spark, spark__accelerator__index__numBuckets="auto",
+                      spark__sql__shuffle__partitions="2"):
+        hs.createIndex(spark.read.parquet(right), IndexConfig("tiny", ["k2"], ["w"]))
+        with session_conf(spark, spark__sql__sources__fileCompressionFactor="2000"):
+            hs.createIndex(spark.read.parquet(right), IndexConfig("small", ["k2"], ["w"]))
+        with session_conf(spark, spark__sql__sources__fileCompressionFactor="200000"):
+            hs.createIndex(spark.read.parquet(left), IndexConfig("big", ["k"], ["v"]))
+        counts = {r.name: r.numBuckets for r in hs.indexes().collect()}
+        hs.deleteIndex("tiny")
+        df = (spark.read.parquet(left).join(spark.read.parquet(right), F.col("k") == F.col("k2"))
+              .select("k", "v", "w"))
+        assert joined(hs, df) == {"big", "small"}
+        assert exchanges(df) == 0 and df.rdd.getNumPartitions() == 2
+        assert_same(spark, df)
+    sizes = {r.name: r.sizeInBytes for r in hs.indexes().collect()}
+    assert counts["tiny"] == 1                     # under 1 MB: one bucket
+    assert counts["small"] == 2                    # the shuffle partitions
+    assert counts["big"] > 2 and counts["big"] & (counts["big"] - 1) == 0, (counts, sizes)
+    hs.createIndex(spark.read.parquet(left), IndexConfig("session", ["k"], ["v"]))
+    assert hs.index("session").collect()[0].numBuckets == 4     # the session's setting

@@ -10,7 +10,9 @@ import pytest
 
 from indexes import kinds
 from indexes.covering.config import CoveringIndexConfig
-from indexes.covering.join_match import JoinApplicable, join_obstacle, join_partitions
+from indexes.covering.bucket_count import default_num_buckets
+from indexes.covering.join_match import (JoinApplicable, join_obstacle, join_partitions,
+                                         pairable)
 from indexes.covering.match import Applicable
 from indexes.errors import InvalidIndexConfigError
 from indexes.kind import Serving
@@ -103,6 +105,32 @@ def test_join_partitions_group_many_buckets_unless_rows_are_added_to_them():
     assert join_partitions(JoinApplicable(appended, right), cores=2) == 200
     few = covering("l", buckets=8), covering("r", buckets=8)
     assert join_partitions(JoinApplicable(*few), cores=2) == 8
+    # counts that divide one another: the smaller count's groups (or its divisor)
+    assert join_partitions(JoinApplicable(covering("l", buckets=16), few[1]), cores=2) == 8
+    assert join_partitions(JoinApplicable(covering("l", buckets=128),
+                                          covering("r", buckets=64)), cores=2) == 8
+
+
+def test_pairable_bucket_counts_divide_one_another_unless_rows_are_added():
+    assert pairable(covering("l", buckets=8), covering("r", buckets=8))
+    assert pairable(covering("l", buckets=2), covering("r", buckets=16))
+    assert pairable(covering("l", buckets=6), covering("r", buckets=3))
+    assert not pairable(covering("l", buckets=4), covering("r", buckets=3))
+    appended = Applicable(entry("l", COVERING, buckets=16), [], False, appended=("/src/new",))
+    assert not pairable(appended, covering("r", buckets=8))
+    assert pairable(appended, covering("r", buckets=16))     # the bucket union needs equal counts
+
+
+def test_default_bucket_count():
+    mb = 1 << 20
+    assert default_num_buckets(0, 200) == 1
+    assert default_num_buckets(900 << 10, 200) == 1            # under 1 MB: one bucket
+    assert default_num_buckets(20 * mb, 8) == 8                # the shuffle partitions...
+    assert default_num_buckets(5 * mb, 8) == 4                 # ...while a bucket holds 1 MB
+    assert default_num_buckets(20 * mb, 10) == 8               # a power of two
+    assert default_num_buckets(300 * mb, 2) == 4               # at most 128 MB a bucket
+    assert default_num_buckets(1 << 30, 200) == 128            # at most 128 buckets
+    assert default_num_buckets(1 << 40, 8) == 128
 
 
 def test_version_cache_reloads_a_replaced_version_and_drops_it_on_retain():

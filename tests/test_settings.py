@@ -71,7 +71,8 @@ def test_spark_defaults_conf_lists_the_declared_settings():
 
 def test_read_takes_the_declared_defaults():
     read = Settings.read(lambda key, default: default)
-    assert read.num_buckets == 200
+    assert read.num_buckets is None   # auto: fitted to the index (indexes.covering.bucket_count)
+    assert read.shuffle_partitions == 200
     assert read.cache_expiry_seconds == 10.0
     assert read.history_enabled is True
     assert read.history_flush_interval_seconds == 30.0
@@ -101,6 +102,12 @@ def test_rule_engine_settings():
     with pytest.raises(ValueError, match="spark.accelerator.rules.halfLife"):
         RuleSettings.read(lambda key, default: "7 days" if key == settings.RULES_HALF_LIFE
                           else default)
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "many", "1.5"])
+def test_a_bad_bucket_count_setting_is_named(value):
+    with pytest.raises(ValueError, match="spark.accelerator.index.numBuckets must be 'auto' or a"):
+        Settings.read(lambda key, default: value if key == settings.NUM_BUCKETS else default)
 
 
 def test_read_uses_what_the_session_sets():

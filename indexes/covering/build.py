@@ -55,6 +55,13 @@ def index_rows(df: DataFrame, indexed: list[IndexColumn], included: list[IndexCo
     return rows.join(F.broadcast(ids), "__file").drop("__file")
 
 
+def estimated_bytes(rows: DataFrame) -> int:
+    """Spark's estimate of the bytes of ``rows`` from its optimizer's statistics (a file
+    source's bytes scaled to the share of the row width the selected columns take); runs no
+    job."""
+    return int(str(rows._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
+
+
 def write_buckets(rows: DataFrame, keys: list[str], num_buckets: int, data_path: str,
                   fs: HadoopFs) -> dict[str, Any]:
     """Writes ``rows`` (index columns) into ``data_path``, bucketed and sorted by the columns

@@ -6,7 +6,9 @@ Pure Python over :mod:`indexes.plan` trees. A join qualifies when its condition 
 of ``left column = right column`` (columns or nested fields, also through the aliases Spark puts
 in a side's Project), no hint asks for a broadcast, and each side has a covering index whose
 indexed columns are that side's join keys, paired in the same order with the other side's, with
-the same bucket count, covering every column the side needs. Attributes are matched by exprId.
+bucket counts of which one divides the other (equal counts, or the powers of two new indexes get
+by default; see :func:`pairable`), covering every column the side needs. Attributes are matched
+by exprId.
 """
 from __future__ import annotations
 
@@ -120,9 +122,10 @@ def evaluate(root: PlanNode, sides: tuple[JoinSide, JoinSide],
              candidates: tuple[list[Any], list[Any]], sources: tuple[dict, dict],
              case_sensitive: bool, hybrid: HybridScan | None = None) -> JoinApplicable | str:
     """Picks the pair of covering indexes (one per side, from ``candidates``) that serves the
-    join, the smallest in total; or says why none does. ``sources`` describe each side's files;
-    with ``hybrid``, an index over a changed source serves too (appended files are read and
-    hashed into the index's buckets, deleted files' rows filtered out)."""
+    join, the smallest in total (then the most buckets); or says why none does. ``sources``
+    describe each side's files; with ``hybrid``, an index over a changed source serves too
+    (appended files are read and hashed into the index's buckets, deleted files' rows filtered
+    out)."""
     left, right = sides
     pairing = dict(zip(left.keys, right.keys))
     usable: list[list[tuple[Any, Applicable]]] = [[], []]
@@ -140,15 +143,32 @@ def evaluate(root: PlanNode, sides: tuple[JoinSide, JoinSide],
                 continue
             usable[i].append((keys, found))
     pairs = [(lf, rt) for lk, lf in usable[0] for rk, rt in usable[1]
-             if int(lf.index.config["numBuckets"]) == int(rt.index.config["numBuckets"])
-             and all(pairing.get(a) == b for a, b in zip(lk, rk))]
+             if pairable(lf, rt) and all(pairing.get(a) == b for a, b in zip(lk, rk))]
     if pairs:
-        lf, rt = min(pairs, key=lambda p: p[0].size + p[1].size)
+        # the smallest pair; of equal sizes, the one read in the most partitions
+        lf, rt = min(pairs, key=lambda p: (p[0].size + p[1].size,
+                                           -min(int(a.index.config["numBuckets"]) for a in p)))
         return JoinApplicable(replace(lf, rule="join"), replace(rt, rule="join"))
     if usable[0] and usable[1]:
-        return ("the two sides' indexes differ in bucket count or pair their indexed columns in "
-                "another order than the join condition")
+        return ("the two sides' indexes have bucket counts of which neither divides the other "
+                "(or differ in bucket count while hybrid scan or delta files add rows to their "
+                "buckets), or pair their indexed columns in another order than the join condition")
     return "; ".join(reasons) or "a side of the join has no covering index over its source"
+
+
+def pairable(left: Applicable, right: Applicable) -> bool:
+    """Whether a join can read two indexes' buckets side by side: with equal bucket counts, or
+    when one count divides the other and neither side adds rows to its buckets (appended files
+    of hybrid scan, delta files), which are then read in the smaller count's groups (see
+    :func:`join_partitions`)."""
+    counts = sorted(int(a.index.config["numBuckets"]) for a in (left, right))
+    if counts[0] == counts[1]:
+        return True
+    return counts[1] % counts[0] == 0 and not any(_adds_rows(a) for a in (left, right))
+
+
+def _adds_rows(found: Applicable) -> bool:
+    return bool(found.appended or delta_dirs(found.index.content))
 
 
 #: A join over index buckets aims at this many tasks per core of the cluster...
@@ -177,11 +197,12 @@ def bucket_groups(num_buckets: int, cores: int, index_bytes: int) -> int:
 
 def join_partitions(found: JoinApplicable, cores: int) -> int:
     """The partitions a join reads its two indexes' buckets in: as many as buckets while a
-    bucket union adds appended or delta rows to them (hashed into every bucket), else
-    :func:`bucket_groups` of both indexes' size."""
+    bucket union adds appended or delta rows to them (hashed into every bucket; the counts are
+    then equal), else :func:`bucket_groups` of the smaller bucket count and both indexes'
+    size: a divisor of both counts, so each side reads bucket ``b`` in group ``b mod n``."""
     sides = (found.left, found.right)
-    num_buckets = int(found.left.index.config["numBuckets"])
-    if any(a.appended or delta_dirs(a.index.content) for a in sides):
+    num_buckets = min(int(a.index.config["numBuckets"]) for a in sides)
+    if any(_adds_rows(a) for a in sides):
         return num_buckets
     return bucket_groups(num_buckets, cores,
                          sum(int(a.index.content.get("sizeInBytes", 0)) for a in sides))

@@ -9,7 +9,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from indexes.covering import compaction, match
-from indexes.covering.build import data_dirs, data_facts, index_rows, write_buckets, write_delta
+from indexes.covering.bucket_count import default_num_buckets
+from indexes.covering.build import (data_dirs, data_facts, estimated_bytes, index_rows,
+                                    write_buckets, write_delta)
 from indexes.covering.config import KIND, CoveringIndexConfig
 from indexes.covering.match import LINEAGE_COLUMN, index_columns
 from indexes.errors import InvalidIndexConfigError
@@ -34,7 +36,9 @@ class CoveringKind(IndexKind):
         indexed, included = config.resolve(df.schema, settings.case_sensitive)
         cfg = {"indexedColumns": [c.to_json() for c in indexed],
                "includedColumns": [c.to_json() for c in included],
-               "numBuckets": config.numBuckets or settings.num_buckets}
+               "numBuckets": config.numBuckets or settings.num_buckets or default_num_buckets(
+                   estimated_bytes(index_rows(df, indexed, included)),
+                   settings.shuffle_partitions)}
         if settings.lineage:
             clash = [f.name for f in df.schema.fields
                      if f.name.lower() == LINEAGE_COLUMN.lower()]
