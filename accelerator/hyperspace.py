@@ -231,12 +231,13 @@ class Hyperspace:
 
     def index(self, indexName: str) -> DataFrame:
         """One index with the columns of :meth:`indexes` plus ``sourceFiles, sourceFormat,
-        sourcePaths, dataVersion, numRows, logVersion``."""
+        sourcePaths, dataVersion, numRows, logVersion, source`` (``source``: what the index
+        is over: ``table <name> at <location>``, the glob pattern, or the paths)."""
         entry = self._lifecycle().get(indexName)
         row = self._row(entry) + (
             len(entry.source.get("files", [])), entry.source.get("format"),
             list(entry.source.get("rootPaths", [])), entry.data_version,
-            entry.content.get("numRows"), entry.id)
+            entry.content.get("numRows"), entry.id, source_name(entry.source))
         return self.spark.createDataFrame([row], _DETAIL_SCHEMA)
 
     def _row(self, e: IndexLogEntry) -> tuple:
@@ -400,4 +401,4 @@ _EVENTS_SCHEMA = (f"operation string, index string, mode string, started timesta
                   f"finished timestamp, dataVersion int, input {_STATS}, output {_STATS}, "
                   "status string, error string, message string, job string")
 _DETAIL_SCHEMA = _SUMMARY_SCHEMA + (", sourceFiles long, sourceFormat string, sourcePaths array<string>,"
-                                    " dataVersion int, numRows long, logVersion int")
+                                    " dataVersion int, numRows long, logVersion int, source string")

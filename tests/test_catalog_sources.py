@@ -82,6 +82,7 @@ def test_covering_index_over_a_table(spark, hs, db, kind, tmp_path):
     assert index_files(df, "ix") and all("/ix/v__=" in f for f in df.inputFiles())
     r = why(hs, df, "ix")
     assert r.code == "APPLIED" and r.source.startswith(f"table spark_catalog.{table} at file:")
+    assert hs.index("ix").first()["source"] == r.source
     sql = f"SELECT id, name FROM {table} WHERE name = 'n42'"
     assert rows(spark.sql(sql)) == [(42, "n42")] and index_files(spark.sql(sql), "ix")
 
@@ -199,6 +200,7 @@ def test_glob_source_counts_new_matching_directories_as_appended(spark, hs, lake
     hs.createIndex(spark.read.parquet(pattern), IndexConfig("ix", ["name"], ["id"]))
     hs.createIndex(spark.read.parquet(pattern), DataSkippingIndexConfig("ds", MinMaxSketch("id")))
     assert hs.index("ix").first()["sourceFiles"] == 4
+    assert hs.index("ix").first()["source"].endswith("/date=2026-*")
 
     def query(name="n42"):
         return spark.read.parquet(pattern).filter(F.col("name") == name).select("id", "name")
