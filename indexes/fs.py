@@ -95,6 +95,20 @@ class FileSystem(Protocol):
         ...
 
 
+CONDITIONAL_OVERWRITE = "fs.option.create.conditional.overwrite"
+S3A_CONDITIONAL_CREATE = "fs.s3a.create.conditional.enabled"
+
+
+def _s3_status(exc: BaseException) -> int | None:
+    """The HTTP status of the S3 error behind a py4j error, if one is in its Java causes."""
+    cause = getattr(exc, "java_exception", None)
+    while cause is not None:
+        if str(cause.getClass().getName()).endswith(".S3Exception"):
+            return int(cause.statusCode())
+        cause = cause.getCause()
+    return None
+
+
 class HadoopFs:
     """Thin wrapper over ``org.apache.hadoop.fs.FileSystem`` for one SparkSession; a
     :class:`FileSystem`."""
@@ -181,19 +195,30 @@ class HadoopFs:
         self.write_bytes(path, text.encode("utf-8"), overwrite)
 
     def create_exclusive(self, path: str, text: str) -> bool:
-        """Creates ``path`` holding ``text`` only if it does not exist yet.
+        """Creates ``path`` holding ``text`` only if it does not exist yet; returns whether this
+        call created it. Of two racing writers exactly one wins, by what the file system offers:
 
-        Writes a temporary file next to it and renames it into place; the rename fails when the
-        target exists, so of two racing writers exactly one wins. Returns whether this call won.
+        - local files: a temporary file next to it, hard-linked into place (``link(2)`` fails
+          atomically when the target exists);
+        - S3 (``s3a://``): no temporary file, since an S3 rename is a copy and a delete: one PUT
+          with ``If-None-Match: *`` (S3A's create option ``fs.option.create.conditional.overwrite``,
+          which needs ``fs.s3a.create.conditional.enabled``, on by default), which S3 refuses
+          atomically when the object exists (status 412); a conflicting concurrent conditional
+          write (409) is retried. S3 has no directories, so a parent is never in the way;
+        - other file systems: a temporary file renamed into place, which refuses an existing
+          target atomically on HDFS and ABFS.
         """
         jtarget = self._path(path)
         fs = self._fs(jtarget)
         if fs.exists(jtarget):
             return False
+        data = bytearray(text.encode("utf-8"))
+        if str(fs.getScheme()) == "s3a":
+            return self._put_if_absent(fs, jtarget, data)
         tmp = self._path(f"{path}.{self._jvm.java.util.UUID.randomUUID().toString()}.tmp")
         stream = fs.create(tmp, False)
         try:
-            stream.write(bytearray(text.encode("utf-8")))
+            stream.write(data)
         finally:
             stream.close()
         try:
@@ -202,6 +227,28 @@ class HadoopFs:
             if fs.exists(tmp):
                 fs.delete(tmp, False)
         return won
+
+    def _put_if_absent(self, fs: Any, target: Any, data: bytearray, attempts: int = 5) -> bool:
+        """One S3 conditional PUT of ``data`` to ``target`` (S3A sends it on ``close``)."""
+        if not fs.getConf().getBoolean(S3A_CONDITIONAL_CREATE, True):
+            raise OSError(f"{S3A_CONDITIONAL_CREATE}=false: cannot create {target} exclusively")
+        conflicts = 0
+        while True:
+            stream = (fs.createFile(target).overwrite(True)
+                      .must(CONDITIONAL_OVERWRITE, True).build())
+            try:
+                try:
+                    stream.write(data)
+                finally:
+                    stream.close()
+                return True
+            except Exception as exc:   # py4j wraps RemoteFileChangedException(S3Exception)
+                status = _s3_status(exc)
+                if status == 412:
+                    return False
+                conflicts += 1
+                if status != 409 or conflicts >= attempts:
+                    raise
 
     def _link_or_rename(self, fs: Any, tmp: Any, target: Any) -> bool:
         """Moves ``tmp`` to ``target`` only if ``target`` does not exist, atomically.
