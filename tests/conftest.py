@@ -1,4 +1,5 @@
-"""One local[2] SparkSession for the whole test run, and a fresh system path per test."""
+"""One local[2] SparkSession for the whole test run, and a fresh system path per test; the
+session-wide services of the environment tests (``hdfs``, ``s3``: tests/services/)."""
 from __future__ import annotations
 
 import os
@@ -11,10 +12,12 @@ from tests.helpers import using_system_path
 
 
 @pytest.fixture(scope="session")
-def spark(tmp_path_factory):
+def spark(request, tmp_path_factory):
+    """The test run's SparkSession; when a test marked ``s3`` is collected, with S3A's jars on
+    its class path and ``s3a://`` pointed at the session's S3 server (fixture ``s3``)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)   # workers run index builds
     warehouse = tmp_path_factory.mktemp("warehouse")
-    session = (
+    builder = (
         SparkSession.builder.master("local[2]")
         .appName("accelerator-tests")
         .config("spark.ui.enabled", "false")
@@ -25,11 +28,40 @@ def spark(tmp_path_factory):
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.maxMetadataStringLength", "1000")
         .config("spark.accelerator.index.numBuckets", "4")
-        .getOrCreate()
     )
+    if any(item.get_closest_marker("s3") for item in request.session.items):
+        from tests.services import s3
+
+        endpoint = request.getfixturevalue("s3").endpoint
+        builder = builder.config("spark.jars", ",".join(map(str, s3.s3a_jars())))
+        for key, value in s3.spark_conf(endpoint).items():
+            builder = builder.config(key, value)
+    session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def hdfs(tmp_path_factory):
+    """A MiniDFSCluster for the test session (tests/services/hdfs.py): ``.url`` is its
+    ``hdfs://127.0.0.1:<port>``."""
+    from tests.services.hdfs import start_hdfs
+
+    service = start_hdfs(tmp_path_factory.mktemp("hdfs"))
+    yield service
+    service.stop()
+
+
+@pytest.fixture(scope="session")
+def s3(tmp_path_factory):
+    """An S3-compatible server for the test session (tests/services/s3.py): ``.endpoint``,
+    ``.create_bucket(name)``; the ``spark`` fixture points ``s3a://`` at it."""
+    from tests.services.s3 import start_s3
+
+    service = start_s3(tmp_path_factory.mktemp("s3"))
+    yield service
+    service.stop()
 
 
 @pytest.fixture
