@@ -16,21 +16,23 @@ from accelerator.settings import ENABLED
 log = logging.getLogger("accelerator.session")
 SUSPENDED = "spark.accelerator.suspended"   # see AcceleratorRule.SUSPENDED_KEY
 _lock = threading.Lock()
-_rewriters: dict[int, Rewriter] = {}
+_rewriters: dict[int, tuple[Any, Rewriter]] = {}   # per driver JVM: its SparkContext, rewriter
 _installed: set[int] = set()
 
 
 def rewriter(spark: Any) -> Rewriter:
-    """The driver's rewriter, created and registered with the JVM rule on first use."""
+    """The driver's rewriter, created and registered with the JVM rule on first use and again
+    when the SparkContext changed (stopped and started anew in this process): a rewriter
+    reads indexes through the session it was made with."""
     key = id(spark.sparkContext._gateway)
     with _lock:
-        found = _rewriters.get(key)
-        if found is None:
+        context, found = _rewriters.get(key, (None, None))
+        if found is None or context is not spark.sparkContext:
             gateway = spark.sparkContext._gateway
             ensure_callback_server_started(gateway)
             found = Rewriter(spark)
             jvm.helpers(spark).builder.setRewriter(found)
-            _rewriters[key] = found
+            _rewriters[key] = (spark.sparkContext, found)
         return found
 
 
