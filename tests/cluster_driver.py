@@ -5,9 +5,8 @@ SparkContext, and the test session's is local).
 builds every index kind and the cache on its executors, runs rewritten queries next to vanilla
 ones and prints one line ``@@scenario {json}`` per scenario: what the tests assert on (rows
 equal or not, plans, ``inputFiles()``, error messages), or ``{"error": traceback}``. The
-executors run ``PYSPARK_PYTHON`` of this process; the last scenario starts a session whose
-``spark.pyspark.python`` is ``MISSING_PYTHON``, an interpreter lacking tantivy and
-pybloom-live.
+executors run ``PYSPARK_PYTHON`` of this process; then the session is stopped and a new one
+started whose ``spark.pyspark.python`` is ``MISSING_PYTHON``, an interpreter lacking tantivy.
 """
 from __future__ import annotations
 
@@ -234,23 +233,43 @@ class Scenarios:
                 "cache_path": os.path.join(self.work, "indexes", "_cache")}
 
 
-def missing_modules(master: str, work: str, python: str) -> dict[str, Any]:
-    """What createIndex raises when ``spark.pyspark.python`` names an interpreter lacking
-    tantivy and pybloom-live (a new session; PYSPARK_PYTHON unset, as a user would do)."""
-    os.environ.pop("PYSPARK_PYTHON", None)
-    spark = session(master, work, 0, **{"spark.pyspark.python": python})
-    hs, path = Hyperspace(spark), os.path.join(work, "data", "logs")
-    configs = {"text": TextIndexConfig("txt_missing", column="message"),
-               "bloom": DataSkippingIndexConfig("ds_missing", BloomFilterSketch("message"))}
-    report: dict[str, Any] = {"python": python}
-    for name, config in configs.items():
+class Restarted:
+    """Scenarios of a second session of this process (the first one stopped), whose
+    ``spark.pyspark.python`` is an interpreter lacking tantivy; PYSPARK_PYTHON unset, as a
+    user switching interpreters would do."""
+
+    def __init__(self, master: str, work: str, python: str):
+        os.environ.pop("PYSPARK_PYTHON", None)
+        self.spark = session(master, work, **{"spark.pyspark.python": python})
+        self.python, self.work, self.hs = python, work, Hyperspace(self.spark)
+        Hyperspace.enable(self.spark)
+
+    def missing_module(self) -> dict[str, Any]:
+        """What createIndex of a text index raises."""
+        path = os.path.join(self.work, "data", "logs")
         try:
-            hs.createIndex(spark.read.parquet(path), config)
-            report[name] = {"raised": None}
+            self.hs.createIndex(self.spark.read.parquet(path),
+                                TextIndexConfig("txt_missing", column="message"))
+            raised = {"raised": None}
         except Exception as e:
-            report[name] = {"raised": type(e).__name__, "message": str(e)}
-    report["indexes"] = sorted(r.name for r in hs.indexes().collect())
-    return report
+            raised = {"raised": type(e).__name__, "message": str(e)}
+        return {**raised, "python": self.python,
+                "indexes": sorted(r.name for r in self.hs.indexes().collect())}
+
+    def restarted_session(self) -> dict[str, Any]:
+        """The first session's covering index serves this session's query, and a
+        data-skipping build runs here (its executors get the ``indexes`` package again)."""
+        spark, nested = self.spark, os.path.join(self.work, "data", "nested")
+
+        def lookup() -> DataFrame:
+            return spark.read.parquet(nested).filter("nested.nst.field1 = 'wa2'") \
+                .select("id", "nested.nst.field2")
+        path = os.path.join(self.work, "data", "numbers")
+        spark.range(0, 400, numPartitions=4).selectExpr("id", "id % 9 AS k").write.parquet(path)
+        self.hs.createIndex(spark.read.parquet(path),
+                            DataSkippingIndexConfig("ds_numbers", MinMaxSketch("id")))
+        return {"covering": compared(spark, lookup), "source_files": source_files(path),
+                "skipping": compared(spark, lambda: spark.read.parquet(path).where("id = 7"))}
 
 
 def emit(name: str, run: Callable[[], dict[str, Any]]) -> None:
@@ -274,7 +293,9 @@ def main(master: str, work: str, missing_python: str) -> None:
                  "text", "cache"):
         emit(name, getattr(scenarios, name))
     spark.stop()
-    emit("missing_modules", lambda: missing_modules(master, work, missing_python))
+    restarted = Restarted(master, work, missing_python)
+    for name in ("missing_module", "restarted_session"):
+        emit(name, getattr(restarted, name))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """A Spark standalone cluster for tests: a master and workers started from pyspark's own
-``bin/spark-class`` on 127.0.0.1 and free ports, each process in a process group of its own so
-that stopping the cluster kills exactly what it started (the daemons, their executors and the
-executors' Python workers)."""
+``bin/spark-class`` on 127.0.0.1 and free ports, each in a process group of its own so that
+stopping the cluster kills exactly what it started: the daemons and their executors (the
+executors' PySpark daemons put themselves in groups of their own and exit when their executor's
+pipe closes)."""
 from __future__ import annotations
 
 import contextlib
