@@ -116,9 +116,8 @@ class Scenarios:
 
     def environment(self) -> dict[str, Any]:
         """The executors and what their Python finds before the accelerator ships anything."""
-        def where(_: Any) -> list[str]:
+        def origins(_: Any) -> list[str]:
             import importlib.util
-            import sys as worker_sys
 
             def origin(module: str) -> str:
                 try:
@@ -126,12 +125,11 @@ class Scenarios:
                 except ImportError:
                     return ""
                 return found.origin if found else ""
-            return [worker_sys.executable] + [origin(m) for m in ("indexes", "accelerator", "tantivy")]
-        python, indexes, accelerator, tantivy = self.spark.sparkContext.parallelize(
-            [0], 1).map(where).collect()[0]
+            return [origin(m) for m in ("indexes", "accelerator", "tantivy")]
+        indexes, accelerator, tantivy = self.spark.sparkContext.parallelize([0], 1) \
+            .map(origins).collect()[0]
         return {"startup_seconds": round(self.startup_s, 1), "executors": executors(self.spark),
-                "python": python, "indexes": indexes,
-                "accelerator": accelerator, "tantivy": tantivy}
+                "indexes": indexes, "accelerator": accelerator, "tantivy": tantivy}
 
     def covering_filter(self) -> dict[str, Any]:
         """A filter on a nested field served by a covering index."""
@@ -257,9 +255,15 @@ class Restarted:
                 "indexes": sorted(r.name for r in self.hs.indexes().collect())}
 
     def restarted_session(self) -> dict[str, Any]:
-        """The first session's covering index serves this session's query, and a
-        data-skipping build runs here (its executors get the ``indexes`` package again)."""
+        """The first session's covering indexes serve this session's filter and join (its
+        executors get the accelerator's jar again), and a data-skipping build runs here (they
+        get the ``indexes`` package again)."""
         spark, nested = self.spark, os.path.join(self.work, "data", "nested")
+        data = os.path.join(self.work, "data")
+
+        def join() -> DataFrame:
+            left, right = spark.read.parquet(f"{data}/left"), spark.read.parquet(f"{data}/right")
+            return left.join(right, F.col("k") == F.col("k2")).select("k", "v", "w")
 
         def lookup() -> DataFrame:
             return spark.read.parquet(nested).filter("nested.nst.field1 = 'wa2'") \
@@ -268,7 +272,8 @@ class Restarted:
         spark.range(0, 400, numPartitions=4).selectExpr("id", "id % 9 AS k").write.parquet(path)
         self.hs.createIndex(spark.read.parquet(path),
                             DataSkippingIndexConfig("ds_numbers", MinMaxSketch("id")))
-        return {"covering": compared(spark, lookup), "source_files": source_files(path),
+        return {"covering": compared(spark, lookup), "join": compared(spark, join),
+                "source_files": source_files(path),
                 "skipping": compared(spark, lambda: spark.read.parquet(path).where("id = 7"))}
 
 

@@ -1,7 +1,9 @@
 """The accelerator on a Spark standalone cluster (a master and two workers of one core each,
 started from pyspark's own scripts): every index kind and the cache are built by the executors'
 JVMs and Python workers, which have neither the accelerator's jar nor its packages installed
-(they get what the session ships), and the rewritten queries return vanilla Spark's rows.
+(they get what the session ships), and the rewritten queries return vanilla Spark's rows. Then
+the driver stops its session and starts another whose executors' Python lacks tantivy: a text
+index build names the module and the setting, and the indexes still serve the new session.
 
 One driver process (tests/cluster_driver.py) runs every scenario; each test asserts on its
 scenario's report."""
@@ -15,6 +17,7 @@ import sys
 
 import pytest
 
+from tests.cluster_driver import MARK
 from tests.services.spark_cluster import executor_python, standalone_cluster
 
 pytestmark = pytest.mark.cluster
@@ -35,7 +38,8 @@ def cluster(tmp_path_factory):
 
 def run_driver(cluster, work) -> tuple[dict[str, dict], str]:
     """Runs the driver against ``cluster``: (each scenario's report by name, the driver's
-    stderr). Its executors run a Python without the accelerator's packages."""
+    stderr). Its executors run a Python without the accelerator's packages, then (second
+    session) one without tantivy either."""
     python = executor_python(work / "python", hidden_installed=SHIPPED)
     missing = executor_python(work / "python-missing", hidden_installed=SHIPPED,
                               hidden=("tantivy",))
@@ -52,8 +56,8 @@ def run_driver(cluster, work) -> tuple[dict[str, dict], str]:
         err += f"\n(the driver was killed after {DRIVER_TIMEOUT_S} s)"
     reports = {}
     for line in out.splitlines():
-        if line.startswith("@@scenario "):
-            report = json.loads(line[len("@@scenario "):])
+        if line.startswith(MARK):
+            report = json.loads(line[len(MARK):])
             reports[report.pop("scenario")] = report
     return reports, f"exit code {process.returncode}\n{err[-6000:]}"
 
@@ -155,5 +159,7 @@ def test_a_restarted_session_is_served_and_builds(driver):
     covering, skipping = r["covering"], r["skipping"]
     assert covering["rows_equal"] and covering["rows"] > 0
     assert only_index_files(covering["input_files"], "idx_nested")
+    # the bucket union of the left index and its appended file runs on the new executors
+    assert r["join"]["rows_equal"] and "BucketUnion" in r["join"]["plan"]
     assert skipping["rows_equal"] and skipping["rows"] == 1
     assert len(skipping["input_files"]) == 1 < r["source_files"]
