@@ -1,0 +1,45 @@
+"""``python -m tests.fuzz --seconds 1800 --seed 7``: fuzz for that long in a local[2] session
+and print a JSON summary (queries run, failures with their seeds and reproductions)."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+
+from pyspark.sql import SparkSession
+
+from tests.fuzz import runner
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Runs the fuzzer; exit status 1 when a query's answer differed from vanilla Spark's."""
+    parser = argparse.ArgumentParser(prog="python -m tests.fuzz", description=__doc__)
+    parser.add_argument("--seconds", type=float, default=600.0)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--queries-per-round", type=int, default=200)
+    parser.add_argument("--batch", type=int, default=20, help="queries per Spark job")
+    parser.add_argument("--minimize-seconds", type=float, default=300.0)
+    args = parser.parse_args(argv)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = (SparkSession.builder.master("local[2]").appName("accelerator-fuzz")
+             .config("spark.ui.enabled", "false")
+             .config("spark.sql.shuffle.partitions", "2")
+             .config("spark.default.parallelism", "2")
+             .config("spark.sql.warehouse.dir", tempfile.mkdtemp(prefix="fuzz-warehouse-"))
+             .config("spark.driver.memory", "2g")
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.accelerator.index.numBuckets", "4")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    summary = runner.run(spark, args.seed, args.seconds, args.queries_per_round, args.batch,
+                         minimize_seconds=args.minimize_seconds,
+                         log=lambda m: print(m, file=sys.stderr, flush=True))
+    print(json.dumps(summary.as_dict(), indent=2, default=str))
+    spark.stop()
+    return 1 if summary.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,159 @@
+"""A fuzz case (two datasets, their indexes, a query) set up in a session: files written
+under a fresh directory, indexes built in a fresh system path, views ``t`` and ``u``; and one
+query run with and without the accelerator."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+
+from pyspark.sql import functions as F
+
+from accelerator import Hyperspace
+from accelerator.session import conf_set
+from tests.fuzz import compare, data, indexes
+from tests.fuzz.queries import Query
+
+INDEX_MARKERS = ("PrunedFileIndex", "CachedFileIndex")
+
+
+@dataclass
+class Outcome:
+    """One query's run: ``failure`` says how the answers differed (None: identical),
+    ``used`` whether an index or the cache served it, ``skipped`` whether vanilla Spark
+    raised too (nothing to compare)."""
+
+    failure: str | None = None
+    used: bool = False
+    skipped: bool = False
+
+
+@dataclass
+class Setup:
+    """The datasets and index specs of a case, and where they were written."""
+
+    datasets: dict
+    specs: list
+    root: str = ""
+    paths: dict = field(default_factory=dict)
+
+    def system_path(self) -> str:
+        """The case's accelerator system path."""
+        return os.path.join(self.root, "indexes")
+
+
+def build(spark, setup: Setup) -> Setup:
+    """Writes the datasets, creates the indexes (in a fresh system path the session then uses),
+    appends the files added later and registers the views; returns ``setup``."""
+    setup.root = tempfile.mkdtemp(prefix="fuzz-")
+    spark.conf.set("spark.accelerator.system.path", setup.system_path())
+    hs = Hyperspace(spark)
+    written = {}
+    for name, dataset in setup.datasets.items():
+        setup.paths[name], written[name] = data.write(spark, dataset, setup.root)
+    for spec in setup.specs:
+        df = spark.read.parquet(setup.paths[spec.dataset])
+        with conf_set(spark, {"spark.accelerator.index.lineage.enabled": str(spec.lineage).lower()}):
+            indexes.create(spark, hs, df, spec)
+    for name, dataset in setup.datasets.items():
+        data.change(spark, dataset, setup.paths[name], written[name])
+        spark.read.parquet(setup.paths[name]).createOrReplaceTempView(name)
+    return setup
+
+
+def teardown(setup: Setup) -> None:
+    """Removes the case's files and indexes."""
+    shutil.rmtree(setup.root, ignore_errors=True)
+
+
+def run(spark, setup: Setup, query: Query) -> Outcome:
+    """Runs ``query`` with the accelerator and without it and compares the rows."""
+    Hyperspace.enable(spark)
+    try:
+        df = query.build(spark)
+        got = df.collect()
+        plan = df._jdf.queryExecution().executedPlan().toString()
+        accel_error = None
+    except Exception as e:   # noqa: BLE001 (compared with vanilla's behaviour)
+        got, plan, accel_error = None, "", e
+    finally:
+        Hyperspace.disable(spark)
+    try:
+        want = query.build(spark).collect()
+    except Exception as e:   # noqa: BLE001
+        if accel_error is not None:
+            return Outcome(skipped=True)
+        return Outcome(failure=f"vanilla raised {type(e).__name__}: {str(e)[:300]}; "
+                               f"accelerated returned {len(got)} rows")
+    if accel_error is not None:
+        return Outcome(failure=f"accelerated raised {type(accel_error).__name__}: "
+                               f"{str(accel_error)[:500]}")
+    used = setup.system_path() in plan or any(m in plan for m in INDEX_MARKERS)
+    return Outcome(failure=compare.difference(got, want), used=used)
+
+
+TAG = "fuzz_q"
+_TAG_LINE = re.compile(rf"\b(\d+) AS {TAG}#")
+
+
+def _tagged(spark, queries: list[Query]):
+    """One DataFrame: the union of the queries' rows as JSON, each tagged with its number."""
+    parts = []
+    for number, query in enumerate(queries):
+        df = query.build(spark)
+        df = df.toDF(*[f"c{i}" for i in range(len(df.columns))])
+        parts.append(df.select(F.lit(number).alias(TAG), F.to_json(F.struct("*")).alias("r")))
+    union = parts[0]
+    for part in parts[1:]:
+        union = union.unionAll(part)
+    return union
+
+
+def _answers(rows, count: int) -> list[list]:
+    out: list[list] = [[] for _ in range(count)]
+    for row in rows:
+        out[row[0]].append((json.loads(row[1]),) if row[1] is not None else (None,))
+    return out
+
+
+def used_by(plan: str, count: int, system_path: str) -> list[bool]:
+    """Which of the tagged queries of a batch's physical plan (its text) read an index or the
+    cache: a scan line with a marker counts for the nearest tagged projection above it."""
+    used = [False] * count
+    stack: list[tuple[int, int | None]] = []   # (indentation, query number) of the ancestors
+    for line in plan.splitlines():
+        indent = len(line) - len(line.lstrip(" :+-"))
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        found = _TAG_LINE.search(line)
+        number = int(found.group(1)) if found else next(
+            (n for _, n in reversed(stack) if n is not None), None)
+        stack.append((indent, number))
+        if number is not None and number < count and (
+                system_path in line or any(m in line for m in INDEX_MARKERS)):
+            used[number] = True
+    return used
+
+
+def run_batch(spark, setup: Setup, queries: list[Query]) -> list[Outcome]:
+    """Runs the queries as one tagged union with the accelerator and without it and compares
+    each query's rows; when either raises, runs each half again (single queries alone)."""
+    if len(queries) == 1:
+        return [run(spark, setup, queries[0])]
+    try:
+        Hyperspace.enable(spark)
+        try:
+            df = _tagged(spark, queries)
+            got = _answers(df.collect(), len(queries))
+            plan = df._jdf.queryExecution().executedPlan().toString()
+        finally:
+            Hyperspace.disable(spark)
+        want = _answers(_tagged(spark, queries).collect(), len(queries))
+    except Exception:   # noqa: BLE001 (some query raised: find it)
+        half = len(queries) // 2
+        return run_batch(spark, setup, queries[:half]) + run_batch(spark, setup, queries[half:])
+    used = used_by(plan, len(queries), setup.system_path())
+    return [Outcome(failure=compare.difference(g, w), used=u) for g, w, u in zip(got, want, used)]

@@ -1,0 +1,171 @@
+"""Seeded random datasets: rows of a fixed schema with nested structs, nulls, NaN and +-0.0,
+unicode and empty strings, timestamps from several zones, decimals and JSON strings, split
+into a few files (optionally partitioned) and written as Parquet."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import random
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+SCHEMA = ("id long, k int, s string, d double, dec decimal(10,2), ts timestamp, day date, "
+          "b boolean, j string, msg string, "
+          "n struct<x:int, y:string, z:struct<w:double, v:string>>")
+PARTITION = "p"
+
+# Top-level columns and the scalar fields under them, with their Spark types (for the query
+# and index generators).
+SCALARS = {"id": "long", "k": "int", "s": "string", "d": "double", "dec": "decimal",
+           "ts": "timestamp", "day": "date", "b": "boolean", "j": "string", "msg": "string",
+           "n.x": "int", "n.y": "string", "n.z.w": "double", "n.z.v": "string"}
+TOP_LEVEL = ["id", "k", "s", "d", "dec", "ts", "day", "b", "j", "msg", "n"]
+
+STRINGS = ["", "a", "ab", "abc", "abcd", "Abc", "ABC", "zeta", "ünïcødé", "日本語", "日本",
+           "emoji 😀", "a%b", "a_b", "x.y", "  ", "naïve", "ß", "SS", "İstanbul", "ǅ"]
+WORDS = ["error", "timeout", "db-7", "disk", "full", "retry", "ERR-4711", "Ünicode", "ok",
+         "warn", "δ-delta", "connection", "reset", "user", "login"]
+DOUBLES = [0.0, -0.0, 1.5, -1.5, 2.0, float("nan"), float("inf"), float("-inf"), 1e-9, 3.25,
+           100.0, -7.0]
+ZONES = [dt.timezone.utc, dt.timezone(dt.timedelta(hours=5, minutes=30)),
+         dt.timezone(dt.timedelta(hours=-8)), dt.timezone(dt.timedelta(hours=14)),
+         dt.timezone(dt.timedelta(hours=-12))]
+
+
+@dataclass
+class Dataset:
+    """A generated source: its rows per file and how it is written."""
+
+    name: str
+    files: list[list[tuple]]
+    partitioned: bool = False
+    appended: list[list[tuple]] = field(default_factory=list)
+    deleted: tuple = ()
+
+    @property
+    def live_files(self) -> list[list[tuple]]:
+        """The rows of each file queries read: without deleted files, with appended ones."""
+        return [f for i, f in enumerate(self.files) if i not in self.deleted] + self.appended
+
+    @property
+    def rows(self) -> list[tuple]:
+        """Every row of the source files (appended files included)."""
+        return [r for f in self.live_files for r in f]
+
+
+def _maybe(rng: random.Random, value, null_rate: float):
+    return None if rng.random() < null_rate else value
+
+
+def _timestamp(rng: random.Random) -> dt.datetime:
+    local = dt.datetime(rng.choice([1969, 1970, 2000, 2024, 2024, 2038]), rng.randint(1, 12),
+                        rng.randint(1, 28), rng.randint(0, 23), rng.choice([0, 30, 59]),
+                        rng.choice([0, 1, 59]), rng.choice([0, 0, 1, 999999]),
+                        tzinfo=rng.choice(ZONES))
+    return local.astimezone(dt.timezone.utc)
+
+
+def _json(rng: random.Random, i: int) -> str | None:
+    choice = rng.random()
+    if choice < 0.1:
+        return None
+    if choice < 0.15:
+        return rng.choice(["", "not json", "{", "[1,2]", "{}"])
+    doc = {"a": rng.randint(-5, 20), "b": rng.choice(STRINGS),
+           "c": {"d": rng.choice([1.5, -2.0, 0.0, 10.25, None])}}
+    if rng.random() < 0.2:
+        del doc["a"]
+    if rng.random() < 0.1:
+        doc["a"] = str(doc.get("a", i))
+    return json.dumps(doc, ensure_ascii=rng.random() < 0.5)
+
+
+def _row(rng: random.Random, i: int, null_rate: float) -> tuple:
+    words = " ".join(rng.choice(WORDS) for _ in range(rng.randint(0, 6)))
+    z = _maybe(rng, (_maybe(rng, rng.choice(DOUBLES), null_rate),
+                     _maybe(rng, rng.choice(STRINGS), null_rate)), null_rate)
+    n = _maybe(rng, (_maybe(rng, rng.randint(-3, 30), null_rate),
+                     _maybe(rng, rng.choice(STRINGS), null_rate), z), null_rate)
+    return (
+        i,
+        _maybe(rng, rng.randint(0, 40), null_rate),
+        _maybe(rng, rng.choice(STRINGS), null_rate),
+        _maybe(rng, rng.choice(DOUBLES) if rng.random() < 0.5 else round(rng.uniform(-50, 50), 2),
+               null_rate),
+        _maybe(rng, Decimal(rng.randint(-99999, 99999)).scaleb(-2), null_rate),
+        _maybe(rng, _timestamp(rng), null_rate),
+        _maybe(rng, dt.date(2024, 1, 1) + dt.timedelta(days=rng.randint(-400, 400)), null_rate),
+        _maybe(rng, rng.random() < 0.5, null_rate),
+        _json(rng, i),
+        _maybe(rng, words, null_rate),
+        n,
+    )
+
+
+def generate(rng: random.Random, name: str, start_id: int = 0) -> Dataset:
+    """A dataset of 100-400 rows in 3-6 files, clustered by a random column so that
+    per-file statistics differ; sometimes partitioned, sometimes with an appended file."""
+    n_rows = rng.randint(100, 400)
+    null_rate = rng.choice([0.0, 0.05, 0.2])
+    rows = [_row(rng, start_id + i, null_rate) for i in range(n_rows)]
+    key = rng.choice([0, 1, 2, 3, 4, 6, 9])
+    rows.sort(key=lambda r: (r[key] is None, _sort_key(r[key]), rng.random()))
+    n_files = rng.randint(3, 6)
+    bounds = sorted(rng.sample(range(1, n_rows), n_files - 1))
+    files = [rows[a:b] for a, b in zip([0] + bounds, bounds + [n_rows])]
+    appended: list[list[tuple]] = []
+    if rng.random() < 0.25:   # a file added after the indexes were built (hybrid scan)
+        appended = [[_row(rng, start_id + n_rows + i, null_rate) for i in range(rng.randint(1, 20))]]
+    deleted = (rng.randrange(n_files),) if rng.random() < 0.15 else ()
+    return Dataset(name, files, partitioned=rng.random() < 0.3, appended=appended,
+                   deleted=deleted)
+
+
+def _sort_key(value):
+    if isinstance(value, float) and value != value:
+        return (1, 0.0)
+    if isinstance(value, dt.datetime):
+        return (0, value.timestamp())
+    if isinstance(value, (dt.date, Decimal, bool)):
+        return (0, float(value.toordinal() if isinstance(value, dt.date) else value))
+    return (0, value)
+
+
+def _parquet_files(path: str) -> set[str]:
+    return {os.path.join(d, f) for d, _, names in os.walk(path) for f in names
+            if f.endswith(".parquet")}
+
+
+def write_files(spark, path: str, files: list[list[tuple]], partitioned: bool,
+                first: int = 0) -> list[str | None]:
+    """Appends each list of rows to ``path`` as one Parquet file (under ``p=<file number>``
+    when ``partitioned``); returns the files' paths (None for an empty list)."""
+    written: list[str | None] = []
+    for number, rows in enumerate(files, start=first):
+        if not rows:
+            written.append(None)
+            continue
+        before = _parquet_files(path)
+        df = spark.createDataFrame(rows, SCHEMA).coalesce(1)
+        target = os.path.join(path, f"{PARTITION}={number % 3}") if partitioned else path
+        df.write.mode("append").parquet(target)
+        (new,) = _parquet_files(path) - before
+        written.append(new)
+    return written
+
+
+def write(spark, dataset: Dataset, root: str) -> tuple[str, list]:
+    """Writes the dataset's files (not its appended ones) under ``root``; returns the path and
+    the files' paths."""
+    path = os.path.join(root, dataset.name)
+    return path, write_files(spark, path, dataset.files, dataset.partitioned)
+
+
+def change(spark, dataset: Dataset, path: str, files: list) -> None:
+    """What happens after the indexes were built: the appended files are written next to the
+    others, the deleted ones removed."""
+    write_files(spark, path, dataset.appended, dataset.partitioned, first=len(dataset.files))
+    for i in dataset.deleted:
+        if i < len(files) and files[i]:
+            os.remove(files[i])

@@ -1,0 +1,99 @@
+"""Random index sets over a generated dataset: covering indexes with random indexed and
+included columns, data-skipping indexes with random sketches, text indexes and the cache.
+Each index is a small spec that can be created in a session or written as Python code."""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from tests.fuzz.data import SCALARS, TOP_LEVEL
+
+JSON_PATHS = ["get_json_object(j, '$.a')", "get_json_object(j, '$.b')",
+              "cast(get_json_object(j, '$.a') as int)",
+              "cast(get_json_object(j, '$.c.d') as double)"]
+STRING_COLUMNS = [c for c, t in SCALARS.items() if t == "string"]
+
+
+@dataclass(frozen=True)
+class IndexSpec:
+    """One index (or a cache warm-up) over a dataset: ``kind`` is covering, skipping, text or
+    cache; ``args`` its columns or sketches as ``(sketch, expression)`` pairs; ``lineage``
+    (covering) builds it with the lineage column."""
+
+    kind: str
+    name: str
+    dataset: str
+    args: tuple
+    included: tuple = ()
+    lineage: bool = False
+
+    def code(self, df: str) -> str:
+        """Python code creating this index over the DataFrame variable ``df`` with ``hs``."""
+        if self.kind == "covering":
+            call = (f"hs.createIndex({df}, IndexConfig({self.name!r}, indexedColumns="
+                    f"{list(self.args)!r}, includedColumns={list(self.included)!r}))")
+            if self.lineage:
+                return ("spark.conf.set('spark.accelerator.index.lineage.enabled', 'true'); "
+                        f"{call}; spark.conf.set('spark.accelerator.index.lineage.enabled', "
+                        "'false')")
+            return call
+        if self.kind == "skipping":
+            sketches = ", ".join(f"{kind}({expr!r})" for kind, expr in self.args)
+            return f"hs.createIndex({df}, DataSkippingIndexConfig({self.name!r}, {sketches}))"
+        if self.kind == "text":
+            return f"hs.createIndex({df}, TextIndexConfig({self.name!r}, column={self.args[0]!r}))"
+        columns = f"{df}.select({', '.join(repr(c) for c in self.args)})" if self.args else df
+        return f"hs.cache({columns})"
+
+
+def create(spark, hs, df, spec: IndexSpec) -> None:
+    """Creates the index ``spec`` over ``df`` (or warms the cache with it)."""
+    namespace = {"spark": spark, "hs": hs, "df": df}
+    exec("from accelerator import *\n" + spec.code("df"), namespace)   # noqa: S102 (own code)
+
+
+def _covering(rng: random.Random, name: str, dataset: str, keys: list[str] | None) -> IndexSpec:
+    scalars = list(SCALARS)
+    indexed = keys or rng.sample([c for c in scalars if SCALARS[c] != "boolean"],
+                                 rng.choice([1, 1, 2]))
+    rest = [c for c in scalars if c not in indexed and not any(c.startswith(i + ".") for i in indexed)]
+    if rng.random() < 0.4:   # everything: answers most queries
+        included = rest
+    else:
+        included = rng.sample(rest, rng.randint(0, len(rest)))
+    if rng.random() < 0.2 and "n" not in indexed and not any(c.startswith("n.") for c in indexed):
+        included = [c for c in included if not c.startswith("n.")] + ["n"]
+    return IndexSpec("covering", name, dataset, tuple(indexed), tuple(included),
+                     lineage=rng.random() < 0.3)
+
+
+def _skipping(rng: random.Random, name: str, dataset: str) -> IndexSpec:
+    sketches = []
+    for expr in rng.sample(list(SCALARS) + JSON_PATHS, rng.randint(1, 4)):
+        kinds = ["MinMaxSketch"]
+        if SCALARS.get(expr) != "boolean":
+            kinds += ["BloomFilterSketch", "ValueListSketch"]
+        sketches.append((rng.choice(kinds), expr))
+    return IndexSpec("skipping", name, dataset, tuple(sketches))
+
+
+def random_set(rng: random.Random, dataset: str, join_keys: list[str] | None = None) -> list[IndexSpec]:
+    """One to four indexes of random kinds over ``dataset`` (named ``<dataset>_<n>``); with
+    ``join_keys``, the first is a covering index on them (for the join rule)."""
+    specs: list[IndexSpec] = []
+    if join_keys:
+        specs.append(_covering(rng, f"{dataset}_c0", dataset, join_keys))
+    for i in range(rng.randint(1, 3)):
+        name = f"{dataset}_{i + 1}"
+        kind = rng.choice(["covering", "covering", "skipping", "skipping", "text", "cache"])
+        if kind == "covering":
+            specs.append(_covering(rng, name, dataset, None))
+        elif kind == "skipping":
+            specs.append(_skipping(rng, name, dataset))
+        elif kind == "text":
+            if not any(s.kind == "text" for s in specs):
+                specs.append(IndexSpec("text", name, dataset, (rng.choice(STRING_COLUMNS),)))
+        elif not any(s.kind == "cache" for s in specs):
+            columns = () if rng.random() < 0.5 else tuple(rng.sample(TOP_LEVEL, rng.randint(1, 6)))
+            specs.append(IndexSpec("cache", name, dataset, columns))
+    return specs

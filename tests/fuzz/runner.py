@@ -1,0 +1,115 @@
+"""The fuzz loop: rounds of random datasets and index sets, each answering random queries that
+are compared with vanilla Spark; a failure is minimized and reported with its seeds."""
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+
+from tests.fuzz import case, data, indexes, minimize
+from tests.fuzz.queries import JOIN_KEYS, Query, random_query
+
+
+@dataclass
+class Failure:
+    """A query whose answer differed: the round's seed, the query's number in the round, what
+    differed and the minimized reproduction (Python code)."""
+
+    seed: int
+    query: int
+    failure: str
+    reproduction: str = ""
+
+
+@dataclass
+class Summary:
+    """What a run did."""
+
+    seed: int
+    rounds: int = 0
+    queries: int = 0
+    used: int = 0
+    skipped: int = 0
+    build_seconds: float = 0.0
+    seconds: float = 0.0
+    failures: list = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        """The summary as JSON-ready data."""
+        return {"seed": self.seed, "rounds": self.rounds, "queries": self.queries,
+                "queriesUsingIndexes": self.used, "skippedBothRaised": self.skipped,
+                "seconds": round(self.seconds, 1),
+                "buildSeconds": round(self.build_seconds, 1),
+                "failures": [vars(f) for f in self.failures]}
+
+
+def round_setup(seed: int) -> case.Setup:
+    """The datasets and index sets of the round with ``seed``."""
+    rng = random.Random(seed)
+    datasets = {"t": data.generate(rng, "t"), "u": data.generate(rng, "u", start_id=100_000)}
+    join = rng.random() < 0.5
+    specs = (indexes.random_set(rng, "t", JOIN_KEYS if join else None)
+             + indexes.random_set(rng, "u", JOIN_KEYS if join else None))
+    return case.Setup(datasets, specs)
+
+
+def round_query(setup: case.Setup, seed: int, number: int) -> Query:
+    """Query ``number`` of the round with ``seed``."""
+    rng = random.Random(seed * 1_000_003 + number)
+    t, u = setup.datasets["t"], setup.datasets["u"]
+    return random_query(rng, t.rows, u.rows, t.partitioned, u.partitioned)
+
+
+def run(spark, seed: int, seconds: float, queries_per_round: int = 60, batch: int = 12,
+        max_queries: int | None = None, minimize_seconds: float = 120.0, log=print) -> Summary:
+    """Runs rounds with seeds ``seed``, ``seed + 1``, ... for about ``seconds`` (or until
+    ``max_queries``), ``batch`` queries per Spark job (a tagged union); returns what happened.
+    Leaves the accelerator disabled."""
+    summary = Summary(seed)
+    start = time.monotonic()
+    round_seed = seed
+
+    def more() -> bool:
+        return time.monotonic() - start < seconds and (
+            max_queries is None or summary.queries < max_queries)
+
+    while more():
+        built = time.monotonic()
+        setup = case.build(spark, round_setup(round_seed))
+        summary.build_seconds += time.monotonic() - built
+        try:
+            number = 0
+            while number < queries_per_round and more():
+                numbers = range(number, min(number + batch, queries_per_round))
+                number = numbers[-1] + 1
+                queries = [round_query(setup, round_seed, n) for n in numbers]
+                for n, query, outcome in zip(numbers, queries,
+                                             case.run_batch(spark, setup, queries)):
+                    summary.queries += 1
+                    summary.used += outcome.used
+                    summary.skipped += outcome.skipped
+                    if outcome.failure:
+                        summary.failures.append(
+                            _report(spark, setup, round_seed, n, query, outcome, minimize_seconds, log))
+        finally:
+            case.teardown(setup)
+        summary.rounds += 1
+        log(f"round {round_seed}: {summary.queries} queries so far, {summary.used} used an index "
+            f"or the cache, {len(summary.failures)} failures, {time.monotonic() - start:.0f} s")
+        round_seed += 1
+    summary.seconds = time.monotonic() - start
+    return summary
+
+
+def _report(spark, setup, seed: int, number: int, query: Query, outcome, seconds: float,
+            log) -> Failure:
+    log(f"FAILURE seed={seed} query={number}: {outcome.failure}")
+    alone = case.run(spark, setup, query)
+    if not alone.failure:
+        log("  (the query alone gives vanilla's answer: it differs only inside its batch)")
+        return Failure(seed, number, outcome.failure + " (only inside a batch of queries)",
+                       f"# the round's setup: tests.fuzz.runner.round_setup({seed}); "
+                       f"its queries {number} and neighbours, batched\n{query.code()}")
+    repro = minimize.minimize(spark, setup, query, seconds, log)
+    log(repro)
+    return Failure(seed, number, alone.failure, repro)
