@@ -81,10 +81,12 @@ class SparkCluster:
                if k not in ("PYTHONPATH", "SPARK_CONF_DIR", "SPARK_MASTER_OPTS",
                             "SPARK_WORKER_OPTS", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")}
         env.update(SPARK_HOME=str(SPARK_HOME), SPARK_CONF_DIR=str(conf),
-                   SPARK_LOCAL_IP=self.host, SPARK_LOG_DIR=str(self.base / "logs"),
-                   SPARK_LOCAL_DIRS=str(self.base / "local"), SPARK_DAEMON_MEMORY="512m",
-                   SPARK_DAEMON_JAVA_OPTS="-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
-                   SPARK_NO_DAEMONIZE="1")
+                   SPARK_LOCAL_IP=self.host, SPARK_LOCAL_DIRS=str(self.base / "local"),
+                   SPARK_DAEMON_MEMORY="512m",
+                   # a port taken meanwhile fails the start (its log says so) instead of
+                   # moving the daemon to another port than the one the cluster uses
+                   SPARK_DAEMON_JAVA_OPTS="-XX:TieredStopAtLevel=1 -XX:+UseSerialGC "
+                                          "-Dspark.port.maxRetries=0")
         return env
 
     def _spawn(self, name: str, *args: str) -> None:
