@@ -145,6 +145,9 @@ def main(argv: list[str] | None = None) -> int:
                                                  "sources (bench/scheduler.py)")
     from bench import scheduler as scheduler_bench
     scheduler_bench.add_arguments(scheduler)
+    from bench import s3 as s3_bench
+    s3_bench.add_arguments(sub.add_parser("s3", help="event-log lookups and cache workloads with "
+                                                     "the lake on a local S3 server (bench/s3.py)"))
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
     logging.getLogger("bench").setLevel(logging.INFO)
@@ -152,6 +155,8 @@ def main(argv: list[str] | None = None) -> int:
         return replay_bench.run(args)
     if args.command == "scheduler":
         return scheduler_bench.run(args)
+    if args.command == "s3":
+        return s3_bench.run(args)
 
     import shutil
 
