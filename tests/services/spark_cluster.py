@@ -142,9 +142,9 @@ class SparkCluster:
 
     def stop(self, grace_s: float = 10.0) -> None:
         """Stops the workers and the master: SIGTERM to each one's process group, then, once
-        the daemons exited or after ``grace_s``, SIGKILL to the groups (executors and Python
-        workers may outlive their daemon). A daemon is reaped only after that, so its process
-        group id cannot have been reused by another process."""
+        the daemons exited or after ``grace_s``, SIGKILL to the groups (an executor may outlive
+        its worker). A daemon is reaped only after that, so its process group id cannot have
+        been reused by another process."""
         for d in self.daemons:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(d.process.pid, signal.SIGTERM)
