@@ -36,7 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pairs", type=int, default=3)
     parser.add_argument("--warmups", type=int, default=1)
     parser.add_argument("--buckets", type=int, default=200)
-    parser.add_argument("--data-dir", default=os.path.expanduser("~/.cache/spark-accelerator/bench-data"),
+    parser.add_argument("--data-dir",
+                        default=os.path.expanduser("~/.cache/spark-accelerator/bench-data"),
                         help="where generated data is cached (copied to S3 from there)")
     parser.add_argument("--work-dir", default="/tmp/accelerator-bench-s3",
                         help="indexes, the cache, limit files and the server's log (wiped)")
@@ -95,7 +96,8 @@ def run(args: argparse.Namespace) -> int:
         spark.stop()
     finally:
         server.stop()
-    report = {"scale": args.scale, "lake": "s3a:// (moto, local)", "indexes_and_cache": "local disk",
+    report = {"scale": args.scale, "lake": "s3a:// (moto, local)",
+              "indexes_and_cache": "local disk",
               "machine": {"cores": os.cpu_count(), "master": "local[2]"},
               "workloads": [_summary(r) for r in reports]}
     text = json.dumps(report, indent=2, default=str)

@@ -15,8 +15,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from tests.services.maven import Artifact, MavenError, hadoop_version, jars_root, materialize, resolve
-from tests.services.process import ServiceProcess
+from tests.services.maven import Artifact, hadoop_version, jars_root, materialize, resolve
+from tests.services.process import ServiceError, ServiceProcess
 
 LAUNCHER = Path(__file__).with_name("MiniHdfs.java")
 
@@ -53,7 +53,7 @@ def class_path() -> str:
         result = subprocess.run([_java("javac"), "-nowarn", "--release", "17", "-cp", classpath,
                                  "-d", str(classes), str(LAUNCHER)], capture_output=True, text=True)
         if result.returncode != 0:
-            raise MavenError(f"compiling {LAUNCHER} failed:\n{result.stdout}{result.stderr}")
+            raise ServiceError(f"compiling {LAUNCHER} failed:\n{result.stdout}{result.stderr}")
 
     classes = materialize(jars_root() / f"minihdfs-{digest}", compile_into)
     return os.pathsep.join([str(classes), classpath])

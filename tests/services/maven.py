@@ -65,7 +65,8 @@ def jars_root() -> Path:
 
 
 def _pom(artifacts: list[Artifact]) -> str:
-    return ("<project xmlns=\"http://maven.apache.org/POM/4.0.0\"><modelVersion>4.0.0</modelVersion>"
+    return ("<project xmlns=\"http://maven.apache.org/POM/4.0.0\">"
+            "<modelVersion>4.0.0</modelVersion>"
             "<groupId>accelerator.tests</groupId><artifactId>test-jars</artifactId>"
             "<version>0</version><packaging>pom</packaging><dependencies>"
             + "".join(a.pom_xml() for a in artifacts) + "</dependencies></project>")
@@ -107,7 +108,8 @@ def _download(pom: str, jars: Path) -> None:
     work = Path(tempfile.mkdtemp(prefix="accelerator-mvn-"))
     try:
         (work / "pom.xml").write_text(pom)
-        command = [shutil.which("mvn") or "mvn", "-B", "-f", str(work / "pom.xml"),
+        command = [shutil.which("mvn") or "mvn", "-B", "-Dstyle.color=never", "-f",
+                   str(work / "pom.xml"),
                    "dependency:copy-dependencies", "-DincludeScope=runtime",
                    f"-DoutputDirectory={jars}"]
         try:

@@ -47,7 +47,8 @@ class ServiceProcess:
                     return line[len(prefix):].strip()
             code = self.process.poll()
             if code is not None or time.monotonic() > deadline:
-                why = f"exited with {code}" if code is not None else f"not ready in {timeout_s:.0f} s"
+                why = (f"exited with {code}" if code is not None
+                       else f"not ready in {timeout_s:.0f} s")
                 raise ServiceError(f"{self.name} {why}; the end of its log {self.log}:\n"
                                    f"{log_tail(self.log)}")
             time.sleep(0.2)
