@@ -1,0 +1,61 @@
+"""Crash consistency (issue 22): a PySpark driver process is killed with SIGKILL at seeded points
+of create (each index kind), refresh (every mode, after files were appended and deleted),
+optimize, vacuum (of a deleted index, of outdated data) and a cache warm-up: before the N-th
+mutating file-system call (always the first and the last among the points of a longer run)
+or in the middle of a Spark write job. This process then finds every index stable or in a
+transient state queries ignore, every query equal to vanilla Spark and reading only files a
+stable log entry or cache entry names, cancel restoring the last stable state, the operation
+working when done again, and vacuum and the demoter leaving no orphaned data (see
+tests/crash/checks.py).
+
+``CRASH_POINTS`` (default 16) is the number of kill points in all, ``CRASH_SEED`` their seed;
+``python -m tests.crash --points 200`` runs a longer campaign outside the suite.
+"""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.crash.campaign import Campaign
+from tests.crash.scenarios import SCENARIOS
+
+pytestmark = pytest.mark.crash
+
+CI_SCENARIOS = [name for name, s in SCENARIOS.items() if s.ci]
+POINTS = int(os.environ.get("CRASH_POINTS", "16"))
+SEED = os.environ.get("CRASH_SEED", "22")
+
+
+def _selected(items) -> set[str]:
+    """The scenarios of the tests of this module that will run (``-k`` may leave some out)."""
+    return {item.callspec.params.get("scenario") for item in items
+            if item.module.__name__ == __name__ and hasattr(item, "callspec")}
+
+
+@pytest.fixture(scope="module", params=[pytest.param("local", id="local")])
+def campaign(request, spark, tmp_path_factory):
+    """The module's campaign over one file-system root, its drivers started; the runs of each
+    scenario by name."""
+    scratch = tmp_path_factory.mktemp("crash")
+    root = str(scratch / "root")
+    selected = [n for n in CI_SCENARIOS if n in _selected(request.session.items)]
+    with Campaign(spark, root, str(scratch / "drivers"),
+                  [SCENARIOS[n] for n in selected], POINTS, SEED) as running:
+        runs: dict[str, list] = {}
+        for run in running.start():
+            runs.setdefault(run.scenario.name, []).append(run)
+        yield running, runs
+
+
+@pytest.mark.parametrize("scenario", CI_SCENARIOS)
+def test_a_killed_operation_leaves_a_consistent_state(campaign, scenario):
+    running, runs = campaign
+    failures = []
+    for run in runs[scenario]:
+        try:
+            running.check(run)
+        except AssertionError as exc:
+            failures.append(f"{run.name}: {exc}")
+    assert not failures, "\n".join(failures)
+
