@@ -18,6 +18,7 @@ import os
 import pytest
 
 from tests.crash.campaign import Campaign
+from tests.crash.points import KillPoint
 from tests.crash.scenarios import SCENARIOS
 
 pytestmark = pytest.mark.crash
@@ -59,3 +60,14 @@ def test_a_killed_operation_leaves_a_consistent_state(campaign, scenario):
             failures.append(f"{run.name}: {exc}")
     assert not failures, "\n".join(failures)
 
+
+def test_a_warmup_killed_between_its_commits_leaves_data_the_demoter_deletes(campaign):
+    """Killed after the first of its entries was committed: the folders of the files it wrote
+    but did not commit lie beside that entry's folder, which the demoter used to keep whole."""
+    running, _ = campaign
+    scenario = SCENARIOS["cache"]
+    running.count(scenario)
+    commits = [n for n, call in enumerate(running.calls[scenario.name], 1)
+               if call.startswith("create_exclusive ") and "/_manifest/entries/" in call]
+    run = running.launch(scenario, KillPoint("fs", commits[1]))
+    running.check(run)
