@@ -21,7 +21,7 @@ MIN_USED_SHARE = 0.25
 def test_random_queries_over_random_indexes_equal_vanilla(spark, tmp_path):
     started = time.monotonic()
     with using_system_path(spark, str(tmp_path / "indexes")):
-        summary = runner.run(spark, SEED, SECONDS, queries_per_round=300, batch=25,
+        summary = runner.run(spark, SEED, SECONDS, queries_per_round=300, batch=40,
                              max_queries=1200, minimize_seconds=60.0)
     report = json.dumps(summary.as_dict(), indent=2, default=str)
     print(report, f"wall time {time.monotonic() - started:.0f} s")

@@ -47,7 +47,7 @@ def round_setup(seed: int) -> case.Setup:
     """The datasets and index sets of the round with ``seed``."""
     rng = random.Random(seed)
     datasets = {"t": data.generate(rng, "t"), "u": data.generate(rng, "u", start_id=100_000)}
-    join = rng.random() < 0.5
+    join = rng.random() < 0.7
     specs = (indexes.random_set(rng, "t", JOIN_KEYS if join else None)
              + indexes.random_set(rng, "u", JOIN_KEYS if join else None))
     return case.Setup(datasets, specs)
