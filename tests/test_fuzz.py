@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from tests.fuzz import runner
+from tests.fuzz import case, compare, runner
 from tests.helpers import using_system_path
 
 SEED = 20261124
@@ -28,3 +28,26 @@ def test_random_queries_over_random_indexes_equal_vanilla(spark, tmp_path):
     assert not summary.failures, report
     assert summary.queries >= MIN_QUERIES, report
     assert summary.used >= MIN_USED_SHARE * summary.queries, report
+
+
+def test_answers_compare_as_multisets_with_nan_and_signed_zero():
+    nan = float("nan")
+    assert compare.difference([(nan, -0.0), (1, None)], [(1, None), (nan, 0.0)]) is None
+    assert compare.difference([({"a": -0.0},)], [({"a": 0.0},)]) is None
+    assert compare.difference([(1,), (1,)], [(1,)]) is not None
+    assert compare.difference([(nan,)], [(0.0,)]) is not None
+    assert compare.difference([(1.0,)], [(1.5,)]) is not None
+
+
+def test_scans_of_indexes_count_for_the_tagged_query_above_them():
+    plan = "\n".join([
+        "Union",
+        ":- Project [0 AS fuzz_q#1, to_json(struct(c0, id#3)) AS r#2]",
+        ":  +- FileScan parquet [id#3] Location: InMemoryFileIndex(1 paths)[file:/s/indexes/t_1/v__=0]",
+        ":- Project [1 AS fuzz_q#4, to_json(struct(c0, id#5)) AS r#6]",
+        ":  +- FileScan parquet [id#5] Location: InMemoryFileIndex(1 paths)[file:/data/t]",
+        "+- Project [2 AS fuzz_q#7, to_json(struct(c0, id#8)) AS r#9]",
+        "   +- Filter (id#8 > 1)",
+        "      +- FileScan parquet [id#8] Location: PrunedFileIndex(2 files, ...)",
+    ])
+    assert case.used_by(plan, 3, "/s/indexes") == [True, False, True]
