@@ -405,8 +405,8 @@ class CacheManifest:
         entries EVICTED more than ``grace_seconds`` ago (data and versions), data paths retired
         that long ago, versions older than the current one, data directories no entry names
         that were last written that long ago (warm-ups killed before they committed all their
-        entries: keep the grace above the longest warm-up), and temp files left that long ago. Usage records are folded
-        first (:meth:`compact_usage`)."""
+        entries: keep the grace above the longest warm-up), and temp files left that long ago.
+        Usage records are folded first (:meth:`compact_usage`)."""
         now = self.now() if now is None else now
         cutoff = now - grace_seconds
         deleted: list[str] = []
@@ -416,6 +416,10 @@ class CacheManifest:
                 deleted.append(path)
 
         self.compact_usage()
+        batches = [(b.path, b.modification_time / 1000.0)
+                   for b in self.fs.list(self._data) if b.is_dir]
+        folders = {p: [(d.path, d.modification_time / 1000.0)
+                       for d in self.fs.list(p) if d.is_dir] for p, _ in batches}
         referenced: set[str] = set()
         removed: list[str] = []
         for used in in_parallel(lambda k: self._collect_key(k, cutoff, delete, removed),
@@ -423,12 +427,29 @@ class CacheManifest:
             referenced |= used
         self._log_changes(set(removed))
 
-        holding: set[str] = set()   # the folders above entries' data
+        used = set(referenced)
         for path in referenced:
             while path.startswith(self._data + "/"):
                 path = path.rpartition("/")[0]
-                holding.add(path)
-        self._sweep(self._data, referenced, holding - referenced, cutoff, delete)
+                used.add(path)
+
+        def unused(folder: str) -> bool:
+            return folder not in used
+
+        # a warm-up's folder, then the folders in it (listed before entries' data was deleted
+        # in them, which made them newer), then the entries' folders in those
+        for batch, written in batches:
+            if unused(batch) and written <= cutoff and all(t <= cutoff for _, t in folders[batch]):
+                delete(batch)
+                continue
+            for path, written_at in folders[batch]:
+                if unused(path) and written_at <= cutoff:
+                    delete(path)
+                elif not unused(path) and path not in referenced:   # entries' folders in it
+                    for sub in self.fs.list(path):
+                        if sub.is_dir and unused(sub.path) \
+                                and sub.modification_time / 1000.0 <= cutoff:
+                            delete(sub.path)
         for sub in self.fs.list(self._entries):
             if sub.is_dir:
                 self._collect_old(sub.path, cutoff, delete)
@@ -439,22 +460,6 @@ class CacheManifest:
         self._collect_old(self._totals, cutoff, delete, lambda name: name.endswith(".tmp") or (
             (m := _VERSION.fullmatch(name)) is not None and int(m.group(1)) < seq))
         return deleted
-
-    def _sweep(self, folder: str, referenced: set[str], holding: set[str], cutoff: float,
-               delete: Callable[[str], None]) -> None:
-        """Deletes the folders under ``folder`` that hold no ``referenced`` data path and were
-        last written (they and the folders in them) at or before ``cutoff``: warm-ups that
-        never committed, or committed only some of their files (the folders of the others lie
-        beside their entries' folders, as deep). Looks inside the ``holding`` folders."""
-        for sub in self.fs.list(folder):
-            if not sub.is_dir or sub.path in referenced:
-                continue
-            if sub.path in holding:
-                self._sweep(sub.path, referenced, holding, cutoff, delete)
-            elif sub.modification_time / 1000.0 <= cutoff and all(
-                    d.modification_time / 1000.0 <= cutoff for d in self.fs.list(sub.path)
-                    if d.is_dir):
-                delete(sub.path)
 
     def _collect_key(self, key: str, cutoff: float, delete: Callable[[str], None],
                      removed: list[str]) -> set[str]:
