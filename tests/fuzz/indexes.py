@@ -97,3 +97,26 @@ def random_set(rng: random.Random, dataset: str, join_keys: list[str] | None = N
             columns = () if rng.random() < 0.5 else tuple(rng.sample(TOP_LEVEL, rng.randint(1, 6)))
             specs.append(IndexSpec("cache", name, dataset, columns))
     return specs
+
+
+def focus(specs: list[IndexSpec], dataset: str) -> tuple:
+    """The columns the indexes of ``dataset`` can prune or look up by (``j`` for JSON paths)."""
+    out = []
+    for spec in specs:
+        if spec.dataset != dataset:
+            continue
+        if spec.kind == "covering":
+            out.append(spec.args[0])
+        elif spec.kind == "text":
+            out.append(spec.args[0])
+        elif spec.kind == "skipping":
+            out += ["j" if expr not in SCALARS else expr for _, expr in spec.args]
+    return tuple(out)
+
+
+def covered(specs: list[IndexSpec], dataset: str) -> tuple:
+    """The columns of one covering index of ``dataset`` (none without one)."""
+    for spec in specs:
+        if spec.dataset == dataset and spec.kind == "covering":
+            return spec.args + spec.included
+    return ()

@@ -94,8 +94,12 @@ def _substring(rng: random.Random, text: str) -> str:
 class PredicateGenerator:
     """Makes random predicates over the columns of ``rows`` referred to as ``alias.column``."""
 
-    def __init__(self, rng: random.Random, rows: list[tuple], alias: str, partitioned: bool):
+    def __init__(self, rng: random.Random, rows: list[tuple], alias: str, partitioned: bool,
+                 focus: tuple = ()):
+        """``focus``: columns (and ``j`` for JSON paths) that indexes cover, filtered on more
+        often so that most queries give the rewrite something to do."""
         self.rng, self.rows, self.alias, self.partitioned = rng, rows, alias, partitioned
+        self.focus = tuple(focus)
 
     def value(self, column: str):
         """A value of ``column`` from the data, sometimes one that is not there."""
@@ -135,13 +139,14 @@ class PredicateGenerator:
             return rng.choice([f"{self.alias}.{PARTITION} = {rng.randint(0, 2)}",
                                f"{self.alias}.{PARTITION} IN ({rng.randint(0, 2)}, {rng.randint(0, 3)})",
                                f"{self.alias}.{PARTITION} > {rng.randint(0, 2)}"])
-        if rng.random() < 0.12:
+        column = rng.choice(self.focus) if self.focus and rng.random() < 0.5 else None
+        if column == "j" or (column is None and rng.random() < 0.12):
             return self._json_leaf()
         if rng.random() < 0.05:
             struct = rng.choice(["n", "n.z"])
             return rng.choice([f"{self.alias}.{struct} IS NULL", f"{self.alias}.{struct} IS NOT NULL",
                                f"isnull({self.alias}.{struct})"])
-        column = rng.choice(list(SCALARS))
+        column = column or rng.choice(list(SCALARS))
         ref = f"{self.alias}.{column}"
         kind = SCALARS[column]
         special = {"string": self._string_leaf, "timestamp": self._time_leaf,

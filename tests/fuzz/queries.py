@@ -129,13 +129,18 @@ def _aggregates(columns: tuple) -> list[str]:
 
 
 def random_query(rng: random.Random, t_rows, u_rows, t_partitioned: bool,
-                 u_partitioned: bool) -> Query:
-    """A random query over ``t`` (rows ``t_rows``) and ``u``."""
+                 u_partitioned: bool, t_focus: tuple = (), u_focus: tuple = (),
+                 t_covered: tuple = ()) -> Query:
+    """A random query over ``t`` (rows ``t_rows``) and ``u``, filtering more often on the
+    ``focus`` columns of each and often projecting only ``t_covered`` columns (those a
+    covering index holds)."""
     shape = rng.choice(SHAPES)
     api = "df" if rng.random() < 0.4 else "sql"
-    gen_t = PredicateGenerator(rng, t_rows, "t", t_partitioned)
-    gen_u = PredicateGenerator(rng, u_rows, "u", u_partitioned)
+    gen_t = PredicateGenerator(rng, t_rows, "t", t_partitioned, t_focus)
+    gen_u = PredicateGenerator(rng, u_rows, "u", u_partitioned, u_focus)
     columns = _columns(rng, t_partitioned)
+    if t_covered and rng.random() < 0.5:
+        columns = tuple(rng.sample(t_covered, rng.randint(1, min(4, len(t_covered)))))
     pred = gen_t.tree() if rng.random() < 0.85 else None
     if shape == "agg":
         group = rng.choice([c for c in SCALARS if SCALARS[c] != "double"] + ["n.z.w"])

@@ -57,7 +57,9 @@ def round_query(setup: case.Setup, seed: int, number: int) -> Query:
     """Query ``number`` of the round with ``seed``."""
     rng = random.Random(seed * 1_000_003 + number)
     t, u = setup.datasets["t"], setup.datasets["u"]
-    return random_query(rng, t.rows, u.rows, t.partitioned, u.partitioned)
+    return random_query(rng, t.rows, u.rows, t.partitioned, u.partitioned,
+                        indexes.focus(setup.specs, "t"), indexes.focus(setup.specs, "u"),
+                        indexes.covered(setup.specs, "t"))
 
 
 def run(spark, seed: int, seconds: float, queries_per_round: int = 60, batch: int = 12,
