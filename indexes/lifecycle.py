@@ -285,8 +285,10 @@ class IndexLifecycle:
         """Removes the data versions of an ACTIVE index older than the one it uses, not among
         the directories ``referenced(entry)`` it still reads, and replaced (no longer read by
         the ACTIVE state of the log) more than ``retention_ms`` ago: queries planned before the
-        replacement may still read a version for a while. VACUUMINGOUTDATED → ACTIVE. Returns
-        (the removed directories, the unreferenced ones kept for the retention)."""
+        replacement may still read a version for a while. VACUUMINGOUTDATED → ACTIVE. Then
+        empties the system path's trash (directories of removed indexes whose removal was
+        killed). Returns (the removed directories, the unreferenced ones kept for the
+        retention)."""
         log = self.log_manager(name)
         base = self._require(name, IndexState.ACTIVE, "vacuum outdated data of",
                              f"run restore('{name}') first")
@@ -308,6 +310,7 @@ class IndexLifecycle:
             return base.derive(begin.id + 1, IndexState.ACTIVE)
 
         self._run(log, begin, op)
+        self._empty_trash()
         return removed, [d for d in unreferenced if d not in removed]
 
     @staticmethod
@@ -443,7 +446,8 @@ class IndexLifecycle:
                 self._fs.delete(data_dir, recursive=True)
 
     def _remove_index_dir(self, index_path: str) -> None:
-        """Moves the index directory aside, then deletes it.
+        """Moves the index directory aside, then deletes it (with whatever else is in the
+        trash).
 
         The move is atomic on HDFS and local disks, so a create that starts meanwhile gets a
         fresh directory instead of one that is being deleted under it.
@@ -451,9 +455,15 @@ class IndexLifecycle:
         trash = f"{self.system_path}/{TRASH_DIR}"
         self._fs.mkdirs(trash)
         doomed = f"{trash}/{index_path.rstrip('/').rsplit('/', 1)[-1]}.{uuid.uuid4().hex}"
-        if self._fs.rename(index_path, doomed):
-            self._fs.delete(doomed, recursive=True)
-        else:
+        if not self._fs.rename(index_path, doomed):
             self._fs.delete(index_path, recursive=True)
-        if not self._fs.list(trash):
+        self._empty_trash()
+
+    def _empty_trash(self) -> None:
+        """Deletes everything in the trash, then the trash: a directory moved there is doomed,
+        and one is left there when the process removing it died before deleting it."""
+        trash = f"{self.system_path}/{TRASH_DIR}"
+        for info in self._fs.list(trash):
+            self._fs.delete(info.path, recursive=True)
+        if self._fs.exists(trash) and not self._fs.list(trash):
             self._fs.delete(trash, recursive=False)

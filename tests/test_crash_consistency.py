@@ -61,13 +61,24 @@ def test_a_killed_operation_leaves_a_consistent_state(campaign, scenario):
     assert not failures, "\n".join(failures)
 
 
+def _kill_at(running, name: str, method: str, where: str, nth: int = 0):
+    """The run of scenario ``name`` killed before its ``nth`` call of ``method`` on a path
+    holding ``where`` (found in the counting run), started."""
+    scenario = SCENARIOS[name]
+    running.count(scenario)
+    calls = [n for n, call in enumerate(running.calls[name], 1)
+             if call.startswith(method + " ") and where in call]
+    return running.launch(scenario, KillPoint("fs", calls[nth]))
+
+
 def test_a_warmup_killed_between_its_commits_leaves_data_the_demoter_deletes(campaign):
     """Killed after the first of its entries was committed: the folders of the files it wrote
     but did not commit lie beside that entry's folder, which the demoter used to keep whole."""
     running, _ = campaign
-    scenario = SCENARIOS["cache"]
-    running.count(scenario)
-    commits = [n for n, call in enumerate(running.calls[scenario.name], 1)
-               if call.startswith("create_exclusive ") and "/_manifest/entries/" in call]
-    run = running.launch(scenario, KillPoint("fs", commits[1]))
-    running.check(run)
+    running.check(_kill_at(running, "cache", "create_exclusive", "/_manifest/entries/", 1))
+
+
+def test_a_vacuum_killed_before_deleting_the_moved_index_leaves_nothing_after_vacuum(campaign):
+    """Killed after moving the index directory into the trash: the next vacuum empties it."""
+    running, _ = campaign
+    running.check(_kill_at(running, "vacuum-ix", "delete", "/_trash/"))
