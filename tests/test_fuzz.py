@@ -14,7 +14,7 @@ from tests.helpers import using_system_path
 SEED = 20261124
 SECONDS = 170.0
 MIN_QUERIES = 1000
-MIN_USED_SHARE = 0.25
+MIN_USED_SHARE = 0.2   # observed 27-60% per round; a round whose indexes suit few queries stays above it
 
 
 @pytest.mark.fuzz
