@@ -8,7 +8,9 @@ import time
 
 import pytest
 
-from tests.fuzz import case, compare, runner
+from tests.fuzz import case, compare, minimize, runner
+from tests.fuzz.preds import Pred
+from tests.fuzz.queries import Query
 from tests.helpers import using_system_path
 
 SEED = 20261124
@@ -51,3 +53,33 @@ def test_scans_of_indexes_count_for_the_tagged_query_above_them():
         "      +- FileScan parquet [id#8] Location: PrunedFileIndex(2 files, ...)",
     ])
     assert case.used_by(plan, 3, "/s/indexes") == [True, False, True]
+
+
+def test_the_minimizer_keeps_only_what_the_failure_needs(monkeypatch):
+    setup = runner.round_setup(8)
+    setup.paths = {}
+    culprit = next(s for s in setup.specs if s.kind == "covering")
+    query = Query("select", "df", ("id", "s", "k"),
+                  Pred("and", children=(Pred("leaf", "t.k = 3"), Pred("leaf", "t.id > 1"))))
+
+    def fails(setup_, q):   # "differs" while the culprit exists, t has a row and k = 3 is tested
+        return ("t.k = 3" in (q.pred.sql() if q.pred else "") and culprit in setup_.specs
+                and any(setup_.datasets["t"].files))
+
+    monkeypatch.setattr(case, "build", lambda spark, s: s)
+    monkeypatch.setattr(case, "teardown", lambda s: None)
+    monkeypatch.setattr(case, "run", lambda spark, s, q: case.Outcome(
+        failure="differs" if fails(s, q) else None))
+
+    class Conf:
+        def set(self, key, value):
+            pass
+
+    class Spark:
+        conf = Conf()
+
+    code = minimize.minimize(Spark(), setup, query, seconds=60, log=lambda m: None)
+    compile(code, "reproduction", "exec")
+    assert "spark.table(\"t\")" not in code and "t.k = 3" in code and "t.id > 1" not in code
+    assert code.count("hs.createIndex") + code.count("hs.cache(") == 1
+    assert culprit.code(f"{culprit.dataset}_df") in code
