@@ -8,8 +8,10 @@ stable log entry or cache entry names, cancel restoring the last stable state, t
 working when done again, and vacuum and the demoter leaving no orphaned data (see
 tests/crash/checks.py).
 
-``CRASH_POINTS`` (default 16) is the number of kill points in all, ``CRASH_SEED`` their seed;
-``python -m tests.crash --points 200`` runs a longer campaign outside the suite.
+Each test runs on the local file system and on HDFS (marked ``hdfs``). ``CRASH_POINTS``
+(default 16) is the number of kill points in all on the local file system,
+``CRASH_HDFS_POINTS`` on HDFS (default: one per scenario), ``CRASH_SEED`` their seed; ``python
+-m tests.crash --points 200`` runs a longer campaign outside the suite.
 """
 from __future__ import annotations
 
@@ -25,24 +27,34 @@ pytestmark = pytest.mark.crash
 
 CI_SCENARIOS = [name for name, s in SCENARIOS.items() if s.ci]
 POINTS = int(os.environ.get("CRASH_POINTS", "16"))
+#: on HDFS (a MiniDFSCluster), one point per scenario unless CRASH_HDFS_POINTS says more
+HDFS_POINTS = int(os.environ.get("CRASH_HDFS_POINTS", "0"))
 SEED = os.environ.get("CRASH_SEED", "22")
 
 
-def _selected(items) -> set[str]:
-    """The scenarios of the tests of this module that will run (``-k`` may leave some out)."""
+def _selected(items, root: str) -> set[str]:
+    """The scenarios of the tests of this module that will run on ``root`` (``-k`` and ``-m``
+    may leave some out)."""
     return {item.callspec.params.get("scenario") for item in items
-            if item.module.__name__ == __name__ and hasattr(item, "callspec")}
+            if item.module.__name__ == __name__ and hasattr(item, "callspec")
+            and item.callspec.params.get("campaign") == root}
 
 
-@pytest.fixture(scope="module", params=[pytest.param("local", id="local")])
+@pytest.fixture(scope="module", params=[
+    pytest.param("local", id="local"),
+    pytest.param("hdfs", id="hdfs", marks=pytest.mark.hdfs),
+])
 def campaign(request, spark, tmp_path_factory):
-    """The module's campaign over one file-system root, its drivers started; the runs of each
-    scenario by name."""
+    """The module's campaign over one file-system root (a local directory, or a directory of
+    the session's MiniDFSCluster), its drivers started; the runs of each scenario by name."""
     scratch = tmp_path_factory.mktemp("crash")
-    root = str(scratch / "root")
-    selected = [n for n in CI_SCENARIOS if n in _selected(request.session.items)]
+    if request.param == "hdfs":
+        root, budget = f"{request.getfixturevalue('hdfs').url}/crash/{scratch.name}", HDFS_POINTS
+    else:
+        root, budget = str(scratch / "root"), POINTS
+    selected = [n for n in CI_SCENARIOS if n in _selected(request.session.items, request.param)]
     with Campaign(spark, root, str(scratch / "drivers"),
-                  [SCENARIOS[n] for n in selected], POINTS, SEED) as running:
+                  [SCENARIOS[n] for n in selected], budget, SEED) as running:
         runs: dict[str, list] = {}
         for run in running.start():
             runs.setdefault(run.scenario.name, []).append(run)

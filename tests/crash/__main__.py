@@ -60,7 +60,8 @@ def main(argv: list[str]) -> int:
                 failed.setdefault(run.scenario.name, []).append(run.point.label)
                 traceback.print_exc()
             done.setdefault(run.scenario.name, []).append(run.point.label)
-            print(f"{run.name}: {outcome}", flush=True)
+            print(f"{run.name}: {outcome} (driver {run.driver.result().seconds:.0f} s)",
+                  flush=True)
     print(f"\n{sum(map(len, done.values()))} kill points in {time.monotonic() - started:.0f} s "
           f"under {root} (seed {args.seed})")
     for name, labels in done.items():
