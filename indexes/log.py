@@ -6,10 +6,10 @@ Layout (see docs/architecture.md, section 5)::
     <index path>/_log/latestStable          a copy of the newest entry in a stable state
 
 Entries are created with create-if-absent semantics (``FileSystem.create_exclusive``: on Hadoop
-file systems a temp file linked or renamed into place atomically, on S3 a conditional PUT), so two
-writers racing for the same id never corrupt the log: exactly one of them wins. All I/O goes through the
-:class:`~indexes.fs.FileSystem` protocol: :class:`~indexes.fs.HadoopFs` makes the log work on any
-Hadoop-supported file system, :class:`~indexes.fs.MemoryFs` in memory.
+file systems a temp file linked or renamed into place atomically, on S3 a conditional PUT), so
+two writers racing for the same id never corrupt the log: exactly one of them wins. All I/O goes
+through the :class:`~indexes.fs.FileSystem` protocol: :class:`~indexes.fs.HadoopFs` makes the log
+work on any Hadoop-supported file system, :class:`~indexes.fs.MemoryFs` in memory.
 """
 from __future__ import annotations
 

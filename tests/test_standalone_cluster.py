@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 import sys
 
 import pytest
 
 from tests.cluster_driver import MARK
+from tests.services.process import run_in_own_group
 from tests.services.spark_cluster import executor_python, standalone_cluster
 
 pytestmark = pytest.mark.cluster
@@ -45,21 +44,16 @@ def run_driver(cluster, work) -> tuple[dict[str, dict], str]:
                               hidden=("tantivy",))
     env = dict(os.environ, PYSPARK_PYTHON=python, SPARK_LOCAL_IP="127.0.0.1",
                PYTHONPATH=os.pathsep.join(filter(None, [ROOT, os.environ.get("PYTHONPATH")])))
-    process = subprocess.Popen([sys.executable, DRIVER, cluster.master_url, str(work), missing],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                               cwd=work, start_new_session=True)
-    try:
-        out, err = process.communicate(timeout=DRIVER_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        out, err = process.communicate()
-        err += f"\n(the driver was killed after {DRIVER_TIMEOUT_S} s)"
+    done = run_in_own_group([sys.executable, DRIVER, cluster.master_url, str(work), missing],
+                            env, work, DRIVER_TIMEOUT_S)
+    err = done.err + (f"\n(the driver was killed after {DRIVER_TIMEOUT_S} s)"
+                      if done.timed_out else "")
     reports = {}
-    for line in out.splitlines():
+    for line in done.out.splitlines():
         if line.startswith(MARK):
             report = json.loads(line[len(MARK):])
             reports[report.pop("scenario")] = report
-    return reports, f"exit code {process.returncode}\n{err[-6000:]}"
+    return reports, f"exit code {done.returncode}\n{err[-6000:]}"
 
 
 @pytest.fixture(scope="module")

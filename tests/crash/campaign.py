@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -24,6 +23,7 @@ from tests.crash.points import KillPoint, choose, quotas
 from tests.crash.scenarios import Scenario
 from tests.crash.tracer import Tracer
 from tests.helpers import using_system_path
+from tests.services.process import run_in_own_group
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DRIVER_TIMEOUT_S = 600
@@ -58,15 +58,9 @@ def run_driver(spec: dict) -> DriverResult:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]),
                PYSPARK_PYTHON=os.environ.get("PYSPARK_PYTHON", sys.executable))
     started = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "tests.crash.driver", json.dumps(spec)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            cwd=ROOT, start_new_session=True)
-    try:
-        out, err = proc.communicate(timeout=DRIVER_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-    return DriverResult(proc.returncode, out, err, time.monotonic() - started)
+    done = run_in_own_group([sys.executable, "-m", "tests.crash.driver", json.dumps(spec)],
+                            env, ROOT, DRIVER_TIMEOUT_S)
+    return DriverResult(done.returncode, done.out, done.err, time.monotonic() - started)
 
 
 @dataclass

@@ -6,8 +6,11 @@ exits or stays silent while starting raises :class:`ServiceError` with the tail 
 """
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 
@@ -21,6 +24,32 @@ def log_tail(log: Path, lines: int = 60) -> str:
         return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
     except OSError:
         return ""
+
+
+@dataclass(frozen=True)
+class Finished:
+    """A child run to its end by :func:`run_in_own_group`."""
+
+    returncode: int
+    out: str
+    err: str
+    timed_out: bool
+
+
+def run_in_own_group(command: list[str], env: dict, cwd: str | Path,
+                     timeout_s: float) -> Finished:
+    """Runs ``command`` in a process group of its own (a PySpark driver: its JVM and Python
+    workers are in it too) and waits for it; after ``timeout_s`` kills the whole group."""
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, env=env, cwd=cwd, start_new_session=True)
+    try:
+        out, err = process.communicate(timeout=timeout_s)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        out, err = process.communicate()
+        timed_out = True
+    return Finished(process.returncode, out, err, timed_out)
 
 
 class ServiceProcess:
