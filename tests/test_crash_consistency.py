@@ -9,7 +9,7 @@ working when done again, and vacuum and the demoter leaving no orphaned data (se
 tests/crash/checks.py).
 
 Each test runs on the local file system and on HDFS (marked ``hdfs``). ``CRASH_POINTS``
-(default 16) is the number of kill points in all on the local file system,
+(default 10, one per scenario) is the number of kill points in all on the local file system,
 ``CRASH_HDFS_POINTS`` on HDFS (default: one per scenario), ``CRASH_SEED`` their seed; ``python
 -m tests.crash --points 200`` runs a longer campaign outside the suite.
 """
@@ -26,7 +26,7 @@ from tests.crash.scenarios import SCENARIOS
 pytestmark = pytest.mark.crash
 
 CI_SCENARIOS = [name for name, s in SCENARIOS.items() if s.ci]
-POINTS = int(os.environ.get("CRASH_POINTS", "16"))
+POINTS = int(os.environ.get("CRASH_POINTS", "10"))   # one per scenario; more outside CI
 #: on HDFS (a MiniDFSCluster), one point per scenario unless CRASH_HDFS_POINTS says more
 HDFS_POINTS = int(os.environ.get("CRASH_HDFS_POINTS", "0"))
 SEED = os.environ.get("CRASH_SEED", "22")
