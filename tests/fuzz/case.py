@@ -18,6 +18,13 @@ from tests.fuzz import compare, data, indexes
 from tests.fuzz.queries import Query
 
 INDEX_MARKERS = ("PrunedFileIndex", "CachedFileIndex")
+# Vanilla Spark's second answer: without Parquet filter pushdown. With it, Spark itself loses
+# rows equal to 0.0 for a -0.0 literal and the reverse (Parquet's dictionary and statistics
+# filters tell the zeros apart, Spark's comparison does not). Over index and cache files the
+# accelerator keeps such comparisons out of Parquet, so its answer is vanilla's without
+# pushdown there, and vanilla's with pushdown over the source files it leaves: either answer
+# passes, no other.
+WITHOUT_PUSHDOWN = {"spark.sql.parquet.filterPushdown": "false"}
 
 
 @dataclass
@@ -83,6 +90,10 @@ def run(spark, setup: Setup, query: Query) -> Outcome:
         Hyperspace.disable(spark)
     try:
         want = query.build(spark).collect()
+        if accel_error is None and compare.difference(got, want) is not None:
+            with conf_set(spark, WITHOUT_PUSHDOWN):
+                if compare.difference(got, query.build(spark).collect()) is None:
+                    want = got
     except Exception as e:   # noqa: BLE001
         if accel_error is not None:
             return Outcome(skipped=True)
@@ -152,6 +163,11 @@ def run_batch(spark, setup: Setup, queries: list[Query]) -> list[Outcome]:
         finally:
             Hyperspace.disable(spark)
         want = _answers(_tagged(spark, queries).collect(), len(queries))
+        if any(compare.difference(g, w) is not None for g, w in zip(got, want)):
+            with conf_set(spark, WITHOUT_PUSHDOWN):
+                second = _answers(_tagged(spark, queries).collect(), len(queries))
+            want = [g if compare.difference(g, w2) is None else w
+                    for g, w, w2 in zip(got, want, second)]
     except Exception:   # noqa: BLE001 (some query raised: find it)
         half = len(queries) // 2
         return run_batch(spark, setup, queries[:half]) + run_batch(spark, setup, queries[half:])

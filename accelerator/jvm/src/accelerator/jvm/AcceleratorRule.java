@@ -19,7 +19,8 @@ import py4j.reflection.PythonProxyHandler;
  *
  * <p>It never fails or changes a query because of the accelerator: any Throwable, an unresolved
  * result or a result whose schema differs from the original makes it return the original plan.
- * Plans without a file-based relation are not sent to Python at all.
+ * Plans without a file-based relation are not sent to Python at all. Over the relations a
+ * rewrite adds, {@link SignedZeroGuard} keeps comparisons with a floating zero out of Parquet.
  */
 public final class AcceleratorRule extends Rule<LogicalPlan> {
   static final String ENABLED_KEY = "spark.accelerator.enabled";
@@ -102,7 +103,7 @@ public final class AcceleratorRule extends Rule<LogicalPlan> {
         LOG.warn("accelerator: rewritten plan changed the schema; running the original plan");
         return plan;
       }
-      return rewritten;
+      return SignedZeroGuard.apply(plan, rewritten);
     } catch (Throwable t) {
       LOG.warn("accelerator: rewrite failed; running the original plan", t);
       return plan;
