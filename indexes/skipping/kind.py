@@ -14,6 +14,7 @@ from indexes.skipping.build import compute_stats, resolve_sketches, sketch_specs
 from indexes.errors import InvalidIndexConfigError
 from indexes.skipping.config import KIND, SKETCH_CLASSES, DataSkippingIndexConfig
 from indexes.skipping.store import FileEntry, read_table, write_table
+from indexes.skipping.table import StatsTable
 from indexes.source import file_uri
 
 
@@ -69,9 +70,10 @@ class SkippingKind(IndexKind):
                    "reusedFiles": len(reused), **facts}
         return job.source, content
 
-    def load(self, entry: Any, fs: Any, settings: Any) -> dict[str, FileEntry]:
+    def load(self, entry: Any, fs: Any, settings: Any) -> StatsTable:
         """The per-file statistics of the index version."""
-        return read_table(fs, entry.content["path"], sketch_specs(match.sketches_of(entry.config)))
+        return StatsTable(read_table(fs, entry.content["path"],
+                                     sketch_specs(match.sketches_of(entry.config))))
 
     def match(self, root: PlanNode, relation: PlanNode, description: dict, entry: Any,
               state: Any, ctx: MatchContext) -> Any:

@@ -7,10 +7,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from indexes.plan import PlanNode, output_attributes
-from indexes.skipping import evaluator, ir
+from indexes.skipping import evaluator, ir, prefilter
 from indexes.skipping.build import ResolvedSketch, sketch_specs
 from indexes.skipping.stats import ColumnStats, FileStats
 from indexes.skipping.store import FileEntry
+from indexes.skipping.table import Listing, StatsTable
 from indexes.source import NotApplicable, relation_schema, source_mismatch
 
 
@@ -100,7 +101,7 @@ def source_problem(relation: PlanNode, source: dict, entry: Any) -> tuple[str, s
     return ("SOURCE_CHANGED", mismatch) if mismatch else None
 
 
-def evaluate(relation: PlanNode, source: dict, entry: Any, table: dict[str, FileEntry],
+def evaluate(relation: PlanNode, source: dict, entry: Any, table: StatsTable,
              session_tz: str, ansi: bool) -> Pruning | NotApplicable:
     """Decides which files of ``relation`` (described with its files in ``source``) the
     data-skipping index ``entry`` (statistics ``table``) keeps."""
@@ -119,26 +120,28 @@ def evaluate(relation: PlanNode, source: dict, entry: Any, table: dict[str, File
     keys = {s.key for s in sketch_specs(sketches_of(entry.config))}
     condition = ir.translate_all(conditions, names.get, keys, session_tz, ansi)
     files = source.get("files") or []
-    kept, judged = [], {}
-    kept_bytes = total_bytes = unindexed = 0
-    for path, size, mtime in files:
-        total_bytes += size
-        found = table.get(path)
-        if found is None or found.size != size or found.mtime != mtime:
-            unindexed += 1
-        elif not evaluator.may_match(condition, found.stats):
-            judged[path] = found
-            continue
-        else:
-            judged[path] = found
-        kept.append(path)
-        kept_bytes += size
-    result = Pruning(entry, kept, len(files), total_bytes, kept_bytes, unindexed, condition, judged)
+    listing = table.listing(files)
+    kept = kept_files(condition, table, listing)
+    kept_bytes = sum(listing.size[p] for p in kept)
+    total_bytes, unindexed = listing.total_bytes, len(listing.unindexed)
+    result = Pruning(entry, kept, len(files), total_bytes, kept_bytes, unindexed, condition,
+                     listing.judged)
     if result.skipped == 0:
         return no("NO_FILE_SKIPPED",
                   f"the filter may match rows in every file ({len(files)} files, "
                   f"{unindexed} not in the index)")
     return result
+
+
+def kept_files(condition: Any, table: StatsTable, listing: Listing) -> list[str]:
+    """The files of ``listing`` a filter (IR ``condition``) may match rows of, in listing
+    order: those the statistics ``table`` does not describe, and those the evaluator keeps
+    among the ones the first pass (:mod:`indexes.skipping.prefilter`) leaves to it."""
+    passing = prefilter.candidates(condition, table)
+    judged = listing.judged
+    survivors = [p for p in (judged if passing is None else passing & judged.keys())
+                 if evaluator.may_match(condition, judged[p].stats)]
+    return sorted(listing.unindexed + survivors, key=listing.position.__getitem__)
 
 
 def choose(results: list[Any]) -> Pruning | None:

@@ -320,6 +320,15 @@ public final class PlanRewrite {
       fingerprint = sha256(lines);
     }
 
+    /** {@code statuses} of {@code index}, which describe the files of {@code same} alike. */
+    private Listing(Object index, FileStatus[] statuses, Listing same) {
+      this.index = index;
+      this.statuses = statuses;
+      paths = same.paths;
+      lines = same.lines;
+      fingerprint = same.fingerprint;
+    }
+
     /** Whether {@code files} are the very objects listed (a refreshed index lists new ones). */
     boolean same(Object index, FileStatus[] files) {
       if (this.index != index || files.length != statuses.length) {
@@ -332,6 +341,42 @@ public final class PlanRewrite {
       }
       return true;
     }
+
+    /**
+     * This listing's lines over {@code files} of {@code index}, when they describe the same
+     * files in the same order (another DataFrame reading the same unchanged files): else null.
+     */
+    Listing alike(Object index, FileStatus[] files) {
+      if (files.length != statuses.length) {
+        return null;
+      }
+      for (int i = 0; i < files.length; i++) {
+        if (!sameFile(files[i], statuses[i])) {
+          return null;
+        }
+      }
+      return new Listing(index, files, this);
+    }
+  }
+
+  /**
+   * Whether two statuses give one listing line: the same size, modification time and path
+   * string (compared by the raw URI parts the string is made of, without building it).
+   */
+  private static boolean sameFile(FileStatus a, FileStatus b) {
+    if (a == b) {
+      return true;
+    }
+    if (a.getLen() != b.getLen() || a.getModificationTime() != b.getModificationTime()) {
+      return false;
+    }
+    java.net.URI x = a.getPath().toUri();
+    java.net.URI y = b.getPath().toUri();
+    return java.util.Objects.equals(x.getRawPath(), y.getRawPath())
+        && java.util.Objects.equals(x.getScheme(), y.getScheme())
+        && java.util.Objects.equals(x.getRawAuthority(), y.getRawAuthority())
+        && java.util.Objects.equals(x.getRawQuery(), y.getRawQuery())
+        && java.util.Objects.equals(x.getRawFragment(), y.getRawFragment());
   }
 
   private static final int LISTINGS_KEPT = 16;
@@ -340,7 +385,9 @@ public final class PlanRewrite {
   /**
    * The listing of a file index's files, remembered for the last few indexes: while an index
    * lists the same FileStatus objects (until it is refreshed), queries over one DataFrame
-   * describe thousands of files once, not once per query.
+   * describe thousands of files once, not once per query; a new DataFrame over the same
+   * unchanged files (new FileStatus objects, in the same order) reuses the lines and the
+   * fingerprint of the last one, compared file by file without building them.
    */
   static Listing listing(Object index, scala.collection.Seq<FileStatus> all) {
     FileStatus[] files = new FileStatus[all.size()];
@@ -348,14 +395,22 @@ public final class PlanRewrite {
     for (FileStatus f : CollectionConverters.asJava(all)) {   // a List's apply is linear
       files[n++] = f;
     }
+    List<Listing> kept;
     synchronized (LISTINGS) {
       for (Listing l : LISTINGS) {
         if (l.same(index, files)) {
           return l;
         }
       }
+      kept = new ArrayList<>(LISTINGS);
     }
-    Listing fresh = new Listing(index, files);
+    Listing fresh = null;
+    for (int i = 0; i < kept.size() && fresh == null; i++) {
+      fresh = kept.get(i).alike(index, files);
+    }
+    if (fresh == null) {
+      fresh = new Listing(index, files);
+    }
     synchronized (LISTINGS) {
       LISTINGS.addFirst(fresh);
       if (LISTINGS.size() > LISTINGS_KEPT) {
