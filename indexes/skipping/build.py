@@ -92,9 +92,11 @@ def _analyse_each(df: DataFrame, sketches: list[Any], where: Any) -> list[tuple[
 
 
 def resolve_sketches(df: DataFrame, config: DataSkippingIndexConfig,
-                     partition_columns: list[str]) -> list[ResolvedSketch]:
-    """Checks every sketch expression against ``df`` and adds MinMax sketches for partition
-    columns; raises InvalidIndexConfigError naming the sketch at fault."""
+                     partition_columns: list[str], source_format: str | None = None
+                     ) -> list[ResolvedSketch]:
+    """Checks every sketch expression against ``df``, adds MinMax sketches for partition
+    columns and the typed bounds of string MinMax sketches (see :func:`typed_sketches`);
+    raises InvalidIndexConfigError naming the sketch at fault."""
     config.validate()
     sketches = list(config.sketches)
     declared = {(s.kind, s.expression) for s in sketches}
@@ -128,7 +130,74 @@ def resolve_sketches(df: DataFrame, config: DataSkippingIndexConfig,
         else:
             path = None
         resolved.append(ResolvedSketch(s.kind, s.expression, s.params(), key, data_type, path))
-    return resolved
+    return resolved + typed_sketches(df, resolved, partition_columns, source_format)
+
+
+#: The casts whose bounds a MinMax sketch over a string expression also records, so that a
+#: query casting the string (a number or a time inside JSON or CSV text) prunes with it.
+#: Decimal casts are left out: a query's cast names its own precision and scale.
+TYPED_CASTS = ("INT", "BIGINT", "DOUBLE", "DATE", "TIMESTAMP")
+
+
+def typed_sketches(df: DataFrame, resolved: list[ResolvedSketch], partition_columns: list[str],
+                   source_format: str | None) -> list[ResolvedSketch]:
+    """MinMax sketches of ``CAST((e) AS t)`` for each string MinMax sketch ``e`` and each
+    ``t`` of TYPED_CASTS that no sketch declares already (params ``typedFrom``: ``e``). Not
+    over partition columns, nor over plain Parquet columns: their footers answer ``e``'s own
+    sketch without reading the file, and a cast would need the scan."""
+    known = {s.key for s in resolved if s.kind == "MinMax"}
+    out: list[ResolvedSketch] = []
+    for s in resolved:
+        if s.kind != "MinMax" or s.type != "string" or s.params.get("typedFrom") is not None \
+                or (s.path is not None and (source_format == "parquet"
+                                            or s.path[0] in partition_columns)):
+            continue
+        for target in TYPED_CASTS:
+            text = f"CAST(({s.expression}) AS {target})"
+            (expr, data_type, names), = analysed_expressions(df, [text])
+            key = None if expr is None else ir.expression_key(expr, names.get)
+            if key is not None and key not in known and sketchable(data_type):
+                known.add(key)
+                out.append(ResolvedSketch("MinMax", text, {"typedFrom": s.expression}, key,
+                                          data_type, None))
+    return out
+
+
+def _whole_call(text: str, function: str) -> bool:
+    """Whether ``text`` is one call of ``function`` (its closing parenthesis ends the text),
+    reading SQL string literals and quoted names as opaque."""
+    body = text.strip()
+    head = re.match(rf"{function}\s*\(", body, re.IGNORECASE)
+    if head is None:
+        return False
+    depth, i, quote = 0, head.end() - 1, None
+    while i < len(body):
+        c = body[i]
+        if quote is not None:
+            if c == "\\" and quote != "`":
+                i += 1
+            elif c == quote:
+                quote = None
+        elif c in "'\"`":
+            quote = c
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return i == len(body) - 1
+        i += 1
+    return False
+
+
+def computed_expression(expression: str, ansi: bool) -> str:
+    """What the build evaluates for a sketch: in ANSI mode a sketch that is one cast is
+    evaluated as ``try_cast`` (a value that does not cast gives null instead of failing the
+    build, and the file's null count then tells the evaluator a query's cast may raise there,
+    so it is never skipped on that sketch); otherwise the expression itself."""
+    if ansi and _whole_call(expression, "cast"):
+        return "try_" + expression.strip()
+    return expression
 
 
 def sketch_specs(sketches: list[ResolvedSketch]) -> list[SketchSpec]:
@@ -184,8 +253,10 @@ def scan_stats(df: DataFrame, sketches: list[ResolvedSketch],
                specs: list[SketchSpec]) -> dict[str, FileStats]:
     """Statistics of ``specs`` for every file that holds rows, by one Spark job."""
     expr_of = {s.key: s.expression for s in sketches}
+    ansi = str(df.sparkSession.conf.get("spark.sql.ansi.enabled")).lower() == "true"
     columns = [F.col("_metadata.file_path").alias(FILE_COLUMN)]
-    columns += [F.expr(expr_of[spec.key]).alias(f"s{i}") for i, spec in enumerate(specs)]
+    columns += [F.expr(computed_expression(expr_of[spec.key], ansi)).alias(f"s{i}")
+                for i, spec in enumerate(specs)]
     rows = (df.select(*columns)
             .mapInArrow(_scan_partition(specs), "file string, sketch int, partial binary")
             .collect())

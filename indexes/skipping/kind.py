@@ -31,7 +31,7 @@ class SkippingKind(IndexKind):
 
     def resolve(self, df: Any, config: DataSkippingIndexConfig, source: dict,
                 settings: Any) -> dict:
-        sketches = resolve_sketches(df, config, source["partitionColumns"])
+        sketches = resolve_sketches(df, config, source["partitionColumns"], source.get("format"))
         ansi = str(df.sparkSession.conf.get("spark.sql.ansi.enabled")).lower() == "true"
         return {"sketches": [s.to_json() for s in sketches], "ansi": ansi}
 

@@ -1,0 +1,98 @@
+"""Numbers and times inside JSON: a MinMax sketch over a string JSON path also prunes queries
+that cast it (typed bounds), and a cast sketch built in ANSI mode over values that do not cast
+gives those files no usable bound instead of failing the build; results identical to vanilla
+Spark, errors included."""
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from pyspark.sql import functions as F
+
+from accelerator import DataSkippingIndexConfig, MinMaxSketch
+from tests.helpers import rows, session_conf, vanilla
+
+T = "get_json_object(payload, '$.t')"
+AT = "get_json_object(payload, '$.at')"
+START = dt.datetime(2026, 1, 1)
+
+
+def write_events(spark, path, files=6, per_file=20, bad=None):
+    """``files`` files of ``per_file`` rows; ``$.t`` counts up from 0 (clustered by file),
+    ``$.at`` is an ISO time a minute apart; ``bad`` (a JSON value) replaces ``$.t`` in the
+    first file's first row."""
+    data = []
+    for i in range(files * per_file):
+        t = bad if bad is not None and i == 0 else str(i)
+        at = (START + dt.timedelta(minutes=i)).strftime("%Y-%m-%d %H:%M:%S")
+        data.append((i, f'{{"t": {t}, "at": "{at}"}}'))
+    df = spark.createDataFrame(data, "id long, payload string")
+    df.repartitionByRange(files, "id").write.parquet(path)
+
+
+def check(spark, df, files):
+    assert rows(df) == vanilla(spark, lambda: df)
+    assert len(df.inputFiles()) == files, df.inputFiles()
+
+
+@pytest.mark.parametrize("ansi", ["false", "true"])
+def test_a_string_json_path_sketch_prunes_queries_that_cast_it(spark, hs, tmp_path, ansi):
+    path = str(tmp_path / "events")
+    write_events(spark, path)
+    read = lambda: spark.read.parquet(path)  # noqa: E731
+    with session_conf(spark, spark__sql__ansi__enabled=ansi):
+        hs.createIndex(read(), DataSkippingIndexConfig("typed", MinMaxSketch(T), MinMaxSketch(AT)))
+        sketches = {s["expression"] for s in hs._lifecycle().get("typed").config["sketches"]}
+        assert f"CAST(({T}) AS BIGINT)" in sketches and f"CAST(({AT}) AS TIMESTAMP)" in sketches
+        check(spark, read().where(F.expr(T).cast("long").between(45, 50)), 1)
+        check(spark, read().where(f"cast({T} as int) in (3, 119)"), 2)
+        check(spark, read().where(f"cast({T} as double) > 99.5"), 1)
+        check(spark, read().where(f"cast({AT} as timestamp) >= timestamp'2026-01-01 01:50:00'"), 1)
+        check(spark, read().where(f"cast({AT} as date) = date'2026-01-01'"), 6)
+        check(spark, read().where(f"{T} = '7'"), 2)         # the string sketch itself still prunes
+
+
+def test_a_csv_text_column_prunes_queries_that_cast_it(spark, hs, tmp_path):
+    """CSV read without a schema holds text: the sketch of a plain column gets typed bounds."""
+    path = str(tmp_path / "csv")
+    spark.range(60).repartitionByRange(3, "id").selectExpr("cast(id as string) as n") \
+        .write.option("header", "true").csv(path)
+    read = lambda: spark.read.option("header", "true").csv(path)  # noqa: E731
+    hs.createIndex(read(), DataSkippingIndexConfig("typed_csv", MinMaxSketch("n")))
+    check(spark, read().where("cast(n as bigint) between 41 and 44"), 1)
+
+
+def test_values_that_do_not_cast_keep_their_file_in_ansi_mode(spark, hs, tmp_path):
+    """In ANSI mode a query's cast raises on a value that does not cast: the file holding it is
+    never skipped, so the query raises as vanilla Spark does; the other files still prune."""
+    path = str(tmp_path / "events")
+    write_events(spark, path, bad='"oops"')
+    read = lambda: spark.read.parquet(path)  # noqa: E731
+    with session_conf(spark, spark__sql__ansi__enabled="true"):
+        hs.createIndex(read(), DataSkippingIndexConfig("typed", MinMaxSketch(T)))
+        query = read().where(F.expr(T).cast("long") == 70)
+        assert len(query.inputFiles()) == 2                  # the file of 70 and the bad one
+        with pytest.raises(Exception, match="CAST_INVALID_INPUT"):
+            query.collect()
+        with pytest.raises(Exception, match="CAST_INVALID_INPUT"):
+            vanilla(spark, lambda: query)
+    with session_conf(spark, spark__sql__ansi__enabled="false"):    # built in ANSI mode: unused
+        check(spark, read().where(F.expr(T).cast("long") == 70), 6)
+
+
+@pytest.mark.parametrize("bad", ['[1,2]', '1000.5', '9999999999', '"x"'])
+def test_an_ansi_cast_sketch_builds_over_values_that_do_not_cast(spark, hs, tmp_path, bad):
+    """``cast(get_json_object(j, '$.t') as int)`` in ANSI mode failed the whole build on the
+    first value that does not cast; now that file gets no usable bound."""
+    path = str(tmp_path / "events")
+    write_events(spark, path, bad=bad)
+    sketch = f"cast({T} as int)"
+    read = lambda: spark.read.parquet(path)  # noqa: E731
+    with session_conf(spark, spark__sql__ansi__enabled="true"):
+        hs.createIndex(read(), DataSkippingIndexConfig("cast_int", MinMaxSketch(sketch)))
+        query = read().where(f"{sketch} = 70")
+        assert len(query.inputFiles()) == 2
+        with pytest.raises(Exception, match="CAST_INVALID_INPUT|CAST_OVERFLOW"):
+            query.collect()
+        clean = read().where(f"id >= 20 AND {sketch} = 70")    # Spark checks id first
+        assert rows(clean) == vanilla(spark, lambda: clean) == [(70, '{"t": 70, "at": "2026-01-01 01:10:00"}')]
