@@ -225,6 +225,12 @@ def _at_between(df: DataFrame, facts: dict) -> DataFrame:
     return df.filter(F.expr(f"{PAYLOAD_AT} BETWEEN '{t0}' AND '{t1}'"))
 
 
+def _at_cast_between(df: DataFrame, facts: dict) -> DataFrame:
+    t0, t1 = facts["key"]
+    return df.filter(F.expr(f"cast({PAYLOAD_AT} as timestamp) BETWEEN timestamp'{t0}' AND "
+                            f"timestamp'{t1}'"))
+
+
 def _lineitem_orders(ctx: Context) -> dict:
     """lineitem (the workload's source), orders, and a quarter of order dates to filter on."""
     tables = datasets.tpch(ctx.data_dir, ctx.scale)
@@ -392,6 +398,16 @@ WORKLOADS: list[Workload] = [
         indexes=lambda facts: [events_skipping_index(facts)],
         query=_at_between,
         limit=_at_between,
+        min_ratio=10.0,
+    ),
+    Workload(
+        name="eventlog_payload_time_window_cast",
+        description="the same window with the JSON path cast to a timestamp (the string "
+                    "sketch's typed bounds, data skipping)",
+        prepare=_events_window,
+        indexes=lambda facts: [events_skipping_index(facts)],
+        query=_at_cast_between,
+        limit=_at_cast_between,
         min_ratio=10.0,
     ),
     Workload(

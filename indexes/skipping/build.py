@@ -137,14 +137,28 @@ def resolve_sketches(df: DataFrame, config: DataSkippingIndexConfig,
 #: query casting the string (a number or a time inside JSON or CSV text) prunes with it.
 #: Decimal casts are left out: a query's cast names its own precision and scale.
 TYPED_CASTS = ("INT", "BIGINT", "DOUBLE", "DATE", "TIMESTAMP")
+#: How many of a string sketch's values decide which of its casts are worth computing.
+TYPED_SAMPLE = 1000
+
+
+def _castable(df: DataFrame, expression: str) -> list[str]:
+    """The casts of TYPED_CASTS under which at least half of the first TYPED_SAMPLE non-null
+    values of ``expression`` cast (a failing cast costs the build far more than one that
+    succeeds: ISO times are never cast to numbers, nor numbers to times)."""
+    sample = (df.select(F.expr(expression).alias("v")).where(F.col("v").isNotNull())
+              .limit(TYPED_SAMPLE))
+    counts = sample.select(F.count(F.lit(1)).alias("n"), *[
+        F.count(F.expr(f"try_cast(v AS {t})")).alias(t) for t in TYPED_CASTS]).collect()[0]
+    return [t for t in TYPED_CASTS if counts["n"] and 2 * counts[t] >= counts["n"]]
 
 
 def typed_sketches(df: DataFrame, resolved: list[ResolvedSketch], partition_columns: list[str],
                    source_format: str | None) -> list[ResolvedSketch]:
     """MinMax sketches of ``CAST((e) AS t)`` for each string MinMax sketch ``e`` and each
-    ``t`` of TYPED_CASTS that no sketch declares already (params ``typedFrom``: ``e``). Not
-    over partition columns, nor over plain Parquet columns: their footers answer ``e``'s own
-    sketch without reading the file, and a cast would need the scan."""
+    ``t`` of TYPED_CASTS most of ``e``'s values cast to (:func:`_castable`) that no sketch
+    declares already (params ``typedFrom``: ``e``). Not over partition columns, nor over plain
+    Parquet columns: their footers answer ``e``'s own sketch without reading the file, and a
+    cast would need the scan."""
     known = {s.key for s in resolved if s.kind == "MinMax"}
     out: list[ResolvedSketch] = []
     for s in resolved:
@@ -152,7 +166,7 @@ def typed_sketches(df: DataFrame, resolved: list[ResolvedSketch], partition_colu
                 or (s.path is not None and (source_format == "parquet"
                                             or s.path[0] in partition_columns)):
             continue
-        for target in TYPED_CASTS:
+        for target in _castable(df, s.expression):
             text = f"CAST(({s.expression}) AS {target})"
             (expr, data_type, names), = analysed_expressions(df, [text])
             key = None if expr is None else ir.expression_key(expr, names.get)
