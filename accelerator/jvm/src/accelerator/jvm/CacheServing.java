@@ -123,7 +123,8 @@ public final class CacheServing {
       }
     }
     SparkSession session = fs.sparkSession();
-    Map<FileStatus, String> paths = pathsOf(fs.location());
+    PlanRewrite.Listing listing = listingOf(fs.location());
+    Map<FileStatus, String> paths = pathsOf(listing);
     PrunedFileIndex restIndex = new PrunedFileIndex(fs.location(), cached.keySet(), false, paths);
     Object rest = PlanRewrite.copyCaseClass(fs, 0, restIndex, session);
     Object cache = PlanRewrite.copyCaseClass(fs, 0, new CachedFileIndex(fs.location(), cached, paths),
@@ -138,7 +139,8 @@ public final class CacheServing {
     List<NamedExpression> projection = new ArrayList<>(kept);
     LogicalPlan restRel = new Project(CollectionConverters.asScala(projection).toSeq(),
         (LogicalPlan) PlanRewrite.copyCaseClass(rel, 0, rest));
-    if (restIndex.inputFiles().length == 0) {   // every file is cached: no union needed
+    if (listing != null && cached.keySet().containsAll(Arrays.asList(listing.paths))) {
+      // every file is cached: no union needed
       return (LogicalPlan) plan.transformUp(new PlanRewrite.SameNode(rel, cacheRel));
     }
     LogicalPlan parent = PlanRewrite.parentOf(plan, rel);
@@ -165,17 +167,24 @@ public final class CacheServing {
     }
   }
 
+  /** The listing the payload's fingerprint already made of a file index's files (null for an
+   * index that does not list them). */
+  private static PlanRewrite.Listing listingOf(FileIndex location) {
+    if (!(location instanceof PartitioningAwareFileIndex)) {
+      return null;
+    }
+    return PlanRewrite.listing(location, ((PartitioningAwareFileIndex) location).allFiles());
+  }
+
   /**
-   * The source files' paths for the two file indexes of one swap, filled from the listing the
-   * payload's fingerprint already made of the same FileStatus objects (so a fresh DataFrame
-   * over thousands of files turns each path into a string once per query, not three times).
+   * The source files' paths for the two file indexes of one swap, filled from {@code listing}
+   * (or left to fill, when null), so a fresh DataFrame over thousands of files turns each path
+   * into a string once per query, not three times.
    */
-  private static Map<FileStatus, String> pathsOf(FileIndex location) {
+  private static Map<FileStatus, String> pathsOf(PlanRewrite.Listing listing) {
     Map<FileStatus, String> paths =
         java.util.Collections.synchronizedMap(new java.util.IdentityHashMap<>());
-    if (location instanceof PartitioningAwareFileIndex) {
-      PlanRewrite.Listing listing = PlanRewrite.listing(location,
-          ((PartitioningAwareFileIndex) location).allFiles());
+    if (listing != null) {
       for (int i = 0; i < listing.statuses.length; i++) {
         paths.put(listing.statuses[i], listing.paths[i]);
       }
