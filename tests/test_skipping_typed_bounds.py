@@ -96,3 +96,25 @@ def test_an_ansi_cast_sketch_builds_over_values_that_do_not_cast(spark, hs, tmp_
             query.collect()
         clean = read().where(f"id >= 20 AND {sketch} = 70")    # Spark checks id first
         assert rows(clean) == vanilla(spark, lambda: clean) == [(70, '{"t": 70, "at": "2026-01-01 01:10:00"}')]
+
+
+def test_a_refresh_computes_statistics_under_the_ansi_setting_the_index_serves(spark, hs,
+                                                                             tmp_path):
+    """Statistics computed under another setting could differ from what the queries the index
+    serves compute (a cast that raises in one mode gives null or a value in the other): such a
+    refresh is refused, and the index keeps serving."""
+    path = str(tmp_path / "events")
+    write_events(spark, path)
+    read = lambda: spark.read.parquet(path)  # noqa: E731
+    with session_conf(spark, spark__sql__ansi__enabled="false"):
+        hs.createIndex(read(), DataSkippingIndexConfig("typed", MinMaxSketch(T)))
+    spark.createDataFrame([(1000, '{"t": 1000}')], "id long, payload string") \
+        .coalesce(1).write.mode("append").parquet(path)
+    with session_conf(spark, spark__sql__ansi__enabled="true"):
+        for mode in ("incremental", "full"):
+            with pytest.raises(Exception, match="spark.sql.ansi.enabled=false"):
+                hs.refreshIndex("typed", mode=mode)
+    with session_conf(spark, spark__sql__ansi__enabled="false"):
+        check(spark, read().where(F.expr(T).cast("long") == 1000), 1)   # the new file, unknown
+        hs.refreshIndex("typed", mode="incremental")
+        check(spark, read().where(F.expr(T).cast("long").between(45, 50)), 1)

@@ -59,6 +59,7 @@ class SkippingKind(IndexKind):
         todo = [f for f in files if f[0] not in reused]
         entries, facts = dict(reused), {}
         if todo:
+            _check_ansi(job)
             scope = job.df if not reused else job.df.where(
                 F.col("_metadata.file_path").isin([file_uri(p) for p, _, _ in todo]))
             computed, facts = compute_stats(scope, job.source, sketches, todo)
@@ -84,6 +85,20 @@ class SkippingKind(IndexKind):
 
     def columns(self, entry: Any) -> tuple[list[str], list[str]]:
         return [f"{s['kind']}({s['expression']})" for s in entry.config["sketches"]], []
+
+
+def _check_ansi(job: BuildJob) -> None:
+    """Raises InvalidIndexConfigError when the session's spark.sql.ansi.enabled differs from
+    the one the index was created under: its statistics must hold what the queries it serves
+    (run under that setting) compute, casts and arithmetic included."""
+    ansi = str(job.spark.conf.get("spark.sql.ansi.enabled")).lower() == "true"
+    built = bool(job.config.get("ansi"))
+    if built != ansi:
+        setting = str(built).lower()
+        raise InvalidIndexConfigError(
+            f"the data-skipping index was created with spark.sql.ansi.enabled={setting} and "
+            f"serves only queries run with it, so its statistics are computed under it too: "
+            f"set spark.sql.ansi.enabled={setting} to refresh it")
 
 
 def _sketch(where: str, spec: Any, check: SpecCheck) -> Any:
