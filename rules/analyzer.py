@@ -203,13 +203,30 @@ def _join_units(demands: Sequence[Demand], profiles: Mapping[str, SourceProfile]
             seen.add(pair)
             sides = [joins[k] for k in sorted(pair)]
             if any(s.source not in profiles or rules.never(s.source) is not None
-                   or not s.columns_read or (broadcasts and _filtered(s, demands))
-                   for s in sides):
+                   or not s.columns_read for s in sides):
+                continue
+            if not _shuffles(sides, demands, broadcasts):
                 continue
             unit = _pair(sides, profiles, existing, cooldown, now_ms)
             if unit is not None and unit.viable:
                 out.append(unit)
     return out
+
+
+def _shuffles(sides: Sequence[Demand], demands: Sequence[Demand], broadcasts: bool) -> bool:
+    """Whether the join of two sides shuffles, so a pair of bucketed indexes would spare its
+    exchanges: as its executed queries did (more shuffle joins than broadcast ones, counted
+    from either side), else, when none was recorded, unless Spark may broadcast and a side is
+    filtered in every query (:func:`_filtered`)."""
+    a, b = sides
+    runs: Counter = Counter()
+    for mine, other in ((a, b), (b, a)):
+        for partner, strategy, queries in mine.joined_by:
+            if partner == other.source:
+                runs[strategy] = max(runs[strategy], queries)
+    if runs:
+        return runs["shuffle"] > runs["broadcast"]
+    return not (broadcasts and any(_filtered(s, demands) for s in sides))
 
 
 def _filtered(side: Demand, demands: Sequence[Demand]) -> bool:
@@ -291,8 +308,9 @@ def analyze(demands: list[Demand], profiles: Mapping[str, SourceProfile], rules:
     uses. ``profiles`` are keyed by ``Demand.source``; ``cooldown`` holds targets (scheme-less
     source, kind, sorted columns) not to propose again yet; ``now_ms`` dates the reasons' "last
     used". An instruction's ``estimated_seconds_saved`` is per query, its ``queries`` the
-    queries it serves. ``broadcasts``: whether Spark may broadcast a join's small side (then a
-    side filtered in every join gets no covering index of a pair, see :func:`_filtered`)."""
+    queries it serves. A join gets a pair of covering indexes when its recorded executions
+    shuffled (see :func:`_shuffles`); without any, ``broadcasts`` says whether Spark may
+    broadcast a join's small side (then a side filtered in every join gets no pair)."""
     existing = list(existing)
     have = {e.target for e in existing}
     cooling = {target_of(*t) for t in cooldown}

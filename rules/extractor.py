@@ -43,7 +43,9 @@ class Demand:
     execution was recorded) spent and read from the source; ``samples`` are ``(op, literal)``
     pairs of the latest predicates (``("EqualTo", "42")``, ``("GreaterThan", "2026-01-01")``,
     ``("Like", "%timeout%")``) with ``literal_type`` their Catalyst type; ``templates`` the query
-    templates that asked.
+    templates that asked. For a join key, ``joined_by`` counts the executed queries whose join
+    with each partner source was a ``broadcast`` or a ``shuffle`` join:
+    ``(partner source, strategy, queries)``.
     """
 
     source: str
@@ -61,6 +63,7 @@ class Demand:
     columns_read: frozenset[str] = field(default_factory=frozenset)
     partners: frozenset[tuple[str, str]] = field(default_factory=frozenset)
     partition_window: tuple[str, str, str] | None = None
+    joined_by: tuple[tuple[str, str, int], ...] = ()
 
     @property
     def seconds_per_query(self) -> float | None:
@@ -163,6 +166,19 @@ def _source_bytes(record: QueryRecord) -> dict[str, int]:
     return read
 
 
+def _joined_by(record: QueryRecord, source: str, column: str) -> set[tuple[str, str]]:
+    """(partner source, strategy) of each executed join of ``record`` between a relation of
+    ``source`` joined on ``column`` and another relation."""
+    rels = record.relations
+    out = set()
+    for j in record.executed_joins:
+        for mine, other in ((j.left, j.right), (j.right, j.left)):
+            if (0 <= mine < len(rels) and 0 <= other < len(rels) and rels[mine].source == source
+                    and column in rels[mine].join_columns):
+                out.add((rels[other].source, j.strategy))
+    return out
+
+
 @dataclass
 class _Tally:
     """What the queries of one (source, column, use) add up to, while they are counted."""
@@ -178,6 +194,7 @@ class _Tally:
     columns_read: set[str] = field(default_factory=set)
     partners: set[tuple[str, str]] = field(default_factory=set)
     window: tuple | None = None
+    strategies: dict[tuple[str, str], int] = field(default_factory=lambda: defaultdict(int))
 
     def add(self, record: QueryRecord, key: tuple[str, str, str], weight: float,
             found: list[tuple[str, str, str | None]], read: int, window: tuple | None) -> None:
@@ -200,6 +217,9 @@ class _Tally:
             if use == "join" and column in r.join_columns:
                 self.partners.update((o.source, c) for o in record.relations[:i]
                                      + record.relations[i + 1:] for c in o.join_columns)
+        if use == "join":
+            for partner in _joined_by(record, source, column):
+                self.strategies[partner] += 1
 
     def demand(self, key: tuple[str, str, str]) -> Demand:
         latest = sorted(self.samples, key=lambda x: -x[0])[:MAX_SAMPLES]
@@ -208,7 +228,8 @@ class _Tally:
                       self.read, tuple((op, v) for _, op, v, _ in latest),
                       types[0] if types else None, frozenset(self.templates),
                       frozenset(self.columns_read), frozenset(self.partners),
-                      _shown(self.window))
+                      _shown(self.window),
+                      tuple(sorted((p, s, n) for (p, s), n in self.strategies.items())))
 
 
 def extract(records: Iterable[QueryRecord], now_ms: int,

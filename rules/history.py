@@ -170,6 +170,27 @@ class RelationUsage:
                    table=d.get("table"), glob_path=d.get("glob_path"))
 
 
+@dataclass(frozen=True, order=True)
+class ExecutedJoin:
+    """Two relations of a query (positions in ``relations``) that an executed join brought
+    together, and how: ``broadcast`` (one side sent whole to every task) or ``shuffle`` (both
+    sides partitioned by the keys, by an exchange or by their buckets)."""
+
+    left: int
+    right: int
+    strategy: str
+
+    def to_row(self) -> dict[str, Any]:
+        """A plain dict matching :data:`EXECUTED_JOIN_TYPE`."""
+        return {"left": self.left, "right": self.right, "strategy": self.strategy}
+
+    @classmethod
+    def from_row(cls, row: Any) -> "ExecutedJoin":
+        """From a dict (or a Spark ``Row``) as written by :meth:`to_row`."""
+        d = _as_dict(row)
+        return cls(int(d["left"]), int(d["right"]), str(d["strategy"]))
+
+
 @dataclass
 class QueryRecord:
     """One query seen by the rewrite hook.
@@ -185,6 +206,7 @@ class QueryRecord:
     filter, join or grouping, and every column of its relations, e.g. ``SELECT *``), which never
     counts as demand. ``duration_ms`` is the execution's wall time, None when the plan was not
     (yet) seen executing; a plan executed twice is recorded once per execution.
+    ``executed_joins`` are the joins of that execution (empty before it ran).
     """
 
     timestamp: int
@@ -201,6 +223,7 @@ class QueryRecord:
     template: str = ""
     exploration: bool = False
     duration_ms: int | None = None
+    executed_joins: list[ExecutedJoin] = field(default_factory=list)
 
     def to_row(self) -> dict[str, Any]:
         """A plain dict matching :data:`HISTORY_SCHEMA` (for ``pa.Table.from_pylist``)."""
@@ -214,7 +237,8 @@ class QueryRecord:
                 "indexes_applied": list(self.indexes_applied),
                 "relations": [r.to_row() for r in self.relations],
                 "template": self.template, "exploration": bool(self.exploration),
-                "duration_ms": self.duration_ms}
+                "duration_ms": self.duration_ms,
+                "executed_joins": [j.to_row() for j in self.executed_joins]}
 
     @classmethod
     def from_row(cls, row: Any) -> "QueryRecord":
@@ -233,7 +257,9 @@ class QueryRecord:
                    relations=[RelationUsage.from_row(r) for r in d.get("relations") or []],
                    template=str(d.get("template") or ""),
                    exploration=bool(d.get("exploration")),
-                   duration_ms=_int(d.get("duration_ms")))
+                   duration_ms=_int(d.get("duration_ms")),
+                   executed_joins=[ExecutedJoin.from_row(j)
+                                   for j in d.get("executed_joins") or []])
 
 
 def _as_dict(row: Any) -> Mapping[str, Any]:
@@ -297,6 +323,13 @@ RELATION_TYPE = pa.struct([
     pa.field("glob_path", pa.string()),
 ])
 
+#: Arrow type of one element of ``executed_joins``.
+EXECUTED_JOIN_TYPE = pa.struct([
+    pa.field("left", pa.int32()),
+    pa.field("right", pa.int32()),
+    pa.field("strategy", pa.string()),
+])
+
 #: Schema of the history Parquet files (the ``date`` partition lives in the directory name).
 HISTORY_SCHEMA = pa.schema([
     pa.field("timestamp", pa.int64(), nullable=False),
@@ -313,6 +346,7 @@ HISTORY_SCHEMA = pa.schema([
     pa.field("template", pa.string()),
     pa.field("exploration", pa.bool_()),
     pa.field("duration_ms", pa.int64()),
+    pa.field("executed_joins", pa.list_(EXECUTED_JOIN_TYPE)),
 ])
 
 

@@ -165,6 +165,34 @@ def test_no_pair_when_a_side_is_filtered_in_every_join():
                 if i.kind == "covering"]) == 2
 
 
+def test_executed_joins_decide_the_pair_over_the_heuristic():
+    demands, profiles = join_setup()
+    quarter = dataclasses.replace(demand("date", "range", source=ORDERS),
+                                  templates=frozenset({"t1"}))
+
+    def joined(strategies):
+        return [dataclasses.replace(d, templates=frozenset({"t1"}), joined_by=tuple(
+            (CUSTOMERS if d.source == ORDERS else ORDERS, s, n) for s, n in strategies))
+            for d in demands]
+
+    def covering(found):
+        return sorted(i.source for i in found if i.kind == "covering")
+
+    # filtered in every join, but the recorded joins shuffled: the pair spares the exchanges
+    assert covering(analyze(joined([("shuffle", 30)]) + [quarter], profiles,
+                            RuleSet())) == [CUSTOMERS, ORDERS]
+    # the recorded joins broadcast: no pair, even where Spark is said never to broadcast
+    assert covering(analyze(joined([("broadcast", 30)]), profiles, RuleSet(),
+                            broadcasts=False)) == []
+    # mostly broadcast (adaptive execution turned most of them into broadcasts): no pair
+    assert covering(analyze(joined([("broadcast", 20), ("shuffle", 10)]), profiles,
+                            RuleSet())) == []
+    # joins recorded with another source say nothing about this pair: the heuristic decides
+    other = [dataclasses.replace(d, joined_by=(("file:/lake/other", "broadcast", 9),))
+             for d in demands]
+    assert covering(analyze(other, profiles, RuleSet())) == [CUSTOMERS, ORDERS]
+
+
 def test_a_pair_is_chosen_together_or_not_at_all():
     demands, profiles = join_setup()
     one_side = Budget(index_bytes=int(0.8 * GiB))      # the customers side alone would fit

@@ -3,6 +3,7 @@ scan counted for the relation it read, a feed shared by recorders, and a recorde
 planning record into one record per execution."""
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 from pathlib import Path
@@ -11,8 +12,10 @@ import pyarrow.parquet as pq
 
 from indexes.fs import MemoryFs
 from indexes.plan import parse_plan
-from rules.executions import Execution, ExecutionFeed, Scan, parse_executions, with_execution
-from rules.history import QueryRecord, RelationUsage
+from rules.executions import (Execution, ExecutionFeed, JoinRun, Scan, parse_executions,
+                              with_execution)
+from rules.extractor import extract
+from rules.history import ExecutedJoin, QueryRecord, RelationUsage
 from rules.reader import history_files
 from rules.recorder import HistoryRecorder
 
@@ -44,6 +47,34 @@ def _two_relations() -> QueryRecord:
            RelationUsage("file:/lake/b", ["file:/lake/b/"], "parquet", served_by="idx_b")]
     return QueryRecord(1_000, "q", ["file:/lake/a", "file:/lake/b"], ["json", "parquet"],
                        relations=rel, template="t")
+
+
+def test_joins_name_the_pairs_of_relations_they_brought_together():
+    line = json.dumps({"queryId": "q", "endMs": 9, "durationMs": 5, "scans": [], "joins": [
+        {"strategy": "shuffle", "left": [["file:/lake/a"], ["file:/sys/idx_b/v__=1"]],
+         "right": [["file:/lake/c"]]},
+        {"strategy": "broadcast", "left": [["file:/lake/a"]], "right": [["file:/sys/idx_b"]]},
+        {"strategy": "broadcast", "left": [["file:/lake/a"]], "right": [["file:/nowhere"]]}]})
+    execution, = parse_executions(line)
+    assert execution.joins[1] == JoinRun("broadcast", (("file:/lake/a",),),
+                                         (("file:/sys/idx_b",),))
+    rel = [RelationUsage(p, [p], "parquet", join_columns=["k"])
+           for p in ("file:/lake/a", "file:/lake/b", "file:/lake/c")]
+    record = QueryRecord(1, "q", [r.source for r in rel], ["parquet"] * 3, relations=rel)
+    timed = with_execution(record, execution, [[], ["/sys/idx_b"], []])
+    # ((a bcast b) shuffle c): the upper join pairs each of a and b (served by an index) with c
+    assert timed.executed_joins == [ExecutedJoin(0, 1, "broadcast"), ExecutedJoin(0, 2, "shuffle"),
+                                    ExecutedJoin(1, 2, "shuffle")]
+    assert QueryRecord.from_row(timed.to_row()) == timed
+    # the extractor counts, per join key, the queries joined with each partner by each strategy
+    by_key = {(d.source, d.use): d for d in extract([timed, dataclasses.replace(
+        timed, query_id="q2", executed_joins=[ExecutedJoin(0, 2, "broadcast")])], now_ms=10)}
+    assert by_key[("file:/lake/a", "join")].joined_by == (
+        ("file:/lake/b", "broadcast", 1), ("file:/lake/c", "broadcast", 1),
+        ("file:/lake/c", "shuffle", 1))
+    assert by_key[("file:/lake/c", "join")].joined_by == (
+        ("file:/lake/a", "broadcast", 1), ("file:/lake/a", "shuffle", 1),
+        ("file:/lake/b", "shuffle", 1))
 
 
 def test_each_scan_counts_for_the_relation_it_read():

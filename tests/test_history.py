@@ -395,6 +395,23 @@ def test_executed_queries_record_duration_and_what_they_read(spark, hs, system_p
     assert [r["duration_ms"] for r in explained] == [None]
 
 
+def test_executed_joins_record_their_strategy(spark, hs, system_path, data):
+    people, orders = spark.read.parquet(data["people"]), spark.read.parquet(data["orders"])
+    q = orders.join(people, orders["person_id"] == people["id"]).select("order_id", "name")
+    with session_conf(spark, spark__sql__autoBroadcastJoinThreshold="-1",
+                      spark__sql__adaptive__autoBroadcastJoinThreshold="-1"):
+        shuffled = sorted(q.collect())
+    broadcast = sorted(orders.join(F.broadcast(people), orders["person_id"] == people["id"])
+                       .select("order_id", "name").collect())
+    assert shuffled == broadcast
+    Hyperspace.flushHistory(spark)
+    sources = [f"file:{data['orders']}", f"file:{data['people']}"]
+    rows = [r for r in hs.history().collect()
+            if r["sources"] == sources and r["join_columns"] == ["id", "person_id"]]
+    assert sorted([(j["left"], j["right"], j["strategy"]) for j in r["executed_joins"]]
+                  for r in rows) == [[(0, 1, "broadcast")], [(0, 1, "shuffle")]]
+
+
 def test_a_scan_of_an_index_counts_for_the_relation_it_serves(spark, hs, system_path, data):
     from accelerator import CoveringIndexConfig
 

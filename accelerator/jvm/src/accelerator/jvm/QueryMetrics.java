@@ -18,6 +18,11 @@ import org.apache.spark.sql.execution.QueryExecution;
 import org.apache.spark.sql.execution.SparkPlan;
 import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanExec;
 import org.apache.spark.sql.execution.adaptive.QueryStageExec;
+import org.apache.spark.sql.execution.exchange.ReusedExchangeExec;
+import org.apache.spark.sql.execution.joins.BroadcastHashJoinExec;
+import org.apache.spark.sql.execution.joins.BroadcastNestedLoopJoinExec;
+import org.apache.spark.sql.execution.joins.ShuffledHashJoinExec;
+import org.apache.spark.sql.execution.joins.SortMergeJoinExec;
 import org.apache.spark.sql.execution.metric.SQLMetric;
 import org.apache.spark.sql.util.QueryExecutionListener;
 
@@ -30,7 +35,9 @@ import scala.jdk.javaapi.CollectionConverters;
  * <p>The rule asks {@link #queryId()} for an id while it plans a query; the id is kept per
  * planning tracker (the object Spark keeps for one QueryExecution), so when the query succeeds
  * this listener finds it again and queues one line of JSON: the id, the wall time and, per file
- * scan of the executed plan, its root paths and the files, bytes and rows it read. Python drains
+ * scan of the executed plan, its root paths and the files, bytes and rows it read, and per join
+ * its strategy ({@code broadcast} or {@code shuffle}) with the root paths of the scans under each
+ * side (what the rule engine needs to know whether a join of two sources shuffles). Python drains
  * the queue when it writes the history ({@link #drain()}): no I/O and no call into Python per
  * query. Nothing here ever fails a query; at most {@link #MAX_QUEUED} executions wait.
  */
@@ -65,18 +72,30 @@ public final class QueryMetrics implements QueryExecutionListener {
           .append(",\"endMs\":").append(System.currentTimeMillis())
           .append(",\"durationMs\":").append(durationNs / 1_000_000L)
           .append(",\"scans\":[");
-      List<FileSourceScanExec> found = new ArrayList<>();
-      scans(qe.executedPlan(), found, Collections.newSetFromMap(new IdentityHashMap<>()));
-      for (int i = 0; i < found.size(); i++) {
-        FileSourceScanExec scan = found.get(i);
-        sb.append(i == 0 ? "{\"roots\":[" : ",{\"roots\":[");
-        List<Path> roots = CollectionConverters.asJava(scan.relation().location().rootPaths());
-        for (int j = 0; j < roots.size(); j++) {
-          sb.append(j == 0 ? "" : ",").append(PlanRewrite.quote(roots.get(j).toString()));
+      List<SparkPlan> found = new ArrayList<>();
+      walk(qe.executedPlan(), found, Collections.newSetFromMap(new IdentityHashMap<>()), false);
+      String sep = "{";
+      for (SparkPlan node : found) {
+        if (node instanceof FileSourceScanExec) {
+          FileSourceScanExec scan = (FileSourceScanExec) node;
+          roots(sb.append(sep).append("\"roots\":"), scan);
+          sb.append(",\"files\":").append(metric(scan, "numFiles"))
+              .append(",\"bytes\":").append(metric(scan, "filesSize"))
+              .append(",\"rows\":").append(metric(scan, "numOutputRows")).append('}');
+          sep = ",{";
         }
-        sb.append("],\"files\":").append(metric(scan, "numFiles"))
-            .append(",\"bytes\":").append(metric(scan, "filesSize"))
-            .append(",\"rows\":").append(metric(scan, "numOutputRows")).append('}');
+      }
+      sb.append("],\"joins\":[");
+      sep = "{";
+      for (SparkPlan node : found) {
+        String strategy = strategy(node);
+        if (strategy != null && node.children().size() == 2) {
+          sb.append(sep).append("\"strategy\":\"").append(strategy).append('"');
+          side(sb.append(",\"left\":"), node.children().apply(0));
+          side(sb.append(",\"right\":"), node.children().apply(1));
+          sb.append('}');
+          sep = ",{";
+        }
       }
       DONE.add(sb.append("]}").toString());
       QUEUED.incrementAndGet();
@@ -95,28 +114,77 @@ public final class QueryMetrics implements QueryExecutionListener {
     return m.isDefined() ? m.get().value() : -1L;
   }
 
-  /** File scans of an executed plan, through adaptive plans, query stages and subqueries; a
-   * reused exchange or subquery is not counted twice. */
-  private static void scans(SparkPlan plan, List<FileSourceScanExec> out, Set<SparkPlan> seen) {
-    if (plan == null || !seen.add(plan) || plan.getClass().getSimpleName().startsWith("Reused")) {
+  /** A join's strategy: {@code broadcast} (one side sent whole to every task),
+   * {@code shuffle} (both sides partitioned by the keys: sort-merge or shuffled hash joins,
+   * bucketed ones included), null for another node. */
+  private static String strategy(SparkPlan node) {
+    if (node instanceof BroadcastHashJoinExec || node instanceof BroadcastNestedLoopJoinExec) {
+      return "broadcast";
+    }
+    if (node instanceof SortMergeJoinExec || node instanceof ShuffledHashJoinExec) {
+      return "shuffle";
+    }
+    return null;
+  }
+
+  /** The root paths of the file scans under one side of a join, a list per scan. */
+  private static void side(StringBuilder sb, SparkPlan child) {
+    List<SparkPlan> found = new ArrayList<>();
+    walk(child, found, Collections.newSetFromMap(new IdentityHashMap<>()), true);
+    sb.append('[');
+    String sep = "";
+    for (SparkPlan node : found) {
+      if (node instanceof FileSourceScanExec) {
+        roots(sb.append(sep), (FileSourceScanExec) node);
+        sep = ",";
+      }
+    }
+    sb.append(']');
+  }
+
+  private static void roots(StringBuilder sb, FileSourceScanExec scan) {
+    List<Path> roots = CollectionConverters.asJava(scan.relation().location().rootPaths());
+    sb.append('[');
+    for (int j = 0; j < roots.size(); j++) {
+      sb.append(j == 0 ? "" : ",").append(PlanRewrite.quote(roots.get(j).toString()));
+    }
+    sb.append(']');
+  }
+
+  /** The nodes of an executed plan, through adaptive plans and query stages. {@code side}: the
+   * nodes under one side of a join (a reused exchange followed to what it reuses, subqueries
+   * left out); else the whole plan with its subqueries, a reused exchange or subquery not
+   * followed (its scans are not counted twice). */
+  private static void walk(SparkPlan plan, List<SparkPlan> out, Set<SparkPlan> seen,
+      boolean side) {
+    if (plan == null || !seen.add(plan)) {
+      return;
+    }
+    if (plan instanceof ReusedExchangeExec) {
+      if (side) {
+        walk(((ReusedExchangeExec) plan).child(), out, seen, true);
+      }
+      return;
+    }
+    if (plan.getClass().getSimpleName().startsWith("Reused")) {
       return;
     }
     if (plan instanceof AdaptiveSparkPlanExec) {
-      scans(((AdaptiveSparkPlanExec) plan).executedPlan(), out, seen);
+      walk(((AdaptiveSparkPlanExec) plan).executedPlan(), out, seen, side);
       return;
     }
     if (plan instanceof QueryStageExec) {
-      scans(((QueryStageExec) plan).plan(), out, seen);
+      walk(((QueryStageExec) plan).plan(), out, seen, side);
       return;
     }
-    if (plan instanceof FileSourceScanExec) {
-      out.add((FileSourceScanExec) plan);
-    }
+    out.add(plan);
     for (SparkPlan child : CollectionConverters.asJava(plan.children())) {
-      scans(child, out, seen);
+      walk(child, out, seen, side);
     }
-    for (SparkPlan sub : CollectionConverters.asJava(plan.subqueries())) {
-      scans(sub, out, seen);
+    if (!side) {
+      for (SparkPlan sub : CollectionConverters.asJava(plan.subqueries())) {
+        walk(sub, out, seen, false);
+      }
     }
   }
 
