@@ -108,9 +108,10 @@ class Advisor:
         self._profiles: dict[str, SourceProfile] = {}
         self._usages: dict[str, RelationUsage] = {}
         self._demand: list[Demand] = []
-        # profiles by (source, its files, columns): a source whose files did not change is not
-        # read again by the next recommend()
-        self._profiled: dict[tuple, SourceProfile] = {}
+        # by (source, its files): its profile and the uses each column was profiled for; while
+        # its files do not change, a source is read again only for columns (or uses) new to
+        # the demand
+        self._profiled: dict[tuple, tuple[SourceProfile, dict[str, frozenset[str]]]] = {}
 
     @property
     def spark(self) -> SparkSession:
@@ -246,14 +247,20 @@ class Advisor:
                 columns.setdefault(d.column, set()).add(d.use)
         try:
             files = self._files(usage)
-            key = (source, tuple(files), tuple(sorted((c, tuple(sorted(u)))
-                                                      for c, u in columns.items())))
-            found = self._profiled.get(key)
-            if found is None:
-                found = self._profiled[key] = profile_source(self.spark, usage, files, columns)
-                while len(self._profiled) > PROFILES_KEPT:
-                    self._profiled.pop(next(iter(self._profiled)))
-            return found
+            key = (source, tuple(files))
+            known, profiled = self._profiled.pop(key, (None, {}))
+            todo = {c: frozenset(u) | profiled.get(c, frozenset()) for c, u in columns.items()
+                    if not u <= profiled.get(c, frozenset())}
+            if known is None or todo:
+                fresh = profile_source(self.spark, usage, files, todo)
+                known = dataclasses.replace(fresh, columns={
+                    **(known.columns if known is not None else {}), **fresh.columns})
+                profiled = {**profiled, **todo}
+            self._profiled[key] = (known, profiled)   # the latest last
+            while len(self._profiled) > PROFILES_KEPT:
+                self._profiled.pop(next(iter(self._profiled)))
+            return dataclasses.replace(known, columns={c: p for c, p in known.columns.items()
+                                                       if c in columns})
         except Exception as exc:  # noqa: BLE001 - a source gone or unreadable is skipped
             log.warning("rule engine: cannot profile %s: %s", source, exc)
             return None

@@ -136,16 +136,21 @@ def test_covering_index_for_a_hot_narrow_lookup(spark, hs, lake):
 
 def test_paired_covering_indexes_for_a_hot_join(spark, hs, lake):
     def join():
-        orders = spark.read.parquet(lake["orders"])
+        orders = spark.read.parquet(lake["orders"]).where("customer < 90")
         items = spark.read.parquet(lake["items"])
         return (orders.join(items, orders.o_id == items.l_order)
                 .groupBy("customer").agg(F.sum("price").alias("total")))
-    # covering indexes of a join's two sources hold about all of their bytes: more than the
-    # default budget (25% of the sources' bytes) when the history knows no other source
-    with session_conf(spark, spark__sql__autoBroadcastJoinThreshold="-1",
-                      spark__accelerator__rules__budget__indexBytes="64m"):
+    no_broadcast = {"spark__sql__autoBroadcastJoinThreshold": "-1",
+                    "spark__sql__adaptive__autoBroadcastJoinThreshold": "-1"}
+    with session_conf(spark, **no_broadcast):
         for _ in range(6):
             join().collect()
+    # advised where Spark may broadcast, with the orders side filtered in every join (which
+    # alone would suggest a broadcast): the joins ran shuffled, as the history recorded, so
+    # the pair is proposed. Covering indexes of a join's two sources hold about all of their
+    # bytes: more than the default budget (25% of the sources' bytes) when the history knows
+    # no other source
+    with session_conf(spark, spark__accelerator__rules__budget__indexBytes="64m"):
         found = _by(hs.recommend())
         pair = [found.get(("covering", ("o_id",))), found.get(("covering", ("l_order",)))]
         assert all(pair), sorted(found)
@@ -153,10 +158,39 @@ def test_paired_covering_indexes_for_a_hot_join(spark, hs, lake):
         assert pair[1]["includedColumns"] == ["price"]
         assert all("paired" in r["reason"] for r in pair)
         hs.applyRecommendations(hs.recommend().where("kind = 'covering'"))
+    with session_conf(spark, **no_broadcast):
         plan = join()._jdf.queryExecution().executedPlan().toString()
         assert plan.count("Exchange hashpartitioning(o_id") == 0
         assert all(r["name"] in plan for r in pair)
         _same(spark, join)
+
+
+def test_an_unchanged_source_is_profiled_again_only_for_new_columns(spark, hs, lake,
+                                                                    monkeypatch):
+    import accelerator.advisor as advisor_module
+
+    calls = []
+    real = advisor_module.profile_source
+
+    def spy(spark_, usage, files, columns):
+        calls.append(sorted((c, sorted(u)) for c, u in columns.items()))
+        return real(spark_, usage, files, columns)
+
+    monkeypatch.setattr(advisor_module, "profile_source", spy)
+    events = lambda: spark.read.parquet(lake["events"])   # noqa: E731
+    uids = [r.uid for r in events().where("id % 997 = 5").select("uid").collect()][:8]
+    for u in uids:
+        events().where(F.col("uid") == u).select("id").collect()
+    assert ("bloom", ("uid",)) in _by(hs.recommend())
+    assert ("bloom", ("uid",)) in _by(hs.recommend())        # nothing new: no profiling
+    assert calls == [[("uid", ["lookup"])]]
+    for i in range(8):
+        events().where((F.col("ts") >= F.timestamp_seconds(F.lit(1700000000 + i * 120000)))
+                       & (F.col("ts") < F.timestamp_seconds(F.lit(1700003000 + i * 120000)))
+                       ).select("id").collect()
+    found = _by(hs.recommend())
+    assert calls == [[("uid", ["lookup"])], [("ts", ["range"])]]
+    assert {("bloom", ("uid",)), ("minmax", ("ts",))} <= set(found)
 
 
 def test_cache_for_a_hot_json_source(spark, hs, lake):
