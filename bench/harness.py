@@ -244,8 +244,9 @@ def _run_workload(spark: SparkSession, workload: Workload, ctx: Context, work_di
         return seconds
 
     def alternate(rounds: int, warm: int, limit_path: str | None, after: str = ""):
-        """``warm`` untimed rounds, then ``rounds`` timed ones, each running vanilla, accelerated
-        and (with ``limit_path``) the limit; their seconds."""
+        """``warm`` untimed rounds, then ``rounds`` timed ones, each running vanilla, then
+        accelerated and (with ``limit_path``) the limit, those two in turn first (whichever runs
+        right after vanilla's scan pays for the garbage it left); their seconds."""
         for i in range(warm):
             side(False, facts["path"], f"vanilla warm-up {i}{after}")
             side(True, facts["path"], f"accelerated warm-up {i}{after}")
@@ -254,8 +255,10 @@ def _run_workload(spark: SparkSession, workload: Workload, ctx: Context, work_di
         vanilla, accelerated, limit = [], [], []
         for i in range(rounds):
             vanilla.append(side(False, facts["path"], f"vanilla run {i}{after}"))
+            if limit_path and i % 2:
+                limit.append(side(False, limit_path, f"limit run {i}{after}"))
             accelerated.append(side(True, facts["path"], f"accelerated run {i}{after}"))
-            if limit_path:
+            if limit_path and not i % 2:
                 limit.append(side(False, limit_path, f"limit run {i}{after}"))
         return vanilla, accelerated, limit
 
