@@ -31,8 +31,14 @@ import indexes
 from indexes.errors import ExecutorEnvironmentError
 
 _lock = threading.Lock()
-_shipped: set[int] = set()
-_checked: set[tuple[int, str, str]] = set()   # (SparkContext, interpreter, module) found
+_shipped: set[str] = set()
+_checked: set[tuple[str, str, str]] = set()   # (SparkContext, interpreter, module) found
+
+
+def _context(sc: Any) -> str:
+    """A key naming one SparkContext for its whole life and no other: its application id and
+    start time (``id()`` of its Python objects could be reused by a later context)."""
+    return f"{sc.applicationId}@{sc.startTime}"
 
 
 def _package_zip() -> str:
@@ -54,7 +60,7 @@ def _package_zip() -> str:
 def ship(spark: Any) -> None:
     """Adds the ``indexes`` package to the Python path of ``spark``'s executors (once)."""
     sc = spark.sparkContext
-    key = id(sc._jsc)
+    key = _context(sc)
     with _lock:
         if key in _shipped:
             return
@@ -118,7 +124,8 @@ def check_executors(spark: Any, modules: tuple[str, ...]) -> None:
     interpreter)."""
     sc = spark.sparkContext
     python = sc.pythonExec
-    todo = [m for m in modules if (id(sc._jsc), python, m) not in _checked]
+    key = _context(sc)
+    todo = [m for m in modules if (key, python, m) not in _checked]
     if not todo:
         return
     try:
@@ -130,7 +137,7 @@ def check_executors(spark: Any, modules: tuple[str, ...]) -> None:
     if failed:
         raise _missing(python, failed)
     with _lock:
-        _checked.update((id(sc._jsc), python, m) for m in todo)
+        _checked.update((key, python, m) for m in todo)
 
 
 def prepare(spark: Any, modules: tuple[str, ...] = ()) -> None:

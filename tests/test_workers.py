@@ -31,6 +31,32 @@ def test_worker_python(master, env, conf, expected):
     assert workers.worker_python(master, env, conf, current, "/driver/python") == expected
 
 
+class _Context:
+    """What ``ship`` reads of a SparkContext; ``_jsc`` shared, as the same id() could be."""
+
+    _jsc = object()
+
+    def __init__(self, app: str, start: int):
+        self.applicationId, self.startTime, self.added = app, start, []
+
+    def addPyFile(self, path: str) -> None:
+        self.added.append(path)
+
+
+class _Session:
+    def __init__(self, sc: _Context):
+        self.sparkContext = sc
+
+
+def test_the_package_is_shipped_once_to_each_spark_context():
+    first, again, later = _Context("local-1", 1), _Context("local-1", 1), _Context("local-2", 2)
+    for sc in (first, again, later):
+        workers.ship(_Session(sc))
+    # a new context is shipped the package even where its Python objects reuse an old id()
+    assert [len(sc.added) for sc in (first, again, later)] == [1, 0, 1]
+    assert later.added[0].endswith(".zip")
+
+
 def test_check_executors_names_the_missing_module_and_the_settings(spark):
     workers.check_executors(spark, ("pyarrow", "pandas"))
     with pytest.raises(ExecutorEnvironmentError) as caught:
