@@ -41,7 +41,7 @@ from rules.history import QueryRecord, RelationUsage, source_key
 from rules.instructions import Instruction, from_user_rule, merge
 from rules.probation import Action, ActionLog, cooling_down, new_action, verdict
 from rules.profiles import ExistingIndex, SourceProfile
-from rules.reader import read_records
+from rules.reader import RecordCache
 from rules.terms import byte_size, format_duration, parse_duration, parse_priority
 from rules.user_rules import Budget, RuleSet, UserRule, load_rules_file, scheme_less, \
     source_matches
@@ -108,6 +108,7 @@ class Advisor:
         self._profiles: dict[str, SourceProfile] = {}
         self._usages: dict[str, RelationUsage] = {}
         self._demand: list[Demand] = []
+        self._history = RecordCache()   # each history file is parsed once per advisor
         # by (source, its files): its profile and the uses each column was profiled for; while
         # its files do not change, a source is read again only for columns (or uses) new to
         # the demand
@@ -156,7 +157,7 @@ class Advisor:
         session.rewriter(self.spark).recorder(system_path).flush()
         start = _since_ms(since)
         day = None if start is None else datetime.fromtimestamp(start / 1000, timezone.utc).date()
-        records = read_records(HadoopFs(self.spark), system_path, day)
+        records = self._history.records(HadoopFs(self.spark), system_path, day)
         return [r for r in records if start is None or r.timestamp >= start]
 
     def recommend(self, since: Any = None) -> list[Instruction]:

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 
 from indexes.fs import MemoryFs
 from rules.history import HISTORY_SCHEMA, Predicate, QueryRecord, RelationUsage, history_path
-from rules.reader import history_files, read_history_table, read_records
+from rules.reader import RecordCache, history_files, read_history_table, read_records
 from rules.recorder import HistoryRecorder
 from tests.helpers import eventually
 
@@ -200,6 +200,67 @@ def test_reader_reads_back_what_the_recorder_wrote():
 
     since = date.fromisoformat(utc_day(day2.timestamp))
     assert read_records(fs, SYSTEM, since=since) == [day2]
+
+
+class _CountingFs(MemoryFs):
+    """A MemoryFs counting the files read."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads: list[str] = []
+
+    def read_bytes(self, path: str) -> bytes:
+        self.reads.append(path)
+        return super().read_bytes(path)
+
+
+def test_record_cache_parses_each_history_file_once():
+    fs = _CountingFs()
+    first, second, third = sample_record(0), sample_record(1), sample_record(2)
+    _recorded(fs, first)
+    cache = RecordCache()
+    assert cache.records(fs, SYSTEM) == read_records(fs, SYSTEM) == [first]
+
+    _recorded(fs, second)
+    _recorded(fs, third)
+    fs.reads.clear()
+    found = cache.records(fs, SYSTEM)
+    assert len(fs.reads) == 2            # only the two new files
+    assert found == read_records(fs, SYSTEM)
+    assert sorted(found, key=lambda r: r.query_id) == [first, second, third]
+
+    removed = next(p for _, p in history_files(fs, SYSTEM)
+                   if first in read_records_of(fs, p))
+    fs.delete(removed)
+    fs.reads.clear()
+    assert sorted(cache.records(fs, SYSTEM), key=lambda r: r.query_id) == [second, third]
+    assert fs.reads == []                # a removed file is forgotten, the others kept
+    since = date.fromisoformat(utc_day(first.timestamp))
+    assert cache.records(fs, SYSTEM, since=since) == read_records(fs, SYSTEM, since=since)
+
+
+def read_records_of(fs: MemoryFs, path: str) -> list[QueryRecord]:
+    """The records of one history file."""
+    return [QueryRecord.from_row(r) for r in pq.read_table(io.BytesIO(fs.read_bytes(path)))
+            .to_pylist()]
+
+
+def test_record_cache_tries_an_unreadable_file_again(caplog):
+    fs = MemoryFs()
+    rec = sample_record(0)
+    _recorded(fs, rec)
+    path = f"{history_path(SYSTEM)}/date={utc_day(rec.timestamp)}/part-9-late.parquet"
+    fs.write_bytes(path, b"not parquet yet")
+    cache = RecordCache()
+    with caplog.at_level(logging.WARNING, logger="accelerator.history"):
+        assert cache.records(fs, SYSTEM) == [rec]
+    assert any("unreadable history file" in r.getMessage() for r in caplog.records)
+    later = sample_record(1)
+    sink = io.BytesIO()
+    pq.write_table(pa.Table.from_pylist([later.to_row()], schema=HISTORY_SCHEMA), sink)
+    fs.delete(path)
+    fs.write_bytes(path, sink.getvalue())
+    assert cache.records(fs, SYSTEM) == [rec, later]
 
 
 def test_reader_on_an_empty_history():
