@@ -4,9 +4,10 @@ Columns are column paths or expressions over them (JSON paths, see
 :func:`rules.history.is_expression`).
 
 For each source the history names, :func:`profile_source` lists its files and reads a spread
-sample of at most :data:`SAMPLE_FILES` of them, in two small Spark jobs: per sampled file the
-min/max, distinct count and row count of each column the demand filters on, and a sample of the
-string values of the columns searched for text. The analyzer (:mod:`rules.analyzer`) estimates
+sample of at most :data:`SAMPLE_FILES` of them in one scan: per sampled file the min/max, row
+count and a distinct-count sketch of each column the demand filters on (the per-file sketches
+are merged, without reading the files again, into the distinct count of the whole sample), then
+a row sample of the string values of the columns searched for text or looked up. The analyzer (:mod:`rules.analyzer`) estimates
 what each candidate index would skip from these. Sources are read as the queries read them: same
 format, options and, for JSON/CSV, data schema (as the history recorded them).
 """
@@ -17,9 +18,10 @@ import json
 import logging
 from typing import Any, Iterable, Mapping
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import (BinaryType, DataType, MapType, ArrayType, StringType, StructType,
+from pyspark.sql.types import (BinaryType, ByteType, DataType, DateType, IntegerType, LongType,
+                               MapType, ArrayType, ShortType, StringType, StructType,
                                TimestampNTZType, TimestampType)
 
 from accelerator import session
@@ -31,7 +33,7 @@ log = logging.getLogger("accelerator.rules.profiling")
 __all__ = ["SAMPLE_FILES", "profile_source", "read_source"]
 
 #: files of a source read to profile it (spread over its sorted file list)
-SAMPLE_FILES = 32
+SAMPLE_FILES = 16
 #: string values kept per sampled file for text estimates (about)
 TEXT_VALUES_PER_FILE = 200
 _EPOCH = dt.datetime(1970, 1, 1)
@@ -115,6 +117,31 @@ def profile_source(spark: SparkSession, usage: RelationUsage, files: list[tuple[
                          partition_columns=tuple(usage.partition_columns))
 
 
+def _sketchable(value: Column, t: DataType) -> Column:
+    """``value`` as a type Spark's HLL sketches take (int, long, string): dates as days and
+    timestamps as microseconds since the epoch, other types as their string form."""
+    if isinstance(t, DateType):
+        return F.unix_date(value)
+    if isinstance(t, (TimestampType, TimestampNTZType)):
+        return F.unix_micros(value.cast("timestamp"))
+    if isinstance(t, (ByteType, ShortType)):
+        return value.cast("int")
+    if isinstance(t, (IntegerType, LongType, StringType)):
+        return value
+    return value.cast("string")
+
+
+def _merged_distinct(spark: SparkSession, sketches: list[list[Any]]) -> list[float]:
+    """Per column, the distinct count of the union of its per-file sketches (``sketches``: one
+    row of column sketches per file), merged in a job over the sketches alone."""
+    if not sketches:
+        return []
+    names = [f"s{i}" for i in range(len(sketches[0]))]
+    merged = spark.createDataFrame(sketches, ", ".join(f"{n} binary" for n in names)).agg(
+        *[F.hll_sketch_estimate(F.hll_union_agg(n)).alias(n) for n in names]).first()
+    return [float(merged[n] or 0) for n in names]
+
+
 def _profile_columns(spark: SparkSession, usage: RelationUsage, sample: list[str],
                      wanted: dict[str, tuple[DataType, set[str]]]) -> dict[str, ColumnProfile]:
     df = read_source(spark, usage, sample).withColumn("__file", F.input_file_name())
@@ -122,14 +149,18 @@ def _profile_columns(spark: SparkSession, usage: RelationUsage, sample: list[str
     for i, (c, (t, _)) in enumerate(wanted.items()):
         value = _value(c)
         if isinstance(t, (TimestampType, TimestampNTZType)):
-            value = F.unix_micros(value.cast("timestamp"))
-        aggs += [F.min(value).alias(f"min{i}"), F.max(value).alias(f"max{i}"),
-                 F.approx_count_distinct(_value(c)).alias(f"nd{i}")]
+            aggs += [F.min(F.unix_micros(value.cast("timestamp"))).alias(f"min{i}"),
+                     F.max(F.unix_micros(value.cast("timestamp"))).alias(f"max{i}")]
+        else:
+            aggs += [F.min(value).alias(f"min{i}"), F.max(value).alias(f"max{i}")]
+        aggs.append(F.hll_sketch_agg(_sketchable(value, t)).alias(f"sk{i}"))
         if isinstance(t, StringType):
-            aggs.append(F.avg(F.length(_value(c))).alias(f"len{i}"))
-    per_file = df.groupBy("__file").agg(*aggs).collect()
-    totals = df.agg(*[F.approx_count_distinct(_value(c)).alias(f"nd{i}")
-                      for i, c in enumerate(wanted)]).first()
+            aggs.append(F.avg(F.length(value)).alias(f"len{i}"))
+    per_file = df.groupBy("__file").agg(*aggs).select(
+        "*", *[F.hll_sketch_estimate(f"sk{i}").alias(f"nd{i}") for i in range(len(wanted))]
+    ).collect()
+    totals = _merged_distinct(spark, [[r[f"sk{i}"] for i in range(len(wanted))]
+                                      for r in per_file])
     # sampled values: what text searches match, and how common a looked-up string is
     texts = [c for c, (t, uses) in wanted.items()
              if uses & {"text", "lookup"} and isinstance(t, StringType)]
@@ -145,7 +176,7 @@ def _profile_columns(spark: SparkSession, usage: RelationUsage, sample: list[str
         out[c] = ColumnProfile(
             column=c, type=t.simpleString(), ranges=ranges,
             distinct_per_file=mean([r[f"nd{i}"] for r in per_file]),
-            rows_per_file=mean(rows), distinct_total=float(totals[f"nd{i}"]),
+            rows_per_file=mean(rows), distinct_total=totals[i] if totals else None,
             text_sample=tuple(samples.get(c, {}).get(r["__file"], ()) for r in per_file)
             if c in samples else (),
             avg_bytes=mean(lengths) if lengths else None)
