@@ -17,7 +17,7 @@ import threading
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from indexes.errors import JvmSetupError
 
@@ -152,4 +152,16 @@ def helpers(spark: Any) -> JvmHelpers:
                            cache=new("CacheServing"), metrics=new("QueryMetrics"),
                            preinstalled=preinstalled)
         _loaded[key] = found
+        _quick_answers(gateway, new)
         return found
+
+
+def _quick_answers(gateway: Any, new: Callable[[str], Any]) -> None:
+    """Turns off Nagle's algorithm on the driver's py4j connections (see ``Py4jNoDelay``): an
+    answer of more than 8 KB (an index log entry, a history file) otherwise waits ~40 ms for
+    the Python side's delayed acknowledgement. Without effect, logged, when py4j differs."""
+    try:
+        changed = new("Py4jNoDelay").install(gateway.java_gateway_server)
+        log.debug("TCP_NODELAY set on %d open py4j connections", changed)
+    except Exception:  # noqa: BLE001 - answers stay correct, only slower
+        log.debug("cannot set TCP_NODELAY on py4j connections", exc_info=True)
