@@ -7,12 +7,14 @@ For each source the history names, :func:`profile_source` lists its files and re
 sample of at most :data:`SAMPLE_FILES` of them in one scan: per sampled file the min/max, row
 count and a distinct-count sketch of each column the demand filters on (the per-file sketches
 are merged, without reading the files again, into the distinct count of the whole sample), then
-a row sample of the string values of the columns searched for text or looked up. The analyzer (:mod:`rules.analyzer`) estimates
-what each candidate index would skip from these. Sources are read as the queries read them: same
-format, options and, for JSON/CSV, data schema (as the history recorded them).
+a row sample of the string values of the columns searched for text (which the scan skips) or
+looked up. The analyzer (:mod:`rules.analyzer`) estimates what each candidate index would skip
+from these. Sources are read as the queries read them: same format, options and, for JSON/CSV,
+data schema (as the history recorded them).
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import logging
@@ -144,9 +146,12 @@ def _merged_distinct(spark: SparkSession, sketches: list[list[Any]]) -> list[flo
 
 def _profile_columns(spark: SparkSession, usage: RelationUsage, sample: list[str],
                      wanted: dict[str, tuple[DataType, set[str]]]) -> dict[str, ColumnProfile]:
+    """Columns searched for text only get their values sampled (their mean length from the
+    sample); the others also their per-file min/max, distinct counts and mean length."""
     df = read_source(spark, usage, sample).withColumn("__file", F.input_file_name())
+    scanned = [(c, t) for c, (t, uses) in wanted.items() if uses - {"text"}]
     aggs = [F.count(F.lit(1)).alias("rows")]
-    for i, (c, (t, _)) in enumerate(wanted.items()):
+    for i, (c, t) in enumerate(scanned):
         value = _value(c)
         if isinstance(t, (TimestampType, TimestampNTZType)):
             aggs += [F.min(F.unix_micros(value.cast("timestamp"))).alias(f"min{i}"),
@@ -157,28 +162,32 @@ def _profile_columns(spark: SparkSession, usage: RelationUsage, sample: list[str
         if isinstance(t, StringType):
             aggs.append(F.avg(F.length(value)).alias(f"len{i}"))
     per_file = df.groupBy("__file").agg(*aggs).select(
-        "*", *[F.hll_sketch_estimate(f"sk{i}").alias(f"nd{i}") for i in range(len(wanted))]
+        "*", *[F.hll_sketch_estimate(f"sk{i}").alias(f"nd{i}") for i in range(len(scanned))]
     ).collect()
-    totals = _merged_distinct(spark, [[r[f"sk{i}"] for i in range(len(wanted))]
-                                      for r in per_file])
+    totals = _merged_distinct(spark, [[r[f"sk{i}"] for i in range(len(scanned))]
+                                      for r in per_file]) if scanned else []
     # sampled values: what text searches match, and how common a looked-up string is
     texts = [c for c, (t, uses) in wanted.items()
              if uses & {"text", "lookup"} and isinstance(t, StringType)]
     samples = _text_samples(df, texts, per_file)
-    out: dict[str, ColumnProfile] = {}
     rows = [r["rows"] for r in per_file]
     mean = lambda xs: sum(xs) / len(xs) if xs else None   # noqa: E731
-    for i, (c, (t, _)) in enumerate(wanted.items()):
-        ranges = tuple(None if r[f"min{i}"] is None else
-                       (_python(r[f"min{i}"], t), _python(r[f"max{i}"], t)) for r in per_file)
+    out: dict[str, ColumnProfile] = {}
+    for c, (t, _) in wanted.items():
+        sampled = tuple(samples.get(c, {}).get(r["__file"], ()) for r in per_file) \
+            if c in samples else ()
+        out[c] = ColumnProfile(column=c, type=t.simpleString(), ranges=(None,) * len(per_file),
+                               rows_per_file=mean(rows), text_sample=sampled,
+                               avg_bytes=mean([len(v) for values in sampled for v in values]))
+    for i, (c, t) in enumerate(scanned):
         lengths = [r[f"len{i}"] for r in per_file if isinstance(t, StringType)
                    and r[f"len{i}"] is not None]
-        out[c] = ColumnProfile(
-            column=c, type=t.simpleString(), ranges=ranges,
+        out[c] = dataclasses.replace(
+            out[c], ranges=tuple(None if r[f"min{i}"] is None else
+                                 (_python(r[f"min{i}"], t), _python(r[f"max{i}"], t))
+                                 for r in per_file),
             distinct_per_file=mean([r[f"nd{i}"] for r in per_file]),
-            rows_per_file=mean(rows), distinct_total=totals[i] if totals else None,
-            text_sample=tuple(samples.get(c, {}).get(r["__file"], ()) for r in per_file)
-            if c in samples else (),
+            distinct_total=totals[i] if totals else None,
             avg_bytes=mean(lengths) if lengths else None)
     return out
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 import datetime as dt
 from decimal import Decimal
 
-
 from accelerator.profiling import profile_source
 from rules.history import RelationUsage
 
 
-def test_profiles_each_column_type_per_file_and_over_the_sample(spark, tmp_path):
+def _typed_source(spark, tmp_path):
+    """Two Parquet files of 30 rows (partitioned by ``f``) with a column of each type; the
+    source's usage and its files."""
     path = str(tmp_path / "typed")
     rows = [(f, i, i % 4, float(i % 3), Decimal(i % 5) / 10, i % 2 == 0,
              dt.date(2026, 1, 1 + f * 10 + i % 3),
@@ -22,6 +23,11 @@ def test_profiles_each_column_type_per_file_and_over_the_sample(spark, tmp_path)
     usage = RelationUsage(f"file:{path}", [f"file:{path}"], "parquet", partition_columns=["f"])
     files = [(p, 1) for p in spark.read.parquet(path).inputFiles()]
     assert len(files) == 2
+    return usage, files
+
+
+def test_profiles_each_column_type_per_file_and_over_the_sample(spark, tmp_path):
+    usage, files = _typed_source(spark, tmp_path)
     columns = {c: {"lookup"} for c in ("i", "sh", "d", "dec", "b", "day", "ts", "s")}
 
     profile = profile_source(spark, usage, files, columns)
@@ -42,3 +48,14 @@ def test_profiles_each_column_type_per_file_and_over_the_sample(spark, tmp_path)
     assert profile.columns["s"].avg_bytes == 4.0
     assert {v for values in profile.columns["s"].text_sample for v in values} == {
         f"s{f}-{k}" for f in range(2) for k in range(7)}
+
+
+def test_a_column_searched_for_text_only_is_sampled_not_scanned(spark, tmp_path):
+    usage, files = _typed_source(spark, tmp_path)
+    profile = profile_source(spark, usage, files, {"s": {"text"}, "i": {"range"}})
+    text = profile.columns["s"]
+    assert text.ranges == (None, None) and text.distinct_per_file is None
+    assert text.rows_per_file == 30 and text.avg_bytes == 4.0
+    assert {v for values in text.text_sample for v in values} == {
+        f"s{f}-{k}" for f in range(2) for k in range(7)}
+    assert sorted(profile.columns["i"].ranges) == [(0, 29), (0, 29)]
