@@ -2,10 +2,10 @@
 
 The rule engine mines the history as plain rows: :func:`read_history_table` returns the stored
 records of ``<system path>/_history/`` as one pyarrow table, :func:`read_records` as
-:class:`rules.history.QueryRecord` objects, and a :class:`RecordCache` reads them again and again
-(the rule engine's rounds) parsing each file only once. The file system is any object with the methods of
-``indexes.fs.HadoopFs`` used here: ``list(path)`` (entries with ``path``, ``name`` and ``is_dir``,
-empty for a missing directory) and ``read_bytes(path)``.
+:class:`rules.history.QueryRecord` objects, and a :class:`RecordCache` reads them again and
+again (the rule engine's rounds) parsing each file only once. The file system is any object
+with the methods of ``indexes.fs.HadoopFs`` used here: ``list(path)`` (entries with ``path``,
+``name`` and ``is_dir``, empty for a missing directory) and ``read_bytes(path)``.
 """
 from __future__ import annotations
 
