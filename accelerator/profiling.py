@@ -153,12 +153,10 @@ def _profile_columns(spark: SparkSession, usage: RelationUsage, sample: list[str
     aggs = [F.count(F.lit(1)).alias("rows")]
     for i, (c, t) in enumerate(scanned):
         value = _value(c)
-        if isinstance(t, (TimestampType, TimestampNTZType)):
-            aggs += [F.min(F.unix_micros(value.cast("timestamp"))).alias(f"min{i}"),
-                     F.max(F.unix_micros(value.cast("timestamp"))).alias(f"max{i}")]
-        else:
-            aggs += [F.min(value).alias(f"min{i}"), F.max(value).alias(f"max{i}")]
-        aggs.append(F.hll_sketch_agg(_sketchable(value, t)).alias(f"sk{i}"))
+        bound = F.unix_micros(value.cast("timestamp")) \
+            if isinstance(t, (TimestampType, TimestampNTZType)) else value
+        aggs += [F.min(bound).alias(f"min{i}"), F.max(bound).alias(f"max{i}"),
+                 F.hll_sketch_agg(_sketchable(value, t)).alias(f"sk{i}")]
         if isinstance(t, StringType):
             aggs.append(F.avg(F.length(value)).alias(f"len{i}"))
     per_file = df.groupBy("__file").agg(*aggs).select(
