@@ -117,7 +117,7 @@ def _reason(c: Candidate, profile: SourceProfile, demands: Sequence[Demand], e: 
     why = {"minmax": ": each file holds a narrow range of values",
            "bloom": f": unclustered, ~{distinct:,.0f} values per file",
            "valuelist": f": ~{distinct:,.0f} values per file"}
-    return (f"{asked} would read {saved}% fewer files with {_WITH[c.kind]}"
+    return (f"{asked} would read {saved}% less with {_WITH[c.kind]}"
             f"{why.get(c.kind, '')}{_age(demands, now_ms)}")
 
 

@@ -40,7 +40,9 @@ class Demand:
     """How much the history asks for one column of one source, used one way.
 
     ``seconds`` and ``bytes_read`` sum what the ``timed`` queries among ``queries`` (those whose
-    execution was recorded) spent and read from the source; ``samples`` are ``(op, literal)``
+    execution was recorded) spent and the sizes of the source's files they read;
+    ``input_bytes`` sums what the ``input_timed`` ones among them (those whose bytes read from
+    storage were recorded) read from storage for the source; ``samples`` are ``(op, literal)``
     pairs of the latest predicates (``("EqualTo", "42")``, ``("GreaterThan", "2026-01-01")``,
     ``("Like", "%timeout%")``) with ``literal_type`` their Catalyst type; ``templates`` the query
     templates that asked. For a join key, ``joined_by`` counts the executed queries whose join
@@ -64,6 +66,8 @@ class Demand:
     partners: frozenset[tuple[str, str]] = field(default_factory=frozenset)
     partition_window: tuple[str, str, str] | None = None
     joined_by: tuple[tuple[str, str, int], ...] = ()
+    input_timed: int = 0
+    input_bytes: int = 0
 
     @property
     def seconds_per_query(self) -> float | None:
@@ -159,10 +163,15 @@ def _shown(window: tuple | None) -> tuple[str, str | None, str | None] | None:
     return column, None if low is None else low[1], None if high is None else high[1]
 
 
-def _source_bytes(record: QueryRecord) -> dict[str, int]:
-    read: dict[str, int] = defaultdict(int)
+def _source_bytes(record: QueryRecord) -> dict[str, tuple[int, int | None]]:
+    """Per source of the record, the sizes of the files its scans read and the bytes they read
+    from storage (None when not recorded)."""
+    read: dict[str, tuple[int, int | None]] = {}
     for r in record.relations:
-        read[r.source] += r.bytes_read or 0
+        listed, stored = read.get(r.source, (0, None))
+        if r.input_bytes is not None:
+            stored = (stored or 0) + r.input_bytes
+        read[r.source] = (listed + (r.bytes_read or 0), stored)
     return read
 
 
@@ -189,6 +198,8 @@ class _Tally:
     timed: int = 0
     seconds: float = 0.0
     read: int = 0
+    input_timed: int = 0
+    input: int = 0
     samples: list[tuple[int, str, str, str | None]] = field(default_factory=list)
     templates: set[str] = field(default_factory=set)
     columns_read: set[str] = field(default_factory=set)
@@ -197,7 +208,8 @@ class _Tally:
     strategies: dict[tuple[str, str], int] = field(default_factory=lambda: defaultdict(int))
 
     def add(self, record: QueryRecord, key: tuple[str, str, str], weight: float,
-            found: list[tuple[str, str, str | None]], read: int, window: tuple | None) -> None:
+            found: list[tuple[str, str, str | None]], read: tuple[int, int | None],
+            window: tuple | None) -> None:
         source, column, use = key
         self.window = window if self.queries == 0 else _widen(self.window, window)
         self.queries += 1
@@ -206,7 +218,10 @@ class _Tally:
         if record.duration_ms is not None:
             self.timed += 1
             self.seconds += record.duration_ms / 1000.0
-            self.read += read
+            self.read += read[0]
+            if read[1] is not None:
+                self.input_timed += 1
+                self.input += read[1]
         self.samples.extend((record.timestamp, op, v, t) for op, v, t in found)
         if record.template:
             self.templates.add(record.template)
@@ -229,7 +244,8 @@ class _Tally:
                       types[0] if types else None, frozenset(self.templates),
                       frozenset(self.columns_read), frozenset(self.partners),
                       _shown(self.window),
-                      tuple(sorted((p, s, n) for (p, s), n in self.strategies.items())))
+                      tuple(sorted((p, s, n) for (p, s), n in self.strategies.items())),
+                      input_timed=self.input_timed, input_bytes=self.input)
 
 
 def extract(records: Iterable[QueryRecord], now_ms: int,
@@ -246,7 +262,7 @@ def extract(records: Iterable[QueryRecord], now_ms: int,
         source_bytes = _source_bytes(record)
         touched = _windows(record)
         for key, found in _uses(record).items():
-            tallies[key].add(record, key, weight, found, source_bytes.get(key[0], 0),
+            tallies[key].add(record, key, weight, found, source_bytes.get(key[0], (0, None)),
                              touched.get(key[0]))
     out = [t.demand(key) for key, t in tallies.items()]
     return sorted(out, key=lambda d: (-d.weight, d.source, d.column, USES.index(d.use)))

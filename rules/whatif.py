@@ -10,7 +10,10 @@ is scored as one query (an ``IN`` list is recorded as one sample per value, so i
 scored one by one), and a lower bound next to an upper bound of the same column (``x >= a`` then
 ``x < b``, as one query records them) as one interval. Without samples, a query is assumed to
 look up one value the column holds (each profiled file's minimum in turn); a text search without
-samples is assumed to keep every file (the substrings sought are unknown).
+samples is assumed to keep every file (the substrings sought are unknown). A keep fraction
+counts the kept files' columns whole; where the history shows the queries already read fewer
+bytes from storage (Parquet skipping row groups by its own statistics), the share of the
+reading left is scaled up by that ratio (:func:`work_left`).
 """
 from __future__ import annotations
 
@@ -120,11 +123,24 @@ def _columns_read(demand: Demand) -> tuple[str, ...]:
 
 
 def query_bytes(profile: SourceProfile, demand: Demand) -> float:
-    """Bytes a query of ``demand`` reads from the source: as recorded, else the columns it
-    reads (all of a row format)."""
+    """Bytes a query of ``demand`` reads from the source: from storage as recorded, else the
+    recorded sizes of its files, else the columns it reads (all of a row format)."""
+    if demand.input_timed:
+        return demand.input_bytes / demand.input_timed
     if demand.timed and demand.bytes_read:
         return demand.bytes_read / demand.timed
     return profile.bytes * _read_share(profile, _columns_read(demand))
+
+
+def pruned_in_files(profile: SourceProfile, demand: Demand) -> float:
+    """How many times fewer bytes the queries of ``demand`` read from storage than the columns
+    they read hold in the files they scan (at least 1; 1 when not recorded): what the format's
+    own statistics already skip inside the files (Parquet's row groups, dictionaries). The
+    keep fractions count the kept files' columns whole, so they are divided by this."""
+    if not (demand.input_timed and demand.timed and demand.bytes_read):
+        return 1.0
+    held = demand.bytes_read / demand.timed * _read_share(profile, _columns_read(demand))
+    return max(1.0, held / max(1.0, demand.input_bytes / demand.input_timed))
 
 
 def seconds_per_query(profile: SourceProfile, demand: Demand) -> float:
@@ -386,12 +402,19 @@ def keep_fraction(candidate: Candidate, profile: SourceProfile, demand: Demand) 
     return 1.0
 
 
+def work_left(candidate: Candidate, profile: SourceProfile, demand: Demand) -> float:
+    """The share of a query's reading the candidate leaves (1: it does not help): its
+    :func:`keep_fraction` against what the query reads now, which the format's own pruning may
+    have made less than the keep fraction's whole files (:func:`pruned_in_files`)."""
+    return min(1.0, keep_fraction(candidate, profile, demand) * pruned_in_files(profile, demand))
+
+
 def estimate(candidate: Candidate, profile: SourceProfile,
              demands: Sequence[Demand]) -> Estimate:
     """What ``candidate`` brings the queries of ``demands`` (each demand weighted by its
     decayed query count, the keep fraction also by its queries' seconds) and what it costs."""
     times = [d.weight * seconds_per_query(profile, d) for d in demands]
-    keeps = [keep_fraction(candidate, profile, d) for d in demands]
+    keeps = [work_left(candidate, profile, d) for d in demands]
     weight = sum(d.weight for d in demands)
     time = sum(times)
     keep = sum(t * k for t, k in zip(times, keeps)) / time if time > 0 else 1.0

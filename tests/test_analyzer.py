@@ -60,7 +60,7 @@ def test_unclustered_unique_ids_get_a_bloom_filter():
     assert (i.priority, i.origin, i.ttl_seconds, i.queries) == (Priority.MEDIUM, "engine", None, 40)
     assert i.estimated_seconds_saved == pytest.approx(10 * (1 - 0.02))
     assert i.estimated_bytes == 100 * 100_000 * 1.2
-    assert i.reason == ("40 lookups of id (10.0 s each) would read 98% fewer files with a "
+    assert i.reason == ("40 lookups of id (10.0 s each) would read 98% less with a "
                         "Bloom filter: unclustered, ~100,000 values per file; last used 3 h ago")
 
 
@@ -69,7 +69,7 @@ def test_clustered_timestamps_filtered_by_ranges_get_min_max():
                   RuleSet())
     assert kinds([i]) == [("create", "minmax", ("ts",))]
     assert i.estimated_seconds_saved == pytest.approx(10 * 0.98)     # 2 files of 100 read
-    assert "min/max" in i.reason and "98% fewer files" in i.reason
+    assert "min/max" in i.reason and "98% less" in i.reason
 
 
 def test_few_values_per_file_unclustered_get_a_value_list():
@@ -98,7 +98,7 @@ def test_like_on_a_string_column_gets_a_text_index():
     [i] = analyze([demand("message", "text", samples=[("Like", "%timed out%")])],
                   {EVENTS: profile(message)}, RuleSet())
     assert kinds([i]) == [("create", "text", ("message",))]
-    assert "90% fewer files with a text index" in i.reason
+    assert "90% less with a text index" in i.reason
     # the same searches of a column that is not a string get nothing
     number = ColumnProfile("message", "long", (("a", "z"),) * 100, text_sample=sample)
     assert analyze([demand("message", "text", samples=[("Like", "%timed out%")])],

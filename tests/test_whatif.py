@@ -194,6 +194,27 @@ def test_estimates_use_recorded_seconds_else_the_scan_rate():
         2 * 10 ** 9 / 200e6 * 0.9)                                  # x is half the bytes
 
 
+def test_estimates_credit_what_the_format_already_skips_inside_the_files():
+    # ten files of 400 MB, each holding ten values of x; a query reads x, half of each file
+    p = SourceProfile(SRC, "parquet", 10, 4 * 10 ** 9, {"x": CLUSTERED}, ("x", "y"))
+    minmax = Candidate("minmax", SRC, ("x",))
+
+    def looked_up(stored_per_query: int) -> Demand:
+        return Demand(SRC, "x", "lookup", 4, 4.0, 0, timed=2, seconds=6.0,
+                      bytes_read=2 * 4 * 10 ** 9, samples=(("EqualTo", "15"),),
+                      input_timed=2, input_bytes=2 * stored_per_query)
+
+    # storage gave the queries all of x: keeping one file of ten leaves a tenth of the reading
+    assert estimate(minmax, p, [looked_up(2 * 10 ** 9)]).keep_fraction == pytest.approx(0.1)
+    # Parquet's own statistics left 400 MB per query: the kept file's 200 MB of x is half of it
+    e = estimate(minmax, p, [looked_up(4 * 10 ** 8)])
+    assert e.keep_fraction == pytest.approx(0.5)
+    assert e.seconds_saved_per_query == pytest.approx(3.0 * 0.5)
+    assert e.bytes_skipped_per_query == pytest.approx(4 * 10 ** 8 * 0.5)
+    # the queries read less than the kept file holds: the index saves nothing
+    assert estimate(minmax, p, [looked_up(10 ** 8)]).seconds_saved_per_query == 0.0
+
+
 def test_a_text_index_is_sized_by_the_text_it_indexes():
     message = ColumnProfile("message", "string", ((None, None),) * 4, rows_per_file=1_000_000,
                             avg_bytes=88)
