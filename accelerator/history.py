@@ -22,7 +22,7 @@ __all__ = ["listen", "new_recorder", "read_history", "wait_for_executions"]
 
 _lock = threading.Lock()
 _feeds: dict[int, ExecutionFeed] = {}     # per driver JVM
-_listening: set[int] = set()              # Spark contexts the listener is registered with
+_listening: set[int] = set()              # listener managers the listener is registered with
 
 
 def _feed(spark: Any) -> ExecutionFeed:
@@ -35,13 +35,13 @@ def _feed(spark: Any) -> ExecutionFeed:
 
 
 def listen(spark: Any) -> None:
-    """Registers the listener that reports what executed queries cost with the Spark context
-    of ``spark`` (once per context)."""
-    context = spark.sparkContext._jsc.sc()
-    key = int(spark.sparkContext._jvm.java.lang.System.identityHashCode(context))
+    """Registers the listener that reports what executed queries cost with ``spark`` (once
+    per session state)."""
+    manager = spark._jsparkSession.listenerManager()
+    key = int(spark.sparkContext._jvm.java.lang.System.identityHashCode(manager))
     with _lock:
         if key not in _listening:
-            context.addSparkListener(jvm.helpers(spark).metrics)
+            manager.register(jvm.helpers(spark).metrics)
             _listening.add(key)
 
 

@@ -1,14 +1,13 @@
 """What executed queries cost, joined to their history records.
 
 The JVM's listener (``QueryMetrics``) reports each execution of a query the accelerator planned as
-one JSON line: the query id, when it ended, its wall time, the bytes its tasks read from storage,
-per file scan of the executed plan the scan's root paths and the files, bytes (the files'
-sizes) and rows it read, and per join its strategy with the root paths of the scans under each
-side. :func:`parse_executions` reads those lines; :func:`with_execution` copies a planning-time
-record with the cost of one execution, each scan counted for the relation it read: the relation
-with the same root paths (the source itself, or the part of it a cache or a hybrid scan still
-reads), else the relation an index or the cache served from under that path; each join names
-the pairs of relations it joined. Pure Python.
+one JSON line: the query id, when it ended, its wall time, per file scan of the executed plan
+the scan's root paths and the files, bytes and rows it read, and per join its strategy with the
+root paths of the scans under each side. :func:`parse_executions` reads those lines;
+:func:`with_execution` copies a planning-time record with the cost of one execution, each scan
+counted for the relation it read: the relation with the same root paths (the source itself, or
+the part of it a cache or a hybrid scan still reads), else the relation an index or the cache
+served from under that path; each join names the pairs of relations it joined. Pure Python.
 """
 from __future__ import annotations
 
@@ -58,7 +57,6 @@ class Execution:
     duration_ms: int
     scans: tuple[Scan, ...] = ()
     joins: tuple[JoinRun, ...] = ()
-    input_bytes: int | None = None   # read from storage by all its tasks (None: unknown)
 
 
 def _count(value: object) -> int | None:
@@ -89,7 +87,7 @@ def parse_executions(text: str) -> list[Execution]:
             scans = tuple(_scan(s) for s in d.get("scans") or ())
             joins = tuple(_join(j) for j in d.get("joins") or ())
             out.append(Execution(str(d["queryId"]), int(d["endMs"]), int(d["durationMs"]), scans,
-                                 joins, _count(d.get("inputBytes"))))
+                                 joins))
         except (ValueError, KeyError, TypeError):
             log.debug("malformed execution report skipped: %r", line, exc_info=True)
     return out
@@ -116,43 +114,25 @@ def _plus(a: int | None, b: int | None) -> int | None:
     return b if a is None else a if b is None else a + b
 
 
-def _input_shares(execution: Execution) -> list[int | None]:
-    """The execution's input bytes split over its scans in proportion to their files' bytes
-    (all to a lone scan; None when unknown): Spark counts what the tasks read, not per scan."""
-    scans, total = execution.scans, execution.input_bytes
-    if total is None or not scans:
-        return [None] * len(scans)
-    if len(scans) == 1:
-        return [total]
-    sizes = [s.bytes for s in scans]
-    if None in sizes or not sum(sizes):
-        return [None] * len(scans)
-    return [round(total * size / sum(sizes)) for size in sizes]
-
-
 def with_execution(record: QueryRecord, execution: Execution,
                    serving_paths: Sequence[Sequence[str]] = ()) -> QueryRecord:
     """A copy of ``record`` (its planning-time record) with the cost of ``execution``: its end
-    as ``timestamp``, its wall time as ``duration_ms``, per relation the files, bytes and rows
-    its scans read and the bytes read from storage for them (:func:`_input_shares`), and as
-    ``executed_joins`` each pair of relations a join of the plan brought together (a relation
-    under one side, one under the other: in ``(A join B) join C`` the pairs (A, B) of the lower
-    join and (A, C), (B, C) of the upper one) with its strategy. ``serving_paths`` gives, per
-    relation, the path prefixes an index or the cache served it from (scans under them count
-    for that relation); a scan of no relation is left out."""
+    as ``timestamp``, its wall time as ``duration_ms``, and per relation the files, bytes and
+    rows its scans read, and as ``executed_joins`` each pair of relations a join of the plan
+    brought together (a relation under one side, one under the other: in ``(A join B) join C``
+    the pairs (A, B) of the lower join and (A, C), (B, C) of the upper one) with its strategy.
+    ``serving_paths`` gives, per relation, the path prefixes an index or the cache served it
+    from (scans under them count for that relation); a scan of no relation is left out."""
     totals: dict[int, list[int | None]] = {}
-    for scan, input_bytes in zip(execution.scans, _input_shares(execution)):
+    for scan in execution.scans:
         i = _relation_of(scan.roots, record, serving_paths)
         if i is None:
             continue
-        t = totals.setdefault(i, [None, None, None, None])
-        for k, value in enumerate((scan.files, scan.bytes, scan.rows, input_bytes)):
-            t[k] = _plus(t[k], value)
+        t = totals.setdefault(i, [None, None, None])
+        t[0], t[1], t[2] = _plus(t[0], scan.files), _plus(t[1], scan.bytes), _plus(t[2], scan.rows)
     relations = [dataclasses.replace(r, files_read=totals[i][0], bytes_read=totals[i][1],
-                                     rows_read=totals[i][2], input_bytes=totals[i][3])
-                 if i in totals else
-                 dataclasses.replace(r, files_read=None, bytes_read=None, rows_read=None,
-                                     input_bytes=None)
+                                     rows_read=totals[i][2]) if i in totals else
+                 dataclasses.replace(r, files_read=None, bytes_read=None, rows_read=None)
                  for i, r in enumerate(record.relations)]
     joins = []
     for run in execution.joins:

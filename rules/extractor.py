@@ -41,8 +41,10 @@ class Demand:
 
     ``seconds`` and ``bytes_read`` sum what the ``timed`` queries among ``queries`` (those whose
     execution was recorded) spent and the sizes of the source's files they read;
-    ``input_bytes`` sums what the ``input_timed`` ones among them (those whose bytes read from
-    storage were recorded) read from storage for the source; ``samples`` are ``(op, literal)``
+    ``scanned_bytes`` and ``scanned_rows`` sum, over those of them that read the source itself
+    (no index or cache served it) and whose scans counted their rows, the sizes of the files
+    scanned and the rows the scans gave (for Parquet, the rows of the row groups its own
+    statistics did not skip); ``samples`` are ``(op, literal)``
     pairs of the latest predicates (``("EqualTo", "42")``, ``("GreaterThan", "2026-01-01")``,
     ``("Like", "%timeout%")``) with ``literal_type`` their Catalyst type; ``templates`` the query
     templates that asked. For a join key, ``joined_by`` counts the executed queries whose join
@@ -66,8 +68,8 @@ class Demand:
     partners: frozenset[tuple[str, str]] = field(default_factory=frozenset)
     partition_window: tuple[str, str, str] | None = None
     joined_by: tuple[tuple[str, str, int], ...] = ()
-    input_timed: int = 0
-    input_bytes: int = 0
+    scanned_bytes: int = 0
+    scanned_rows: int = 0
 
     @property
     def seconds_per_query(self) -> float | None:
@@ -163,15 +165,15 @@ def _shown(window: tuple | None) -> tuple[str, str | None, str | None] | None:
     return column, None if low is None else low[1], None if high is None else high[1]
 
 
-def _source_bytes(record: QueryRecord) -> dict[str, tuple[int, int | None]]:
-    """Per source of the record, the sizes of the files its scans read and the bytes they read
-    from storage (None when not recorded)."""
-    read: dict[str, tuple[int, int | None]] = {}
+def _source_reads(record: QueryRecord) -> dict[str, tuple[int, int, int]]:
+    """Per source of the record: the sizes of the files its scans read, and the sizes and rows
+    of those of its scans that read the source itself and counted their rows."""
+    read: dict[str, tuple[int, int, int]] = {}
     for r in record.relations:
-        listed, stored = read.get(r.source, (0, None))
-        if r.input_bytes is not None:
-            stored = (stored or 0) + r.input_bytes
-        read[r.source] = (listed + (r.bytes_read or 0), stored)
+        listed, scanned, rows = read.get(r.source, (0, 0, 0))
+        if r.served_by is None and r.rows_read is not None and r.bytes_read:
+            scanned, rows = scanned + r.bytes_read, rows + r.rows_read
+        read[r.source] = (listed + (r.bytes_read or 0), scanned, rows)
     return read
 
 
@@ -198,8 +200,8 @@ class _Tally:
     timed: int = 0
     seconds: float = 0.0
     read: int = 0
-    input_timed: int = 0
-    input: int = 0
+    scanned_bytes: int = 0
+    scanned_rows: int = 0
     samples: list[tuple[int, str, str, str | None]] = field(default_factory=list)
     templates: set[str] = field(default_factory=set)
     columns_read: set[str] = field(default_factory=set)
@@ -208,7 +210,7 @@ class _Tally:
     strategies: dict[tuple[str, str], int] = field(default_factory=lambda: defaultdict(int))
 
     def add(self, record: QueryRecord, key: tuple[str, str, str], weight: float,
-            found: list[tuple[str, str, str | None]], read: tuple[int, int | None],
+            found: list[tuple[str, str, str | None]], read: tuple[int, int, int],
             window: tuple | None) -> None:
         source, column, use = key
         self.window = window if self.queries == 0 else _widen(self.window, window)
@@ -219,9 +221,8 @@ class _Tally:
             self.timed += 1
             self.seconds += record.duration_ms / 1000.0
             self.read += read[0]
-            if read[1] is not None:
-                self.input_timed += 1
-                self.input += read[1]
+            self.scanned_bytes += read[1]
+            self.scanned_rows += read[2]
         self.samples.extend((record.timestamp, op, v, t) for op, v, t in found)
         if record.template:
             self.templates.add(record.template)
@@ -245,7 +246,7 @@ class _Tally:
                       frozenset(self.columns_read), frozenset(self.partners),
                       _shown(self.window),
                       tuple(sorted((p, s, n) for (p, s), n in self.strategies.items())),
-                      input_timed=self.input_timed, input_bytes=self.input)
+                      scanned_bytes=self.scanned_bytes, scanned_rows=self.scanned_rows)
 
 
 def extract(records: Iterable[QueryRecord], now_ms: int,
@@ -259,10 +260,10 @@ def extract(records: Iterable[QueryRecord], now_ms: int,
             continue
         age_s = max(0.0, (now_ms - record.timestamp) / 1000.0)
         weight = 0.5 ** (age_s / half_life_s)
-        source_bytes = _source_bytes(record)
+        source_reads = _source_reads(record)
         touched = _windows(record)
         for key, found in _uses(record).items():
-            tallies[key].add(record, key, weight, found, source_bytes.get(key[0], (0, None)),
+            tallies[key].add(record, key, weight, found, source_reads.get(key[0], (0, 0, 0)),
                              touched.get(key[0]))
     out = [t.demand(key) for key, t in tallies.items()]
     return sorted(out, key=lambda d: (-d.weight, d.source, d.column, USES.index(d.use)))

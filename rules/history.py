@@ -114,10 +114,8 @@ class Predicate:
 @dataclass
 class RelationUsage:
     """How one file relation of the plan (pre-order position ``relations[i]``) is used, and,
-    once the query ran, what reading it cost: ``files_read``, ``bytes_read`` (the sizes of
-    those files) and ``rows_read`` from the scans' metrics, ``input_bytes`` what its scans'
-    tasks read from storage (after Parquet's row-group and column pruning; a query's total
-    split over its scans by their files' bytes), each None when unknown, ``served_by`` the index that served it, or
+    once the query ran, what reading it cost: ``files_read``, ``bytes_read`` and ``rows_read``
+    from the scans' metrics (None when unknown), ``served_by`` the index that served it, or
     ``cache`` (None: read from the source). ``options`` are the read options (without paths)
     and ``data_schema`` the relation's data schema as Spark JSON (kept for the formats whose
     schema is not in the files: JSON, CSV, text), so the rule engine reads the source as the
@@ -137,7 +135,6 @@ class RelationUsage:
     files_read: int | None = None
     bytes_read: int | None = None
     rows_read: int | None = None
-    input_bytes: int | None = None
     options: dict[str, str] = field(default_factory=dict)
     data_schema: str | None = None
     table: str | None = None
@@ -153,8 +150,7 @@ class RelationUsage:
                 "group_columns": list(self.group_columns),
                 "output_columns": list(self.output_columns), "served_by": self.served_by,
                 "files_read": self.files_read, "bytes_read": self.bytes_read,
-                "rows_read": self.rows_read, "input_bytes": self.input_bytes,
-                "options": sorted(self.options.items()),
+                "rows_read": self.rows_read, "options": sorted(self.options.items()),
                 "data_schema": self.data_schema, "table": self.table, "glob_path": self.glob_path}
 
     @classmethod
@@ -170,7 +166,6 @@ class RelationUsage:
                    output_columns=_strs(d.get("output_columns")),
                    served_by=d.get("served_by"), files_read=_int(d.get("files_read")),
                    bytes_read=_int(d.get("bytes_read")), rows_read=_int(d.get("rows_read")),
-                   input_bytes=_int(d.get("input_bytes")),
                    options=_map(d.get("options")), data_schema=d.get("data_schema"),
                    table=d.get("table"), glob_path=d.get("glob_path"))
 
@@ -322,7 +317,6 @@ RELATION_TYPE = pa.struct([
     pa.field("files_read", pa.int64()),
     pa.field("bytes_read", pa.int64()),
     pa.field("rows_read", pa.int64()),
-    pa.field("input_bytes", pa.int64()),
     pa.field("options", pa.map_(pa.string(), pa.string())),
     pa.field("data_schema", pa.string()),
     pa.field("table", pa.string()),

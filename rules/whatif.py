@@ -11,9 +11,10 @@ scored one by one), and a lower bound next to an upper bound of the same column 
 ``x < b``, as one query records them) as one interval. Without samples, a query is assumed to
 look up one value the column holds (each profiled file's minimum in turn); a text search without
 samples is assumed to keep every file (the substrings sought are unknown). A keep fraction
-counts the kept files' columns whole; where the history shows the queries already read fewer
-bytes from storage (Parquet skipping row groups by its own statistics), the share of the
-reading left is scaled up by that ratio (:func:`work_left`).
+counts the kept files whole; where the history shows the scans of a Parquet source already
+gave fewer rows than their files hold (row groups skipped by Parquet's own statistics), the
+share of the reading left is scaled up by that ratio, for the share of the time that goes with
+the rows read (:func:`work_left`).
 """
 from __future__ import annotations
 
@@ -52,6 +53,10 @@ TEXT_INDEX_PER_STORED_BYTE = 2.5
 COVERING_BUCKETS = 64
 #: share of a join's time spent shuffling, which covering indexes on both sides avoid
 JOIN_SHUFFLE_SHARE = 0.5
+#: share of a query's time that goes with the files it opens (a task, a footer, each), the rest
+#: going with the rows it reads: what is left of the time when the format already skipped
+#: most row groups inside the files (see :func:`work_left`)
+FILE_TIME_SHARE = 0.5
 #: how many times faster a query reads the Parquet cache than its source, by source format
 #: (no entry: the cache brings nothing, e.g. Parquet on a local path)
 CACHE_SPEEDUP = {"json": 5.0, "csv": 5.0, "text": 5.0}
@@ -123,24 +128,24 @@ def _columns_read(demand: Demand) -> tuple[str, ...]:
 
 
 def query_bytes(profile: SourceProfile, demand: Demand) -> float:
-    """Bytes a query of ``demand`` reads from the source: from storage as recorded, else the
-    recorded sizes of its files, else the columns it reads (all of a row format)."""
-    if demand.input_timed:
-        return demand.input_bytes / demand.input_timed
+    """Bytes a query of ``demand`` reads from the source: as recorded, else the columns it
+    reads (all of a row format)."""
     if demand.timed and demand.bytes_read:
         return demand.bytes_read / demand.timed
     return profile.bytes * _read_share(profile, _columns_read(demand))
 
 
 def pruned_in_files(profile: SourceProfile, demand: Demand) -> float:
-    """How many times fewer bytes the queries of ``demand`` read from storage than the columns
-    they read hold in the files they scan (at least 1; 1 when not recorded): what the format's
-    own statistics already skip inside the files (Parquet's row groups, dictionaries). The
-    keep fractions count the kept files' columns whole, so they are divided by this."""
-    if not (demand.input_timed and demand.timed and demand.bytes_read):
+    """How many times fewer rows the scans of a columnar source gave the queries of ``demand``
+    than the files they scanned hold (at least 1; 1 when not recorded, or for a row format):
+    the row groups the format's own statistics (Parquet's min/max, dictionaries) already skip
+    inside the files. The keep fractions count the kept files whole."""
+    per_file = [c.rows_per_file for c in profile.columns.values() if c.rows_per_file]
+    if profile.format not in COLUMNAR_FORMATS or not (
+            demand.scanned_rows and demand.scanned_bytes and profile.bytes and per_file):
         return 1.0
-    held = demand.bytes_read / demand.timed * _read_share(profile, _columns_read(demand))
-    return max(1.0, held / max(1.0, demand.input_bytes / demand.input_timed))
+    held = demand.scanned_bytes / profile.bytes * profile.files * per_file[0]
+    return max(1.0, held / demand.scanned_rows)
 
 
 def seconds_per_query(profile: SourceProfile, demand: Demand) -> float:
@@ -403,10 +408,16 @@ def keep_fraction(candidate: Candidate, profile: SourceProfile, demand: Demand) 
 
 
 def work_left(candidate: Candidate, profile: SourceProfile, demand: Demand) -> float:
-    """The share of a query's reading the candidate leaves (1: it does not help): its
-    :func:`keep_fraction` against what the query reads now, which the format's own pruning may
-    have made less than the keep fraction's whole files (:func:`pruned_in_files`)."""
-    return min(1.0, keep_fraction(candidate, profile, demand) * pruned_in_files(profile, demand))
+    """The share of a query's work the candidate leaves (1: it does not help): its
+    :func:`keep_fraction`, unless the format's own pruning already made the query read less
+    than the keep fraction's whole files (:func:`pruned_in_files`); then the share of its time
+    that goes with the files opened (:data:`FILE_TIME_SHARE`) keeps the keep fraction, and the
+    share that goes with the rows keeps what the kept files hold against what it reads now."""
+    keep = keep_fraction(candidate, profile, demand)
+    pruned = pruned_in_files(profile, demand)
+    if pruned <= 1.0:
+        return keep
+    return FILE_TIME_SHARE * keep + (1 - FILE_TIME_SHARE) * min(1.0, keep * pruned)
 
 
 def estimate(candidate: Candidate, profile: SourceProfile,

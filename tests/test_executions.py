@@ -94,27 +94,6 @@ def test_each_scan_counts_for_the_relation_it_read():
                            [[], ["/sys/idx_b"]])
     assert other.relations[1].files_read is None
     assert record.relations[0].files_read is None                # the planning record is kept
-    assert a.input_bytes is None and b.input_bytes is None       # not reported: unknown
-
-
-def test_bytes_read_from_storage_are_split_over_the_scans_by_their_files_bytes():
-    record = _two_relations()
-    scans = (Scan(("file:/lake/a",), 4, 3000, 100), Scan(("/sys/cache/x",), 2, 1000, 100),
-             Scan(("file:/sys/idx_b/v__=1",), 1, 1000, 5), Scan(("file:/elsewhere",), 1, 0, 1))
-    timed = with_execution(record, Execution("q", 9, 8, scans, input_bytes=500),
-                           [["file:/sys/cache"], ["/sys/idx_b"]])
-    assert [r.input_bytes for r in timed.relations] == [400, 100]
-    assert QueryRecord.from_row(timed.to_row()) == timed
-    # a lone scan reads all of it; a scan of unknown size leaves the split unknown
-    lone = with_execution(record, Execution("q", 9, 8, scans[:1], input_bytes=77))
-    assert [r.input_bytes for r in lone.relations] == [77, None]
-    unknown = (Scan(("file:/lake/a",), None, None, 3), scans[2])
-    split = with_execution(record, Execution("q", 9, 8, unknown, input_bytes=77), [[], ["/sys/idx_b"]])
-    assert [r.input_bytes for r in split.relations] == [None, None]
-    line = json.dumps({"queryId": "q", "endMs": 9, "durationMs": 5, "inputBytes": 123,
-                       "scans": []})
-    assert parse_executions(line)[0].input_bytes == 123
-    assert parse_executions(_report("q", 5))[0].input_bytes is None
 
 
 def test_a_feed_hands_each_recorder_its_own_executions():

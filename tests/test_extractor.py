@@ -64,9 +64,9 @@ def test_a_self_join_counts_once_per_query():
                            columns_read=frozenset({"id"}))]
 
 
-def _timed(ts, query_id, duration_ms, literal, template="t1", input_bytes=None):
+def _timed(ts, query_id, duration_ms, literal, template="t1", rows_read=None, served_by=None):
     rel = RelationUsage("file:/lake/e", ["file:/lake/e"], "json", None, [], ["id"], [], [],
-                        ["id", "msg"], bytes_read=1000, input_bytes=input_bytes)
+                        ["id", "msg"], served_by, bytes_read=1000, rows_read=rows_read)
     pred = Predicate(0, "file:/lake/e", "id", "equality", "EqualTo", None, None, [literal],
                      "bigint")
     return QueryRecord(ts, query_id, ["file:/lake/e"], ["json"], ["id"], ["id", "msg"], [], [],
@@ -76,13 +76,17 @@ def _timed(ts, query_id, duration_ms, literal, template="t1", input_bytes=None):
 def test_costs_samples_and_templates_of_executions():
     planned = _timed(NOW - 5, "q1", None, "7")        # the planning record of q1 ...
     ran = _timed(NOW, "q1", 2000, "7")                # ... and its execution: counted once
-    again = _timed(NOW, "q1", 1000, "7", input_bytes=300)   # the same DataFrame run again
+    again = _timed(NOW, "q1", 1000, "7", rows_read=300)   # the same DataFrame run again
     never_ran = _timed(NOW, "q2", None, "9", "t2")    # planned (explain) and not executed
-    (row,) = [d for d in extract([planned, ran, again, never_ran], NOW) if d.use == "lookup"]
-    assert (row.queries, row.timed, row.seconds, row.bytes_read) == (3, 2, 3.0, 2000)
-    assert (row.input_timed, row.input_bytes) == (1, 300)   # read from storage, where recorded
-    assert row.seconds_per_query == 1.5
-    assert sorted(row.samples) == [("EqualTo", "7"), ("EqualTo", "7"), ("EqualTo", "9")]
+    served = _timed(NOW, "q3", 10, "8", rows_read=2, served_by="idx")
+    (row,) = [d for d in extract([planned, ran, again, never_ran, served], NOW)
+              if d.use == "lookup"]
+    assert (row.queries, row.timed, row.seconds, row.bytes_read) == (4, 3, 3.01, 3000)
+    # the source's own scans that counted their rows (not the index's)
+    assert (row.scanned_bytes, row.scanned_rows) == (1000, 300)
+    assert row.seconds_per_query == pytest.approx(3.01 / 3)
+    assert sorted(row.samples) == [("EqualTo", "7"), ("EqualTo", "7"), ("EqualTo", "8"),
+                                   ("EqualTo", "9")]
     assert row.literal_type == "bigint"
     assert row.templates == {"t1", "t2"}
     assert row.columns_read == {"id", "msg"}

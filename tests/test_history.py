@@ -466,19 +466,3 @@ def test_json_path_predicates_name_their_expression(spark, tmp_path):
     # the names are Spark SQL that reads the same values again
     for column, *_ in found - {("payload", "equality", "Upper", ("X2",))}:
         assert df.select(F.expr(column)).count() == 3
-
-
-def test_executed_queries_record_the_bytes_read_from_storage(spark, hs, system_path, tmp_path):
-    """What a query's tasks read after Parquet's column and row-group pruning, which the rule
-    engine's estimates weigh against what an index would leave to read."""
-    path = str(tmp_path / "wide")
-    spark.sql("SELECT id, repeat(uuid(), 20) AS payload FROM range(20000)") \
-        .coalesce(1).write.parquet(path)
-    q = spark.read.parquet(path).filter("id = 7").select("id")
-    assert q.collect() == [(7,)]
-    Hyperspace.flushHistory(spark)
-    (row,) = [r for r in hs.history().collect() if r["sources"] == [f"file:{path}"]]
-    (rel,) = row["relations"]
-    assert rel["bytes_read"] == sum(HadoopFs(spark).size(f) for f in q.inputFiles())
-    # the 16 MB of payload are never read: a small fraction of the file
-    assert 0 < rel["input_bytes"] < rel["bytes_read"] / 20

@@ -1,6 +1,7 @@
 """What-if estimates: literals, keep fractions per index kind, costs. Without a JVM."""
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from decimal import Decimal
 
@@ -9,8 +10,8 @@ import pytest
 from rules.extractor import Demand
 from rules.literals import parse_literal
 from rules.profiles import ColumnProfile, SourceProfile
-from rules.whatif import BLOOM_FPP, COVERING_BUCKETS, Candidate, estimate, files_per_value, \
-    keep_fraction, minmax_keep, text_keep
+from rules.whatif import BLOOM_FPP, COVERING_BUCKETS, FILE_TIME_SHARE, Candidate, Estimate, \
+    estimate, files_per_value, keep_fraction, minmax_keep, text_keep
 
 SRC = "file:/lake/t"
 #: ten files holding 0-9, 10-19, ... 90-99
@@ -195,24 +196,31 @@ def test_estimates_use_recorded_seconds_else_the_scan_rate():
 
 
 def test_estimates_credit_what_the_format_already_skips_inside_the_files():
-    # ten files of 400 MB, each holding ten values of x; a query reads x, half of each file
-    p = SourceProfile(SRC, "parquet", 10, 4 * 10 ** 9, {"x": CLUSTERED}, ("x", "y"))
+    # ten Parquet files of 400 MB and 1,000 rows, each holding ten values of x
+    x = dataclasses.replace(CLUSTERED, rows_per_file=1000)
+    p = SourceProfile(SRC, "parquet", 10, 4 * 10 ** 9, {"x": x}, ("x", "y"))
     minmax = Candidate("minmax", SRC, ("x",))
 
-    def looked_up(stored_per_query: int) -> Demand:
-        return Demand(SRC, "x", "lookup", 4, 4.0, 0, timed=2, seconds=6.0,
-                      bytes_read=2 * 4 * 10 ** 9, samples=(("EqualTo", "15"),),
-                      input_timed=2, input_bytes=2 * stored_per_query)
+    def looked_up(rows_per_query: int, fmt: SourceProfile = p) -> Estimate:
+        scanned = 2 * 4 * 10 ** 9
+        return estimate(minmax, fmt, [Demand(
+            SRC, "x", "lookup", 4, 4.0, 0, timed=2, seconds=6.0, bytes_read=scanned,
+            samples=(("EqualTo", "15"),), scanned_bytes=scanned,
+            scanned_rows=2 * rows_per_query)])
 
-    # storage gave the queries all of x: keeping one file of ten leaves a tenth of the reading
-    assert estimate(minmax, p, [looked_up(2 * 10 ** 9)]).keep_fraction == pytest.approx(0.1)
-    # Parquet's own statistics left 400 MB per query: the kept file's 200 MB of x is half of it
-    e = estimate(minmax, p, [looked_up(4 * 10 ** 8)])
-    assert e.keep_fraction == pytest.approx(0.5)
-    assert e.seconds_saved_per_query == pytest.approx(3.0 * 0.5)
-    assert e.bytes_skipped_per_query == pytest.approx(4 * 10 ** 8 * 0.5)
-    # the queries read less than the kept file holds: the index saves nothing
-    assert estimate(minmax, p, [looked_up(10 ** 8)]).seconds_saved_per_query == 0.0
+    # the scans gave every row: keeping one file of ten leaves a tenth of the work
+    assert looked_up(10_000).keep_fraction == pytest.approx(0.1)
+    # Parquet's row groups left 2,000 rows per query: the kept file's 1,000 are half of them;
+    # the time that goes with the files opened still drops to a tenth
+    e = looked_up(2_000)
+    assert e.keep_fraction == pytest.approx(FILE_TIME_SHARE * 0.1 + (1 - FILE_TIME_SHARE) * 0.5)
+    assert e.seconds_saved_per_query == pytest.approx(3.0 * (1 - e.keep_fraction))
+    # fewer rows than the kept file holds: only the files opened are saved
+    assert looked_up(500).keep_fraction == pytest.approx(
+        FILE_TIME_SHARE * 0.1 + (1 - FILE_TIME_SHARE))
+    # a JSON scan counts the rows its pushed filters kept, not what it read: not credited
+    json = dataclasses.replace(p, format="json")
+    assert looked_up(500, json).keep_fraction == pytest.approx(0.1)
 
 
 def test_a_text_index_is_sized_by_the_text_it_indexes():

@@ -3,7 +3,6 @@ package accelerator.jvm;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.IdentityHashMap;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -13,11 +12,6 @@ import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import org.apache.hadoop.fs.Path;
-import org.apache.spark.executor.TaskMetrics;
-import org.apache.spark.scheduler.SparkListener;
-import org.apache.spark.scheduler.SparkListenerEvent;
-import org.apache.spark.scheduler.SparkListenerJobStart;
-import org.apache.spark.scheduler.SparkListenerStageCompleted;
 import org.apache.spark.sql.catalyst.QueryPlanningTracker;
 import org.apache.spark.sql.execution.FileSourceScanExec;
 import org.apache.spark.sql.execution.QueryExecution;
@@ -30,7 +24,7 @@ import org.apache.spark.sql.execution.joins.BroadcastNestedLoopJoinExec;
 import org.apache.spark.sql.execution.joins.ShuffledHashJoinExec;
 import org.apache.spark.sql.execution.joins.SortMergeJoinExec;
 import org.apache.spark.sql.execution.metric.SQLMetric;
-import org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionEnd;
+import org.apache.spark.sql.util.QueryExecutionListener;
 
 import scala.Option;
 import scala.jdk.javaapi.CollectionConverters;
@@ -39,29 +33,18 @@ import scala.jdk.javaapi.CollectionConverters;
  * What the queries the accelerator planned cost once they ran, for the query history.
  *
  * <p>The rule asks {@link #queryId()} for an id while it plans a query; the id is kept per
- * planning tracker (the object Spark keeps for one QueryExecution), so when the query's SQL
- * execution ends without failure this Spark listener (one per Spark context) finds it again and
- * queues one line of JSON: the id, the wall time and, per file
+ * planning tracker (the object Spark keeps for one QueryExecution), so when the query succeeds
+ * this listener finds it again and queues one line of JSON: the id, the wall time and, per file
  * scan of the executed plan, its root paths and the files, bytes and rows it read, and per join
  * its strategy ({@code broadcast} or {@code shuffle}) with the root paths of the scans under each
- * side (what the rule engine needs to know whether a join of two sources shuffles), and the bytes
- * the execution's tasks read from storage ({@code inputBytes}: Spark's input metrics, summed
- * over the stages of its jobs; what the scans really read after Parquet's own row-group and
- * column pruning, where the scans' {@code filesSize} counts their files whole), learnt from the
- * stages of the execution's jobs as they complete. Python drains
+ * side (what the rule engine needs to know whether a join of two sources shuffles). Python drains
  * the queue when it writes the history ({@link #drain()}): no I/O and no call into Python per
  * query. Nothing here ever fails a query; at most {@link #MAX_QUEUED} executions wait.
  */
-public final class QueryMetrics extends SparkListener {
+public final class QueryMetrics implements QueryExecutionListener {
   static final int MAX_QUEUED = 10_000;
-  /** Running executions (and their stages) whose input bytes are kept until they end. */
-  static final int MAX_TRACKED = 1_000;
   private static final Map<QueryPlanningTracker, String> IDS =
       Collections.synchronizedMap(new WeakHashMap<>());
-  /** The SQL execution id of each stage of a running execution's jobs. */
-  private static final Map<Integer, Long> STAGES = bounded(MAX_TRACKED * 8);
-  /** Bytes read from storage by the completed stages of each execution. */
-  private static final Map<Long, Long> INPUT = bounded(MAX_TRACKED);
   private static final ConcurrentLinkedQueue<String> DONE = new ConcurrentLinkedQueue<>();
   private static final AtomicInteger QUEUED = new AtomicInteger();
 
@@ -77,59 +60,8 @@ public final class QueryMetrics extends SparkListener {
     }
   }
 
-  /** A map keeping its latest {@code max} entries (executions whose end is never seen are
-   * forgotten so). */
-  private static <K, V> Map<K, V> bounded(int max) {
-    return Collections.synchronizedMap(new LinkedHashMap<K, V>() {
-      @Override
-      protected boolean removeEldestEntry(Map.Entry<K, V> eldest) {
-        return size() > max;
-      }
-    });
-  }
-
   @Override
-  public void onJobStart(SparkListenerJobStart job) {
-    try {
-      String execution = job.properties() == null ? null
-          : job.properties().getProperty("spark.sql.execution.id");
-      if (execution == null) {
-        return;
-      }
-      Long id = Long.valueOf(execution);
-      for (Object stage : CollectionConverters.asJava(job.stageIds())) {
-        STAGES.put((Integer) stage, id);
-      }
-    } catch (Throwable t) {
-      // best effort, as every metric here
-    }
-  }
-
-  @Override
-  public void onStageCompleted(SparkListenerStageCompleted stage) {
-    try {
-      Long id = STAGES.get(stage.stageInfo().stageId());
-      TaskMetrics metrics = stage.stageInfo().taskMetrics();
-      if (id != null && metrics != null) {
-        INPUT.merge(id, metrics.inputMetrics().bytesRead(), Long::sum);
-      }
-    } catch (Throwable t) {
-      // best effort
-    }
-  }
-
-  @Override
-  public void onOtherEvent(SparkListenerEvent event) {
-    if (event instanceof SparkListenerSQLExecutionEnd) {
-      SparkListenerSQLExecutionEnd end = (SparkListenerSQLExecutionEnd) event;
-      Long input = INPUT.remove(end.executionId());
-      if (end.qe() != null && end.executionFailure().isEmpty()) {   // failures are not timed
-        onSuccess(end.qe(), end.duration(), input);
-      }
-    }
-  }
-
-  private void onSuccess(QueryExecution qe, long durationNs, Long input) {
+  public void onSuccess(String funcName, QueryExecution qe, long durationNs) {
     try {
       String id = IDS.get(qe.tracker());
       if (id == null || QUEUED.get() >= MAX_QUEUED) {
@@ -139,7 +71,6 @@ public final class QueryMetrics extends SparkListener {
           .append("{\"queryId\":").append(PlanRewrite.quote(id))
           .append(",\"endMs\":").append(System.currentTimeMillis())
           .append(",\"durationMs\":").append(durationNs / 1_000_000L)
-          .append(",\"inputBytes\":").append(input == null ? -1L : input)
           .append(",\"scans\":[");
       List<SparkPlan> found = new ArrayList<>();
       walk(qe.executedPlan(), found, Collections.newSetFromMap(new IdentityHashMap<>()), false);
@@ -171,6 +102,11 @@ public final class QueryMetrics extends SparkListener {
     } catch (Throwable t) {
       // metrics are best effort: a query never fails or waits because of them
     }
+  }
+
+  @Override
+  public void onFailure(String funcName, QueryExecution qe, Exception exception) {
+    // failed queries are not timed
   }
 
   private static long metric(SparkPlan scan, String name) {
