@@ -140,11 +140,11 @@ def pruned_in_files(profile: SourceProfile, demand: Demand) -> float:
     than the files they scanned hold (at least 1; 1 when not recorded, or for a row format):
     the row groups the format's own statistics (Parquet's min/max, dictionaries) already skip
     inside the files. The keep fractions count the kept files whole."""
-    per_file = [c.rows_per_file for c in profile.columns.values() if c.rows_per_file]
+    per_file = next((c.rows_per_file for c in profile.columns.values() if c.rows_per_file), None)
     if profile.format not in COLUMNAR_FORMATS or not (
             demand.scanned_rows and demand.scanned_bytes and profile.bytes and per_file):
         return 1.0
-    held = demand.scanned_bytes / profile.bytes * profile.files * per_file[0]
+    held = demand.scanned_bytes / profile.bytes * profile.files * per_file
     return max(1.0, held / demand.scanned_rows)
 
 
