@@ -118,3 +118,32 @@ def test_a_refresh_computes_statistics_under_the_ansi_setting_the_index_serves(s
         check(spark, read().where(F.expr(T).cast("long") == 1000), 1)   # the new file, unknown
         hs.refreshIndex("typed", mode="incremental")
         check(spark, read().where(F.expr(T).cast("long").between(45, 50)), 1)
+
+
+def test_why_not_names_a_cast_the_sketch_cannot_answer_and_the_sketch_that_would(spark, hs,
+                                                                                 tmp_path):
+    """A decimal cast has no typed bound (a query's cast names its own precision): whyNot says
+    the string sketch cannot order decimals and names the sketch that would; that sketch,
+    created as named, prunes the query."""
+    path = str(tmp_path / "events")
+    write_events(spark, path)
+    read = lambda: spark.read.parquet(path)  # noqa: E731
+    hs.createIndex(read(), DataSkippingIndexConfig("typed", MinMaxSketch(T), MinMaxSketch("id")))
+    window = f"cast({T} as decimal(10,2)) between 45 and 50"
+    query = read().where(window)
+    check(spark, query, 6)
+    (verdict,) = hs.whyNot(query, "typed")
+    suggested = f"CAST(({T}) AS DECIMAL(10,2))"
+    assert verdict.code == "SKETCH_TYPE_MISMATCH"
+    assert verdict.reason == (
+        f"the filter casts {T} from string to decimal(10,2), but MinMax({T}) holds string "
+        f"values, whose order is not the order of decimal(10,2) values; "
+        f"MinMaxSketch(\"{suggested}\") would serve it")
+    numeric_as_text = read().where("cast(id as string) = '7'")
+    check(spark, numeric_as_text, 6)
+    assert [v.code for v in hs.whyNot(numeric_as_text, "typed")] == ["SKETCH_TYPE_MISMATCH"]
+    hs.createIndex(read(), DataSkippingIndexConfig("typed_decimal", MinMaxSketch(suggested)))
+    check(spark, read().where(window), 1)     # a new DataFrame: a planned one keeps its plan
+    # a filter the sketches answer in no file is not a type mismatch
+    unanswered = read().where(f"length({T}) = 2")
+    assert [v.code for v in hs.whyNot(unanswered, "typed")] == ["NO_FILE_SKIPPED"]

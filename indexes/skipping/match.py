@@ -9,6 +9,7 @@ from typing import Any
 from indexes.plan import PlanNode, output_attributes
 from indexes.skipping import evaluator, ir, prefilter
 from indexes.skipping.build import ResolvedSketch, sketch_specs
+from indexes.skipping.mismatch import mismatch_reason
 from indexes.skipping.stats import ColumnStats, FileStats
 from indexes.skipping.store import FileEntry
 from indexes.skipping.table import Listing, StatsTable
@@ -127,6 +128,9 @@ def evaluate(relation: PlanNode, source: dict, entry: Any, table: StatsTable,
     result = Pruning(entry, kept, len(files), total_bytes, kept_bytes, unindexed, condition,
                      listing.judged)
     if result.skipped == 0:
+        mismatch = mismatch_reason(condition, sketches_of(entry.config))
+        if mismatch:
+            return no("SKETCH_TYPE_MISMATCH", mismatch)
         return no("NO_FILE_SKIPPED",
                   f"the filter may match rows in every file ({len(files)} files, "
                   f"{unindexed} not in the index)")
