@@ -31,10 +31,16 @@ log = logging.getLogger("bench.eventlog")
 #: First instant of the log (UTC); the log spans SPAN_DAYS days from here.
 START = _dt.datetime(2026, 3, 1, tzinfo=_dt.timezone.utc)
 SPAN_DAYS = 30
-#: Size of the user population; ``user.id`` is in ``[1, USERS]``.
-USERS = 100_000
+#: Size of the user population; ``user.id`` is in ``[1, USERS]``, drawn for each event, so
+#: nearly every event of a file has its own user and every file's min/max spans the range.
+USERS = 5_000_000
 #: Exponent of the user skew: ``P(user.id <= x) = (x / USERS) ** (1 / USER_SKEW)``.
-USER_SKEW = 3.0
+USER_SKEW = 2.0
+#: Number of accounts; ``account_id`` is in ``[1, ACCOUNTS]``, one per session, so a file holds
+#: few accounts (the clustered id that Parquet's dictionaries already prune on).
+ACCOUNTS = 100_000
+#: Exponent of the account skew: ``P(account_id <= x) = (x / ACCOUNTS) ** (1 / ACCOUNT_SKEW)``.
+ACCOUNT_SKEW = 3.0
 #: Consecutive events that share a block of concurrent sessions (capped at rows // files).
 SESSION_WINDOW = 1_000
 #: Sessions interleaved in each window (so a session has about SESSION_WINDOW / 8 events).
@@ -48,8 +54,9 @@ FREQUENT_TOKEN = "INFO"
 #: Size of the id slice the sample values are picked from.
 SAMPLE_SLICE = 5_000
 #: Version of the generated data: bump it whenever a column changes, so that cached logs
-#: (``bench.datasets.eventlog``) are regenerated. 2: ``payload`` holds ``at``.
-VERSION = 2
+#: (``bench.datasets.eventlog``) are regenerated. 2: ``payload`` holds ``at``. 3: ``user.id``
+#: is drawn per event from millions of users; the per-session id it was is ``account_id``.
+VERSION = 3
 
 _MICROS_PER_DAY = 86_400_000_000
 _START_MICROS = int(START.timestamp()) * 1_000_000
@@ -97,7 +104,8 @@ SCHEMA_DOC = f"""\
 | `event_date` | date | UTC date of `ts` ({SPAN_DAYS} values) |
 | `trace_id` | string | 32 lowercase hex, unique per event (hash of the id; the second half makes it injective) |
 | `session_id` | string | 16 lowercase hex (hash of the session number); each window of {SESSION_WINDOW:,} consecutive events (fewer if a file holds fewer rows) is shared by {SESSIONS_PER_WINDOW} interleaved sessions, so a session has ~{SESSION_WINDOW // SESSIONS_PER_WINDOW} events and lies in 1-2 adjacent files |
-| `user.id` | long | per session; `1 .. {USERS:,}`, Zipf-like: `P(id <= x) = (x/{USERS:,})^(1/{USER_SKEW:g})` (id 1 has ~2% of sessions; ids near {USERS:,} have 0-2 sessions at 5M rows) |
+| `account_id` | long | per session; `1 .. {ACCOUNTS:,}`, Zipf-like: `P(id <= x) = (x/{ACCOUNTS:,})^(1/{ACCOUNT_SKEW:g})` (id 1 has ~2% of sessions; ids near {ACCOUNTS:,} have 0-2 sessions at 5M rows); clustered: a file holds the accounts of its ~{SESSION_WINDOW // SESSIONS_PER_WINDOW}-event sessions only |
+| `user.id` | long | per event; `1 .. {USERS:,}`, Zipf-like: `P(id <= x) = (x/{USERS:,})^(1/{USER_SKEW:g})` (id 1 has ~0.04% of events; most ids have 0-1 events at 5M rows), so nearly every event of a file has another user and every file's min/max spans the range |
 | `user.country` | string | per user; {len(COUNTRIES)} ISO codes, skewed (`US` ~18%, `DE` ~7%, the last ones ~2% each) |
 | `user.segment` | string | per user; {", ".join(f"`{s}` {p}%" for s, p in SEGMENTS)} |
 | `device.os` | string | per user; {", ".join(f"`{o}` {p}%" for o, p, _, _ in DEVICES)} |
@@ -224,8 +232,11 @@ def _projections(rows: int, files: int, seed: int) -> list[list[str]]:
             "*",
             "cast(_micros div 86400000000 AS int) AS _days",
             "_micros % 86400000000 AS _mod",
-            # The session's user, skewed towards small ids.
-            f"floor({USERS} * pow({_uniform(h(3, '_session'))}, {USER_SKEW!r})) + 1 AS _uid",
+            # The session's account, skewed towards small ids.
+            f"floor({ACCOUNTS} * pow({_uniform(h(3, '_session'))}, {ACCOUNT_SKEW!r})) + 1"
+            " AS _account",
+            # The event's user, skewed towards small ids, drawn for each event.
+            f"floor({USERS} * pow({_uniform(h(20, 'id'))}, {USER_SKEW!r})) + 1 AS _uid",
             f"CASE WHEN _rare THEN 'ERROR' WHEN {_uniform(h(9, 'id'))} < 0.02 THEN 'ERROR'"
             f" WHEN {_uniform(h(9, 'id'))} < 0.10 THEN 'WARN' ELSE 'INFO' END AS level",
         ],
@@ -248,6 +259,7 @@ def _projections(rows: int, files: int, seed: int) -> list[list[str]]:
             f"concat({_hex16(trace_hi)}, {_hex16(f'xxhash64({trace_hi}) ^ id')})"
             " AS trace_id",
             f"{_hex16(h(19, '_session'))} AS session_id",
+            "_account AS account_id",
             f"named_struct('id', _uid, 'country', {_pick(COUNTRIES, '_country_idx')},"
             f" 'segment', {_weighted(SEGMENTS, h(5, '_uid'))}) AS user",
             f"named_struct('os', _os,"
@@ -322,7 +334,9 @@ def generate(spark: SparkSession, out_dir: str, rows: int, files: int = 64,
       ``rare_error_files``: indexes of the (1 or 2) files that hold them;
     * ``sample_event_id``, ``sample_trace_id``, ``sample_session_id``, ``sample_user_id``: one
       event's values; the user is the least frequent one of a 5,000-event slice in the middle of
-      the log, so it has few events (one session at most sizes; it exists by construction).
+      the log, so it has few events (it exists by construction);
+    * ``sample_account_id``: the least frequent account of that slice (one session at most
+      sizes).
     """
     _check(rows, files)
     lay = _layout(rows, files)
@@ -339,6 +353,8 @@ def generate(spark: SparkSession, out_dir: str, rows: int, files: int = 64,
               .orderBy(F.col("user.id").desc(), F.col("event_id"))
               .select("event_id", "trace_id", "session_id", F.col("user.id").alias("uid"))
               .first())
+    account = (_events(spark, lo, hi, rows, files, seed, 1)
+               .agg(F.max("account_id").alias("a")).first()["a"])
     rare_rows = sum(len(range(a, b, RARE_EVERY)) for a, b in lay["rare_ranges"])
     step = lay["step"]
     max_file_rows = max(b - a for a, b in zip(lay["bounds"], lay["bounds"][1:]))
@@ -363,4 +379,5 @@ def generate(spark: SparkSession, out_dir: str, rows: int, files: int = 64,
         "sample_trace_id": sample["trace_id"],
         "sample_session_id": sample["session_id"],
         "sample_user_id": int(sample["uid"]),
+        "sample_account_id": int(account),
     }

@@ -391,6 +391,19 @@ WORKLOADS: list[Workload] = [
         min_ratio=5.0,
     ),
     Workload(
+        name="eventlog_account_id_lookup",
+        description="event log lookup on the clustered account_id, which Parquet's dictionaries "
+                    "already prune on (covering index): it must not be slower",
+        prepare=_events_key("sample_account_id"),
+        indexes=lambda facts: [IndexConfig("bench_events_account_id",
+                                           indexedColumns=["account_id"],
+                                           includedColumns=["ts", "event_id", "level", "device.os"])],
+        query=lambda df, facts: df.filter(F.col("account_id") == facts["key"])
+        .select("ts", "event_id", "level", "device.os"),
+        limit=lambda df, facts: df.filter(F.col("account_id") == facts["key"]),
+        min_ratio=1.0,
+    ),
+    Workload(
         name="eventlog_payload_time_window",
         description="event log rows whose payload's ISO time text lies in a narrow window "
                     "(min/max of a JSON path, data skipping)",

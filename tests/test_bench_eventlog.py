@@ -54,7 +54,7 @@ def test_files_schema_and_facts(spark, log_dir):
 
     schema = spark.read.parquet(path).schema
     top = {f.name: f.dataType for f in schema.fields}
-    assert top["event_id"] == LongType()
+    assert top["event_id"] == LongType() and top["account_id"] == LongType()
     assert top["ts"] == TimestampType()
     assert top["event_date"] == DateType()
     for name in ("trace_id", "session_id", "payload", "message", "level"):
@@ -119,14 +119,29 @@ def test_sessions_span_at_most_two_adjacent_files(spark, log_dir):
     assert per_file.agg(F.max("n")).first()[0] <= facts["max_file_sessions"]
     per_session = df.groupBy("session_id").agg(
         F.min("file_idx").alias("f0"), F.max("file_idx").alias("f1"), F.count("*").alias("n"),
-        F.countDistinct("user.id").alias("users"))
+        F.countDistinct("account_id").alias("accounts"))
     row = per_session.agg(F.max(F.col("f1") - F.col("f0")).alias("spread"),
-                          F.max("users").alias("users"), F.count("*").alias("sessions"),
+                          F.max("accounts").alias("accounts"), F.count("*").alias("sessions"),
                           F.min("n").alias("min_n"), F.max("n").alias("max_n")).first()
     assert row["spread"] <= 1
-    assert row["users"] == 1  # one user per session
+    assert row["accounts"] == 1  # one account per session
     assert 50 <= row["min_n"] and row["max_n"] <= 250  # ~1000 / 8 events each
     assert row["sessions"] >= ROWS // 1000 * 8 * 0.95
+
+
+def test_user_ids_spread_over_every_file(spark, log_dir):
+    """Nearly every event of a file has its own user, and every file's user ids span most of
+    the id range (no min/max or dictionary pruning on them), while a file holds few accounts."""
+    path, _ = log_dir
+    per_file = _with_file_index(spark, path).groupBy("file_idx").agg(
+        F.count("*").alias("n"), F.countDistinct("user.id").alias("users"),
+        F.min("user.id").alias("lo"), F.max("user.id").alias("hi"),
+        F.countDistinct("account_id").alias("accounts")).collect()
+    assert len(per_file) == FILES
+    for f in per_file:
+        assert f["users"] >= 0.9 * f["n"], f
+        assert f["lo"] <= 0.01 * eventlog.USERS and f["hi"] >= 0.9 * eventlog.USERS, f
+        assert f["accounts"] <= f["n"] // 100, f
 
 
 def test_rare_error_code_clustered_and_frequent_token(spark, log_dir):
@@ -176,6 +191,8 @@ def test_sample_values_exist(spark, log_dir):
     assert event["user"]["id"] == facts["sample_user_id"]
     user_rows = df.where(F.col("user.id") == facts["sample_user_id"]).count()
     assert 1 <= user_rows <= 0.02 * ROWS  # few events
+    account_rows = df.where(F.col("account_id") == facts["sample_account_id"]).count()
+    assert 1 <= account_rows <= 0.02 * ROWS
     assert df.where(F.col("session_id") == facts["sample_session_id"]).count() >= 1
 
 
