@@ -32,6 +32,7 @@ def test_every_workload_runs_with_identical_results(tmp_path):
         assert w["vanilla_s"]["median"] > 0 and w["accelerated_s"]["median"] > 0
     assert by_name["tpch_lineitem_partkey_lookup"]["indexes_used"] == ["bench_lineitem_partkey"]
     assert by_name["eventlog_user_id_lookup"]["indexes_used"] == ["bench_events_user_id"]
+    assert by_name["eventlog_account_id_lookup"]["indexes_used"] == ["bench_events_account_id"]
     hybrid = by_name["tpch_lineitem_partkey_lookup_appended"]   # the index + the appended files
     assert hybrid["indexes_used"] == ["bench_lineitem_partkey_appended"]
     assert hybrid["read"]["accelerated"]["bytes_read"] < hybrid["read"]["vanilla"]["bytes_read"]
