@@ -5,38 +5,40 @@ answer the comparison. whyNot names the mismatch and the sketch that would serve
 Pure Python over the pruning IR (:mod:`indexes.skipping.ir`)."""
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Iterator
 from typing import Any
 
-from indexes.skipping.ir import Cast, Node, Sketched
+from indexes.skipping.ir import And, Arith, Cast, Cmp, Func, In, Node, Not, Or, Sketched, StartsWith
 
 #: SQL spellings of Spark's JSON type names that differ from the name in upper case.
 _SQL_TYPES = {"long": "BIGINT", "integer": "INT", "short": "SMALLINT", "byte": "TINYINT"}
 
 
-def _children(node: Node) -> Iterator[Node]:
-    """The IR nodes directly under ``node`` (a sketched expression's guard is not a child: it
-    re-states the sketched expression itself)."""
-    if isinstance(node, Sketched):
-        return
-    for f in dataclasses.fields(node):
-        value = getattr(node, f.name)
-        for item in value if isinstance(value, tuple) else (value,):
-            if dataclasses.is_dataclass(item):
-                yield item
-
-
 def mismatched_casts(node: Node) -> list[Cast]:
-    """The casts in ``node`` of a sketched expression from a string to another type or from
-    another type to a string, in the order the filter reads them."""
-    found = []
-    if isinstance(node, Cast) and isinstance(node.child, Sketched) \
-            and (node.from_type == "string") != (node.to_type == "string"):
-        found.append(node)
-    for child in _children(node):
-        found.extend(mismatched_casts(child))
-    return found
+    """The casts of a sketched expression from a string to another type or from another type to
+    a string that ``node`` compares (with =, <, IN, a prefix...), directly or under + - * and
+    the monotonic functions, where a sketch of the cast would answer; in filter order."""
+    if isinstance(node, (And, Or)):
+        return mismatched_casts(node.left) + mismatched_casts(node.right)
+    if isinstance(node, Not):
+        return mismatched_casts(node.child)
+    if isinstance(node, Cmp):
+        return _compared(node.left) + _compared(node.right)
+    if isinstance(node, In):
+        return [c for item in (node.value, *node.items) for c in _compared(item)]
+    if isinstance(node, StartsWith):
+        return _compared(node.child)
+    return []
+
+
+def _compared(node: Node) -> list[Cast]:
+    if isinstance(node, Cast):
+        crosses = (node.from_type == "string") != (node.to_type == "string")
+        return [node] if crosses and isinstance(node.child, Sketched) else []
+    if isinstance(node, Arith):
+        return _compared(node.left) + _compared(node.right)
+    if isinstance(node, Func):
+        return _compared(node.child)
+    return []
 
 
 def sql_type(type_name: str) -> str:
