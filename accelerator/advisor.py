@@ -154,7 +154,7 @@ class Advisor:
         process still buffers (with the costs of the queries that finished)."""
         system_path = Settings.of_session(self.spark).system_path
         wait_for_executions(self.spark)
-        session.rewriter(self.spark).recorder(system_path).flush()
+        session.rewriter(self.spark).flush_history(system_path)
         start = _since_ms(since)
         day = None if start is None else datetime.fromtimestamp(start / 1000, timezone.utc).date()
         records = self._history.records(HadoopFs(self.spark), system_path, day)

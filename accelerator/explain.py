@@ -53,7 +53,7 @@ def analyse(spark: Any, df: Any) -> tuple[Any, Any, list[RewriteResult]]:
     with _rewrite(spark, False):
         without = _execution(spark, df)
         without.executedPlan()
-    with _rewrite(spark, True), rewriter.capturing() as captured:
+    with _rewrite(spark, True), session.capturing(spark), rewriter.capturing() as captured:
         with_indexes = _execution(spark, df)
         with_indexes.executedPlan()
     return without, with_indexes, list(captured)

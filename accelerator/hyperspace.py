@@ -310,7 +310,7 @@ class Hyperspace:
         finished; returns how many records were written."""
         system_path = Settings.of_session(spark).system_path
         wait_for_executions(spark)
-        return session.rewriter(spark).recorder(system_path).flush()
+        return session.rewriter(spark).flush_history(system_path)
 
     # --- the rule engine ----------------------------------------------------------------
     def loadRules(self, path: str) -> DataFrame:

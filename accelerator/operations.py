@@ -123,7 +123,9 @@ class IndexOperations:
         """Forgets the cached index list and reloads it, so the JVM rule knows at once which
         sources are indexed (it describes their files in the payload of the next query)."""
         CATALOG.invalidate()
-        session.rewriter(self.spark).active_indexes(self.settings())
+        rewriter = session.rewriter(self.spark)
+        rewriter.forget_answers()
+        rewriter.active_indexes(self.settings())
 
     def _run(self, operation: str, index: str, mode: str, failed_input: IoStats,
              action: Callable[[], _Outcome]) -> OperationResult:

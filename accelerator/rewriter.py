@@ -19,6 +19,7 @@ from accelerator import jvm
 from accelerator.cache import serving as cache_serving
 from accelerator.cache.tier import UsedEntries, tier_for
 from accelerator.catalog import CATALOG
+from accelerator.deferred import DeferredHistory
 from accelerator.history import new_recorder
 from accelerator.settings import Settings
 from indexes import kinds
@@ -133,6 +134,7 @@ class Rewriter:
         self._serve = {Serving.REPLACE: self._replace, Serving.PRUNE: self._prune}
         self._cache_decisions: dict[tuple, tuple[Any, Any, UsedEntries]] = {}
         self._cache_roots: dict[str, tuple[int, frozenset[str]]] = {}   # per cache path
+        self._deferred = DeferredHistory(self._helpers.plans, self.record_deferred)
 
     # --- JVM callback -------------------------------------------------------------------
     def apply(self, plan: Any, payload: str) -> Any:
@@ -144,6 +146,7 @@ class Rewriter:
                                   with_files=capturing)
             for captured in list(self._captures):
                 captured.append(result)
+            self._deferred.start()
             return result.plan if result.applied or result.cached else None
         except Exception:  # an accelerator bug must never fail a query
             log.warning("rewrite failed; running the original plan", exc_info=True)
@@ -254,13 +257,41 @@ class Rewriter:
                 result.plan = self._serve_cache(result.plan, decision)
         if record and covered:
             self._record_cache_use(decisions, settings)
-        if record and settings.history_enabled and not self._reads_own_files(settings, decisions):
-            served = [d.served_from(settings) for d in decisions]
-            self.recorder(settings.system_path).record_plan(
-                root, [(r, d.description) for r, d in zip(relations, decisions)], result.applied,
-                query_id=payload.get("queryId"), served_by=[s for s, _ in served],
-                serving_paths=[p for _, p in served], literals=settings.history_literals)
+        if record:
+            self._record(settings, root, relations, decisions, result.applied, payload)
         return result
+
+    def _record(self, settings: Settings, root: PlanNode, relations: list[PlanNode],
+                decisions: list[RelationDecision], applied: list[str], payload: dict) -> None:
+        """Records a plan in the query history (unless it is off, or the plan reads only the
+        accelerator's own files)."""
+        if not settings.history_enabled or self._reads_own_files(settings, decisions):
+            return
+        served = [d.served_from(settings) for d in decisions]
+        self.recorder(settings.system_path).record_plan(
+            root, [(r, d.description) for r, d in zip(relations, decisions)], applied,
+            query_id=payload.get("queryId"), served_by=[s for s, _ in served],
+            serving_paths=[p for _, p in served], literals=settings.history_literals,
+            timestamp_ms=payload.get("plannedAt"))
+
+    def record_deferred(self, payload: dict) -> None:
+        """Records a plan the JVM rule deferred (nothing could serve it when it was planned),
+        from its payload as :class:`accelerator.deferred.DeferredHistory` drains it."""
+        root = parse_plan(payload["plan"])
+        decisions = [RelationDecision(i, d) for i, d in enumerate(payload["relations"])]
+        self._record(Settings.of_conf(payload["conf"]), root, file_relations(root), decisions,
+                     [], payload)
+
+    def flush_history(self, system_path: str) -> int:
+        """Writes the query history buffered for ``system_path`` now, the plans the JVM rule
+        deferred included; returns how many records were written."""
+        self._deferred.drain()
+        return self.recorder(system_path).flush()
+
+    def forget_answers(self) -> None:
+        """Makes the JVM rule hand the next plan of every session to the rewriter (not defer
+        it), after this process changed which sources an index or the cache serves."""
+        self._helpers.plans.forgetAnswers()
 
     # --- the cache ------------------------------------------------------------------------
     def _cache_view(self, settings: Settings) -> cache_serving.CacheView | None:

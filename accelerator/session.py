@@ -15,6 +15,7 @@ from accelerator.settings import ENABLED
 
 log = logging.getLogger("accelerator.session")
 SUSPENDED = "spark.accelerator.suspended"   # see AcceleratorRule.SUSPENDED_KEY
+CAPTURING = "spark.accelerator.capturing"   # see AcceleratorRule.CAPTURING_KEY
 _lock = threading.Lock()
 _rewriters: dict[int, tuple[Any, Rewriter]] = {}   # per driver JVM: its SparkContext, rewriter
 _installed: set[int] = set()
@@ -88,13 +89,28 @@ def suspended(spark: Any) -> Iterator[None]:
     builds read the source itself); other threads' queries are still rewritten. A
     thread-local Spark property that the JVM rule checks (PySpark pins each Python thread to
     a JVM thread)."""
+    with _local_property(spark, SUSPENDED):
+        yield
+
+
+@contextlib.contextmanager
+def _local_property(spark: Any, key: str) -> Iterator[None]:
+    """Sets the thread-local Spark property ``key`` to "true" for the block."""
     context = spark.sparkContext
-    previous = context.getLocalProperty(SUSPENDED)
-    context.setLocalProperty(SUSPENDED, "true")
+    previous = context.getLocalProperty(key)
+    context.setLocalProperty(key, "true")
     try:
         yield
     finally:
-        context.setLocalProperty(SUSPENDED, previous)
+        context.setLocalProperty(key, previous)
+
+
+@contextlib.contextmanager
+def capturing(spark: Any) -> Iterator[None]:
+    """The JVM rule hands every plan this thread plans on ``spark`` to the rewriter while the
+    block runs, deferring none (explain and whyNot read the verdicts of each)."""
+    with _local_property(spark, CAPTURING):
+        yield
 
 
 @contextlib.contextmanager

@@ -42,7 +42,9 @@ def _close_all() -> None:
         recorder.close()
 
 
-def _register_atexit() -> None:
+def register_exit_hook() -> None:
+    """Makes every recorder write its buffer at interpreter exit (once per process; exit
+    handlers registered after this one run before it)."""
     # Registered when the first recorder is made (after the SparkSession exists), so it runs
     # before pyspark's own exit handlers and the JVM is still reachable for the last flush.
     global _atexit_registered
@@ -107,7 +109,7 @@ class HistoryRecorder:
         self._dropped = 0
         self._written = 0
         _live.add(self)
-        _register_atexit()
+        register_exit_hook()
 
     @property
     def path(self) -> str:
@@ -157,14 +159,17 @@ class HistoryRecorder:
                     indexes_applied: Iterable[str] = (), *, query_id: str | None = None,
                     served_by: Sequence[str | None] = (),
                     serving_paths: Sequence[Sequence[str]] = (),
-                    literals: bool = True) -> QueryRecord | None:
+                    literals: bool = True,
+                    timestamp_ms: int | None = None) -> QueryRecord | None:
         """:func:`rules.plan_analysis.extract_record` then :meth:`record`; never raises (None
         when extraction fails). With a ``query_id``, the query's executions reported by the
         feed are recorded too (``serving_paths``: per relation, the paths an index or the cache
-        served it from, so their scans count for it)."""
+        served it from, so their scans count for it; ``timestamp_ms``: when it was planned,
+        default now)."""
         try:
             rec = extract_record(root, relations_with_descriptions, indexes_applied,
-                                 query_id=query_id, served_by=served_by, literals=literals)
+                                 query_id=query_id, served_by=served_by, literals=literals,
+                                 timestamp_ms=timestamp_ms)
         except Exception:  # noqa: BLE001
             log.debug("could not extract a history record", exc_info=True)
             return None

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from accelerator import session
 from accelerator.cache import warmup
 from accelerator.cache.model import Priority, format_duration
 from accelerator.cache.tier import CacheTier, tier_for
@@ -40,6 +41,8 @@ class CacheOperations:
         """Warms the files ``df`` reads; the summary row."""
         settings = self.settings()
         r = warmup.warm(self.spark, self.tier(settings), settings, df, columns, priority, ttl)
+        # the next query over these files goes to the rewriter, which then serves them
+        session.rewriter(self.spark).forget_answers()
         return (r.files, r.bytes_read, r.bytes_written, round(r.seconds, 3))
 
     def uncache(self, df: Any) -> tuple:

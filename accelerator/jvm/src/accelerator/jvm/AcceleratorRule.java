@@ -19,7 +19,9 @@ import py4j.reflection.PythonProxyHandler;
  *
  * <p>It never fails or changes a query because of the accelerator: any Throwable, an unresolved
  * result or a result whose schema differs from the original makes it return the original plan.
- * Plans without a file-based relation are not sent to Python at all. Over the relations a
+ * Plans without a file-based relation are not sent to Python at all, nor are those reading no
+ * indexed or cached root path while the rewriter's answers under the session's settings are
+ * fresh: those wait for the query history in {@link DeferredPlans}. Over the relations a
  * rewrite adds, {@link SignedZeroGuard} keeps comparisons with a floating zero out of Parquet.
  */
 public final class AcceleratorRule extends Rule<LogicalPlan> {
@@ -28,6 +30,9 @@ public final class AcceleratorRule extends Rule<LogicalPlan> {
    * accelerator's own index builds), while other threads' queries still are. */
   static final String SUSPENDED_KEY = "spark.accelerator.suspended";
   static final String HISTORY_KEY = "spark.accelerator.history.enabled";
+  /** A thread-local Spark property: plans of a thread that sets it always go to the rewriter
+   * (explain and whyNot collect its verdicts), none is deferred. */
+  static final String CAPTURING_KEY = "spark.accelerator.capturing";
   private static final Logger LOG = LoggerFactory.getLogger(AcceleratorRule.class);
   private static final ThreadLocal<Boolean> ACTIVE = ThreadLocal.withInitial(() -> Boolean.FALSE);
   private static volatile BiFunction<Object, String, Object> rewriter;
@@ -86,11 +91,22 @@ public final class AcceleratorRule extends Rule<LogicalPlan> {
     }
     ACTIVE.set(Boolean.TRUE);
     try {
-      disableNagle(fn);
       // an id to report the query's cost under, when the history records queries
       String queryId = "false".equalsIgnoreCase(session.conf().get(HISTORY_KEY, "true"))
           ? null : QueryMetrics.queryId();
-      Object result = fn.apply(plan, PlanRewrite.payload(plan, session, queryId));
+      String conf = PlanRewrite.confJson(session);
+      if (!"true".equals(session.sparkContext().getLocalProperty(CAPTURING_KEY))
+          && DeferredPlans.fresh(conf, session) && !PlanRewrite.readsIndexedRoot(plan)) {
+        // nothing serves this plan: only the history wants it, and describes it later
+        if (queryId != null) {
+          DeferredPlans.offer(plan, session, conf, queryId);
+        }
+        return plan;
+      }
+      disableNagle(fn);
+      long generation = DeferredPlans.generation();
+      Object result = fn.apply(plan, PlanRewrite.payload(plan, session, conf, queryId, -1));
+      DeferredPlans.answered(conf, generation);
       if (!(result instanceof LogicalPlan) || result == plan) {
         return plan;
       }

@@ -70,6 +70,23 @@ public final class PlanRewrite {
     skippingRoots = lineSet(skippingLines);
   }
 
+  /** Forgets which settings the rewriter answered plans under, so that the next plan of every
+   * session goes to it (after this process changed indexes or the cache). */
+  public void forgetAnswers() {
+    DeferredPlans.forget();
+  }
+
+  /** At most {@code max} payloads of plans queued for the query history (see
+   * {@link DeferredPlans}), oldest first. */
+  public String[] drainDeferred(int max) {
+    return DeferredPlans.drain(max);
+  }
+
+  /** How many plans the query history lost since the last call (the queue was full). */
+  public long takeDroppedDeferred() {
+    return DeferredPlans.takeDropped();
+  }
+
   private static java.util.Set<String> lineSet(String lines) {
     java.util.Set<String> out = new java.util.HashSet<>();
     for (String line : lines.split("\n")) {
@@ -110,11 +127,13 @@ public final class PlanRewrite {
   /** {@link #payload(LogicalPlan, SparkSession)} with the query's id ({@code "queryId"}, under
    * which {@link QueryMetrics} reports what it cost), when not null. */
   static String payload(LogicalPlan plan, SparkSession session, String queryId) {
-    StringBuilder sb = new StringBuilder(4096).append('{');
-    if (queryId != null) {
-      sb.append("\"queryId\":").append(quote(queryId)).append(',');
-    }
-    sb.append("\"conf\":{");
+    return payload(plan, session, confJson(session), queryId, -1);
+  }
+
+  /** The session's settings the rewriter reads ({@code conf} of {@link #payload}), as one
+   * JSON object: also the key under which {@link DeferredPlans} remembers its answers. */
+  static String confJson(SparkSession session) {
+    StringBuilder sb = new StringBuilder(512).append('{');
     Map<String, String> all = CollectionConverters.asJava(session.sessionState().conf().getAllConfs());
     for (Map.Entry<String, String> e : all.entrySet()) {
       String k = e.getKey();
@@ -130,7 +149,36 @@ public final class PlanRewrite {
     }
     sb.append("\"spark.sql.warehouse.dir\":")
         .append(quote(session.conf().get("spark.sql.warehouse.dir")));
-    sb.append("},\"bucketUnion\":").append(BucketUnion.installed(session));
+    return sb.append('}').toString();
+  }
+
+  /** Whether some file relation of the plan reads a root path an index or the cache is over
+   * (as the rewriter last published them). */
+  static boolean readsIndexedRoot(LogicalPlan plan) {
+    List<LogicalPlan> relations = new ArrayList<>();
+    collect(plan, relations);
+    for (LogicalPlan rel : relations) {
+      if (isIndexed(rel, indexedRoots)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** {@link #payload(LogicalPlan, SparkSession, String)} with the settings already as JSON
+   * ({@code conf}) and, when not negative, the epoch milliseconds the plan was planned at
+   * ({@code "plannedAt"}: a plan described later, see {@link DeferredPlans}). */
+  static String payload(LogicalPlan plan, SparkSession session, String conf, String queryId,
+                        long plannedAt) {
+    StringBuilder sb = new StringBuilder(4096).append('{');
+    if (queryId != null) {
+      sb.append("\"queryId\":").append(quote(queryId)).append(',');
+    }
+    if (plannedAt >= 0) {
+      sb.append("\"plannedAt\":").append(plannedAt).append(',');
+    }
+    sb.append("\"conf\":").append(conf);
+    sb.append(",\"bucketUnion\":").append(BucketUnion.installed(session));
     sb.append(",\"readSettings\":").append(readSettings(session));
     sb.append(",\"relations\":[");
     List<LogicalPlan> relations = new ArrayList<>();

@@ -1,0 +1,84 @@
+"""The query history of the plans the JVM rule did not hand to the rewriter while they were
+planned (``DeferredPlans.java``: plans no index or cache can serve, under settings the rewriter
+answered lately). A daemon thread takes their payloads from the JVM every
+:data:`DRAIN_INTERVAL_S` and records each, so such a query pays no call into Python; flushing
+the history drains first, so nothing planned before a flush is missing from it.
+"""
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import threading
+import time
+from typing import Any, Callable
+
+from rules import recorder as history_recorder
+
+log = logging.getLogger("accelerator.deferred")
+
+#: Seconds between two drains of the JVM's queue.
+DRAIN_INTERVAL_S = 1.0
+#: Payloads taken from the JVM per call.
+DRAIN_BATCH = 256
+
+
+class DeferredHistory:
+    """Drains the deferred plans of one JVM (``plans``: the PlanRewrite helper) into
+    ``record`` (called with each payload as a dict)."""
+
+    def __init__(self, plans: Any, record: Callable[[dict], None]):
+        self._plans = plans
+        self._record = record
+        self._lock = threading.Lock()          # one drain at a time, in payload order
+        self._start_lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._exit_hook = False
+
+    def start(self) -> None:
+        """Starts the draining thread unless it runs (it stops when the JVM is gone)."""
+        if self._thread is not None and self._thread.is_alive():
+            return
+        with self._start_lock:
+            if self._thread is not None and self._thread.is_alive():
+                return
+            if not self._exit_hook:
+                # registered after the recorders' hook, so it runs first at exit
+                history_recorder.register_exit_hook()
+                atexit.register(self.drain)
+                self._exit_hook = True
+            self._thread = threading.Thread(target=self._run, daemon=True,
+                                            name="accelerator-deferred")
+            self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(DRAIN_INTERVAL_S)
+            if not self.drain():
+                return
+
+    def drain(self) -> bool:
+        """Records every plan queued in the JVM now; False when the JVM cannot be reached.
+        Never raises."""
+        with self._lock:
+            try:
+                while True:
+                    payloads = list(self._plans.drainDeferred(DRAIN_BATCH))
+                    for text in payloads:
+                        self._record_one(text)
+                    if len(payloads) < DRAIN_BATCH:
+                        break
+                dropped = int(self._plans.takeDroppedDeferred())
+            except Exception:  # noqa: BLE001 - the JVM stopped: the thread ends
+                log.debug("could not drain the deferred plans", exc_info=True)
+                return False
+        if dropped:
+            log.warning("the query history lost %d plans: more than the JVM queues were "
+                        "planned between two drains", dropped)
+        return True
+
+    def _record_one(self, text: str) -> None:
+        try:
+            self._record(json.loads(text))
+        except Exception:  # noqa: BLE001 - the history is best effort
+            log.debug("could not record a deferred plan", exc_info=True)

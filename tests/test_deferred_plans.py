@@ -1,0 +1,70 @@
+"""Plans nothing can serve skip the call into Python while they are planned: the JVM rule
+queues them for the query history, which still records every one. A source this process
+indexes or caches is served by its very next query, explain and whyNot still see every plan,
+and an expiry of 0 hands every plan to the rewriter."""
+from __future__ import annotations
+
+from pyspark.sql import functions as F
+
+from accelerator import Hyperspace, IndexConfig, session
+from tests.helpers import rows, session_conf, vanilla
+
+
+def _sources(spark, tmp_path):
+    indexed, other = str(tmp_path / "indexed"), str(tmp_path / "other")
+    spark.range(40).selectExpr("id", "id % 4 AS k").write.parquet(indexed)
+    spark.range(40).selectExpr("id", "id % 5 AS k").write.parquet(other)
+    return indexed, other
+
+
+def _handed_to_python(spark, run) -> int:
+    """How many plans the JVM rule handed to the rewriter while ``run()`` planned."""
+    with session.rewriter(spark).capturing() as captured:
+        run()
+    return len(captured)
+
+
+def _history_ks(hs, path: str) -> list[str]:
+    """The literals of ``k = ...`` of the history's queries over ``path``."""
+    return sorted(p["literals"][0] for r in hs.history().collect() if r["sources"] == [f"file:{path}"]
+                  for p in r["predicates"] if p["column"] == "k")
+
+
+def test_unserved_plans_are_recorded_without_calling_python(spark, hs, system_path, tmp_path):
+    indexed, other = _sources(spark, tmp_path)
+    hs.createIndex(spark.read.parquet(indexed), IndexConfig("by_k", ["k"], ["id"]))
+    query = lambda path, k: spark.read.parquet(path).where(F.col("k") == k).select("id")  # noqa: E731
+    query(other, 0).collect()                 # the rewriter answers once under these settings
+    assert _handed_to_python(spark, lambda: query(other, 1).collect()) == 0
+    assert _handed_to_python(spark, lambda: query(indexed, 1).collect()) == 1
+    assert rows(query(other, 2)) == vanilla(spark, lambda: query(other, 2))
+    Hyperspace.flushHistory(spark)
+    assert _history_ks(hs, other) == ["0", "1", "2"]
+
+    # explain and whyNot see a plan that would be deferred
+    (verdict,) = hs.whyNot(query(other, 3), "by_k")
+    assert verdict.code == "OTHER_SOURCE"
+    # the source just indexed is served by its very next query
+    hs.createIndex(spark.read.parquet(other), IndexConfig("other_k", ["k"], ["id"]))
+    q = query(other, 3)
+    assert all("/other_k/" in f for f in q.inputFiles())
+    assert rows(q) == vanilla(spark, lambda: query(other, 3))
+
+
+def test_a_source_just_cached_is_served_by_its_next_query(spark, hs, system_path, tmp_path):
+    indexed, other = _sources(spark, tmp_path)
+    hs.createIndex(spark.read.parquet(indexed), IndexConfig("by_k", ["k"], ["id"]))
+    read = lambda: spark.read.parquet(other).where("k = 1")  # noqa: E731
+    read().collect()
+    assert _handed_to_python(spark, lambda: read().collect()) == 0
+    hs.cache(spark.read.parquet(other))
+    assert read().inputFiles() and all("/_cache/" in f for f in read().inputFiles())
+    assert rows(read()) == vanilla(spark, read)
+
+
+def test_an_expiry_of_zero_hands_every_plan_to_the_rewriter(spark, hs, system_path, tmp_path):
+    indexed, other = _sources(spark, tmp_path)
+    hs.createIndex(spark.read.parquet(indexed), IndexConfig("by_k", ["k"], ["id"]))
+    with session_conf(spark, spark__accelerator__index__cache__expirySeconds="0"):
+        spark.read.parquet(other).where("k = 1").collect()
+        assert _handed_to_python(spark, lambda: spark.read.parquet(other).collect()) == 1
