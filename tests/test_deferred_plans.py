@@ -4,10 +4,17 @@ indexes or caches is served by its very next query, explain and whyNot still see
 and an expiry of 0 hands every plan to the rewriter."""
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import textwrap
+
 from pyspark.sql import functions as F
 
 from accelerator import Hyperspace, IndexConfig, session
 from tests.helpers import rows, session_conf, vanilla
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _sources(spark, tmp_path):
@@ -68,3 +75,30 @@ def test_an_expiry_of_zero_hands_every_plan_to_the_rewriter(spark, hs, system_pa
     with session_conf(spark, spark__accelerator__index__cache__expirySeconds="0"):
         spark.read.parquet(other).where("k = 1").collect()
         assert _handed_to_python(spark, lambda: spark.read.parquet(other).collect()) == 1
+
+
+DRIVER = textwrap.dedent("""
+    import sys
+    from pyspark.sql import SparkSession
+    system_path, indexed, other = sys.argv[1:4]
+    spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false")
+             .config("spark.accelerator.system.path", system_path).getOrCreate())
+    from accelerator import Hyperspace, IndexConfig
+    hs = Hyperspace(spark)
+    hs.createIndex(spark.read.parquet(indexed), IndexConfig("by_k", ["k"], ["id"]))
+    Hyperspace.enable(spark)
+    for k in range(3):
+        spark.read.parquet(other).where(f"k = {k}").collect()
+    print("queried")
+""")
+
+
+def test_deferred_plans_are_written_at_exit(spark, hs, system_path, tmp_path):
+    """A driver that exits right after its queries, without flushHistory, loses none of them."""
+    indexed, other = _sources(spark, tmp_path)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
+    run = subprocess.run([sys.executable, "-c", DRIVER, system_path, indexed, other],
+                         capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
+    assert run.returncode == 0 and "queried" in run.stdout, run.stderr[-3000:]
+    assert _history_ks(hs, other) == ["0", "1", "2"]
