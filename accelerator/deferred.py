@@ -73,8 +73,8 @@ class DeferredHistory:
                 log.debug("could not drain the deferred plans", exc_info=True)
                 return False
         if dropped:
-            log.warning("the query history lost %d plans: more than the JVM queues were "
-                        "planned between two drains", dropped)
+            log.warning("the query history lost %d plans: more were planned between two "
+                        "drains than the JVM keeps (10,000), or describing them failed", dropped)
         return True
 
     def _record_one(self, text: str) -> None:
