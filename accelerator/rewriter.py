@@ -9,9 +9,11 @@ failure returns None, which makes the JVM run the original plan.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -42,6 +44,28 @@ CACHE_DECISIONS_KEPT = 16
 NO_ENTRIES = UsedEntries((), 0)
 #: index versions' relations and query-time states the rewriter keeps (least recent dropped)
 VERSIONS_CACHED = 64
+
+
+@dataclass(frozen=True)
+class RootUse:
+    """What the indexes over one root path (or the cache under it) need of a plan to serve
+    it: ``columns`` (lower case) of which the Filters right above its relation must name one,
+    None for any plan; ``joins`` when a join may be served whatever it filters."""
+
+    prunes: bool
+    joins: bool
+    columns: frozenset[str] | None
+
+    def merge(self, other: "RootUse") -> "RootUse":
+        both = None if self.columns is None or other.columns is None \
+            else self.columns | other.columns
+        return RootUse(self.prunes or other.prunes, self.joins or other.joins, both)
+
+    def line(self, path: str) -> str:
+        """The JVM's line for it: the path, flags (``A`` any plan, ``J`` joins, ``-``) and
+        the columns, tab-separated."""
+        flags = ("A" if self.columns is None else "") + ("J" if self.joins else "")
+        return "\t".join([path, flags or "-", *sorted(self.columns or ())])
 
 
 @dataclass
@@ -129,7 +153,7 @@ class Rewriter:
         self._captures: list[list[RewriteResult]] = []
         self._lock = threading.Lock()
         self._recorders: dict[str, HistoryRecorder] = {}
-        self._roots: dict[str, set[tuple[str, bool]]] = {}   # indexed root paths per system path
+        self._roots: dict[str, list[tuple[str, RootUse]]] = {}   # indexed roots per system path
         self._qualified: dict[str, str] = {}   # system path → its qualified form
         self._serve = {Serving.REPLACE: self._replace, Serving.PRUNE: self._prune}
         self._cache_decisions: dict[tuple, tuple[Any, Any, UsedEntries]] = {}
@@ -184,22 +208,30 @@ class Rewriter:
         active = [e for e in entries
                   if e.state == IndexState.ACTIVE and kinds.kind_of(e) is not None]
         self._versions.retain(lifecycle.system_path, active)
+        uses = []
+        for e in active:
+            kind = kinds.kind_of(e)
+            use = RootUse(kind.serving is Serving.PRUNE, kind.joins, kind.filter_columns(e))
+            uses.extend((p, use) for p in e.source.get("rootPaths", []))
         with self._lock:
-            self._roots[system_path] = {
-                (p, kinds.kind_of(e).serving is Serving.PRUNE)
-                for e in active for p in e.source.get("rootPaths", [])}
+            self._roots[system_path] = uses
         self._publish_roots()
         return entries
 
     def _publish_roots(self) -> None:
         """Tells the JVM which root paths some index is over (and which a pruning kind is) or
-        hold cached files, so their relations come with their fingerprint."""
+        hold cached files, so their relations come with their fingerprint, and what a plan
+        over each must hold for an index to serve it (see :class:`RootUse`)."""
         with self._lock:
-            roots = set().union(*self._roots.values())
+            uses = [u for per_path in self._roots.values() for u in per_path]
             cached = set().union(*(d for _, d in self._cache_roots.values()))
+        merged: dict[str, RootUse] = {p: RootUse(False, False, None) for p in cached}
+        for path, use in uses:
+            merged[path] = merged[path].merge(use) if path in merged else use
         self._helpers.plans.setIndexedRoots(
-            "\n".join(sorted({p for p, _ in roots} | cached)),
-            "\n".join(sorted(p for p, s in roots if s)))
+            "\n".join(sorted(merged)),
+            "\n".join(sorted(p for p, u in merged.items() if u.prunes)),
+            "\n".join(u.line(p) for p, u in sorted(merged.items())))
 
     def rewrite(self, plan: Any, payload: dict, record: bool = False,
                 with_files: bool = False) -> RewriteResult:
@@ -257,8 +289,10 @@ class Rewriter:
                 result.plan = self._serve_cache(result.plan, decision)
         if record and covered:
             self._record_cache_use(decisions, settings)
-        if record:
-            self._record(settings, root, relations, decisions, result.applied, payload)
+        if record:   # off the query's path, when it was planned
+            payload.setdefault("plannedAt", int(time.time() * 1000))
+            self._deferred.later(functools.partial(self._record, settings, root, relations,
+                                                   decisions, result.applied, payload))
         return result
 
     def _record(self, settings: Settings, root: PlanNode, relations: list[PlanNode],
@@ -426,13 +460,18 @@ class Rewriter:
         chosen = decision.chosen
         joins = decision.ordinal in joined
         bucketed = joins or settings.filter_rule_bucket_spec
+        # a lookup no operator needs bucketed reads its buckets' files as plain ones, chosen
+        # by the JVM (Spark's own bucket pruning generates code for each literal)
+        lookup_buckets = int(chosen.index.config["numBuckets"]) \
+            if bucketed and not joins and chosen.bucket_lookup else 0
+        bucketed = bucketed and not lookup_buckets
         relation = self.index_relation(chosen.index, bucketed, sorted_scan=joins,
                                        groups=joined.get(decision.ordinal, 0))
         deltas = self.delta_relation(chosen.index) if bucketed else None
         return self._helpers.plans.replaceRelation(
             plan, decision.ordinal, relation, "\n".join(chosen.specs), chosen.restore_order,
             "\n".join(chosen.appended), "\n".join(map(str, chosen.deleted_ids)), deltas,
-            joins and bool(payload.get("bucketUnion")))
+            joins and bool(payload.get("bucketUnion")), lookup_buckets)
 
     def _join_rule(self, root: PlanNode, relations: list[PlanNode],
                    decisions: list[RelationDecision], indexes: list[Any], settings: Settings,

@@ -146,6 +146,13 @@ class IndexKind(ABC):
     def choose(self, verdicts: list[Any]) -> Any:
         """The best of this kind's applicable ``verdicts`` for one relation, or None."""
 
+    def filter_columns(self, entry: Any) -> frozenset[str] | None:
+        """The source's top-level columns (lower case) of which the Filters right above a
+        relation must name one for ``entry`` to serve the relation outside a join, or None
+        when it may serve any plan over its source. A superset is fine: the JVM rule hands
+        only plans that name none of them to the query history without asking the rewriter."""
+        return None
+
     def needs_files(self, entry: Any, fingerprint: str | None, settings: Any) -> bool:
         """Whether matching ``entry`` needs the relation's file list."""
         return self.serving is Serving.PRUNE

@@ -1,10 +1,12 @@
-"""Bucket pruning of covering-index lookups: the filter rule reads an index as a bucketed
-relation, so Spark computes the buckets an equality, IN or null-safe equality on the (single)
-bucket column can match and its scan opens only those buckets' files, even where it plans the
-scan unbucketed (`Bucketed: false (disabled by query planner)` in the plan, no
-`SelectedBucketsCount`; the scan's `numFiles` metric counts the files before pruning). These
-tests look at the files the scan's partitions hold and compare them with the buckets Spark's
-own hash gives the looked-up values; results always equal vanilla Spark's."""
+"""Bucket pruning of covering-index lookups: an equality, IN or null-safe equality on the
+(single) bucket column opens only the files of the buckets its values can be in. Where no
+operator keys on that column, the accelerator chooses those files itself and reads the index as
+plain files (a `PrunedFileIndex` in the plan); otherwise the filter rule reads the index as a
+bucketed relation and Spark computes the buckets, even where it plans the scan unbucketed
+(`Bucketed: false (disabled by query planner)` in the plan, no `SelectedBucketsCount`; the
+scan's `numFiles` metric counts the files before pruning). These tests look at the files the
+scan's partitions hold and compare them with the buckets Spark's own hash gives the looked-up
+values; results always equal vanilla Spark's."""
 from __future__ import annotations
 
 import os
@@ -79,6 +81,47 @@ def test_key_lookups_read_only_the_matching_buckets(spark, hs, source, condition
     buckets, others = scanned(build(), "ix")
     assert buckets == expected_buckets(spark, keys, "long") and others == []
     assert len(buckets) < BUCKETS
+
+
+@pytest.mark.parametrize("type_, values", [
+    ("int", [0, 1, -7, 2147483647, None]),
+    ("string", ["", "a", "ü€", "s17", None]),
+    ("date", ["1970-01-01", "2024-02-29", "1899-12-31", None]),
+    ("decimal(10,2)", ["0.00", "1.50", "-99999999.99", None]),
+    ("double", ["0.0", "-0.0", "1.5", "NaN", None]),
+    ("timestamp", ["2024-03-10 02:30:00", "1960-01-01 00:00:00.000001", None]),
+])
+def test_lookups_choose_their_buckets_as_spark_hashes_each_type(spark, hs, tmp_path, type_, values):
+    """Where no operator keys on the column, the accelerator chooses the buckets of an
+    equality's value itself (the index read as plain files): Spark's hash of every value."""
+    path = str(tmp_path / "typed")
+    literal = lambda v: "NULL" if v is None else f"CAST('{v}' AS {type_})"  # noqa: E731
+    spark.sql(" UNION ALL ".join(f"SELECT {literal(v)} AS x, {i} AS n" for i, v in enumerate(values))) \
+        .repartition(2).write.parquet(path)
+    hs.createIndex(spark.read.parquet(path), IndexConfig("ix", ["x"], ["n"]))
+    for v in values:
+        condition = "x IS NULL" if v is None else f"x = {literal(v)}"
+        build = lambda: spark.read.parquet(path).where(condition).select("x", "n")  # noqa: E731
+        assert repr(rows(build())) == repr(vanilla(spark, build))    # NaN equal to NaN
+        assert rows(build())
+        plan = build()._jdf.queryExecution().executedPlan().toString()
+        # IS NULL is left to Spark's bucket pruning
+        assert ("PrunedFileIndex" in plan) == (v is not None)
+        expected = expected_buckets(spark, [None if v is None else spark.sql(
+            f"SELECT {literal(v)}").first()[0]], type_)
+        assert scanned(build(), "ix") == (expected, [])
+
+
+def test_a_lookup_an_operator_keys_on_stays_bucketed(spark, hs, source):
+    """A grouping on the looked-up column reads the index bucketed (no shuffle): Spark then
+    prunes the buckets."""
+    hs.createIndex(spark.read.parquet(source), IndexConfig("ix", ["k"], ["v"]))
+    build = lambda: spark.read.parquet(source).where("k IN (5, 17)").groupBy("k").count()  # noqa: E731
+    assert rows(build()) == vanilla(spark, build)
+    with session_conf(spark, spark__sql__adaptive__enabled="false"):   # the scan in the plan
+        plan = build()._jdf.queryExecution().executedPlan().toString()
+        assert "Exchange" not in plan and "PrunedFileIndex" not in plan
+        assert scanned(build(), "ix") == (expected_buckets(spark, [5, 17], "long"), [])
 
 
 def test_without_the_bucket_spec_every_bucket_is_read(spark, hs, source):

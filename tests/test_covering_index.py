@@ -336,7 +336,7 @@ def test_history_records_queries(spark, hs, nested_path, system_path):
 
     create_nested_index(hs, spark, nested_path)
     seed_query(spark, nested_path).collect()
-    session.rewriter(spark).recorder(spark.conf.get("spark.accelerator.system.path")).flush()
+    session.rewriter(spark).flush_history(spark.conf.get("spark.accelerator.system.path"))
     history = read_history(spark, system_path)
     applied = [r for r in history.collect() if "idx_nested" in r["indexes_applied"]]
     assert applied and "nested.nst.field1" in applied[0]["filter_columns"]

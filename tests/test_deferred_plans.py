@@ -1,7 +1,8 @@
 """Plans nothing can serve skip the call into Python while they are planned: the JVM rule
-queues them for the query history, which still records every one. A source this process
-indexes or caches is served by its very next query, explain and whyNot still see every plan,
-and an expiry of 0 hands every plan to the rewriter."""
+queues them for the query history, which still records every one. That holds for plans over an
+indexed source too when they filter no column an index needs. A source this process indexes or
+caches is served by its very next query, explain and whyNot still see every plan, and an expiry
+of 0 hands every plan to the rewriter."""
 from __future__ import annotations
 
 import os
@@ -11,7 +12,7 @@ import textwrap
 
 from pyspark.sql import functions as F
 
-from accelerator import Hyperspace, IndexConfig, session
+from accelerator import DataSkippingIndexConfig, Hyperspace, IndexConfig, MinMaxSketch, session
 from tests.helpers import rows, session_conf, vanilla
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -56,6 +57,38 @@ def test_unserved_plans_are_recorded_without_calling_python(spark, hs, system_pa
     q = query(other, 3)
     assert all("/other_k/" in f for f in q.inputFiles())
     assert rows(q) == vanilla(spark, lambda: query(other, 3))
+
+
+def test_plans_over_an_indexed_source_that_no_index_could_serve_skip_python(
+        spark, hs, system_path, tmp_path):
+    indexed, other = _sources(spark, tmp_path)
+    hs.createIndex(spark.read.parquet(indexed), IndexConfig("by_k", ["k"], ["id"]))
+    hs.createIndex(spark.read.parquet(other), IndexConfig("other_k", ["k"], ["id"]))
+    hs.createIndex(spark.read.parquet(other), DataSkippingIndexConfig("other_id", MinMaxSketch("id + 1")))
+    read = lambda path, where: spark.read.parquet(path).where(where).select("id", "k")  # noqa: E731
+    read(indexed, "k = 0").collect()            # the rewriter answers once under these settings
+    assert _handed_to_python(spark, lambda: read(indexed, "id = 7").collect()) == 0
+    assert _handed_to_python(spark, lambda: spark.read.parquet(indexed).count()) == 0
+    assert rows(read(indexed, "id = 7")) == vanilla(spark, lambda: read(indexed, "id = 7"))
+    # the indexed column, however cased, or a sketched expression's column: handed over
+    assert _handed_to_python(spark, lambda: read(indexed, "K = 1").collect()) == 1
+    assert _handed_to_python(spark, lambda: read(other, "id + 1 < 3").collect()) == 1
+    q = read(indexed, "k = 2")
+    assert all("/by_k/" in f for f in q.inputFiles())
+    assert rows(q) == vanilla(spark, lambda: read(indexed, "k = 2"))
+    Hyperspace.flushHistory(spark)
+    ids = [p["literals"] for r in hs.history().collect() if r["sources"] == [f"file:{indexed}"]
+           for p in r["predicates"] if p["column"] == "id"]
+    assert ["7"] in ids
+
+    # a join of two sources with covering indexes is handed over whatever it filters
+    with session_conf(spark, spark__sql__autoBroadcastJoinThreshold="-1"):
+        join = lambda: spark.read.parquet(indexed).join(  # noqa: E731
+            spark.read.parquet(other).withColumnRenamed("id", "id2"), "k")
+        read(other, "k = 0").collect()
+        assert _handed_to_python(spark, lambda: join().collect()) == 1
+        assert all("/by_k/" in f or "/other_k/" in f for f in join().inputFiles())
+        assert rows(join()) == vanilla(spark, join)
 
 
 def test_a_source_just_cached_is_served_by_its_next_query(spark, hs, system_path, tmp_path):

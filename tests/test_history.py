@@ -363,7 +363,8 @@ def test_recorder_flushes_at_the_configured_interval(spark, hs, system_path, dat
         _query(data, "wa4").collect()                 # first record of this system path
         recorder = session.rewriter(spark).recorder(system_path)
     assert recorder.flush_interval_s == 0.5
-    recorder.flush()                                  # waits for a background write under way
+    # records the plan, and waits for a background write under way
+    session.rewriter(spark).flush_history(system_path)
     assert recorder.written == 1
 
 

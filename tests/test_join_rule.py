@@ -228,10 +228,11 @@ def test_index_buckets_of_one_sorted_file_join_without_sort(spark, hs, tmp_path,
     assert df._jdf.queryExecution().executedPlan().toString().count("SortedBucketScan") == 2
     assert_same(spark, df)
     assert joined(hs, df) == {"ls", "rs"}
-    # a lookup needs no buckets: Spark reads the index as plain files (the one bucket's file)
+    # a lookup needs no buckets: the index is read as plain files (the one bucket's file)
     lookup = spark.read.parquet(left).filter(F.col("k") == key(1)).select("v")
     plan = lookup._jdf.queryExecution().executedPlan().toString()
-    assert "SortedBucketScan" not in plan and "Bucketed: false" in plan
+    assert "SortedBucketScan" not in plan and "Bucketed: true" not in plan
+    assert "PrunedFileIndex(1 paths)" in plan
     assert_same(spark, lookup)
     # an incremental refresh adds a delta file: its rows alone are hash-partitioned into the
     # buckets and joined with them through a bucket union, which the join sorts

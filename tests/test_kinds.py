@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from accelerator.rewriter import RootUse
 from indexes import kinds
 from indexes.covering.config import CoveringIndexConfig
 from indexes.covering.bucket_count import default_num_buckets
@@ -184,3 +185,32 @@ def test_version_cache_loads_a_value_once_under_concurrency():
     for t in threads:
         t.join()
     assert calls == [1]
+
+
+def test_filter_columns_say_which_filters_an_index_could_serve():
+    """What the JVM rule checks before calling the rewriter: a covering index needs its first
+    indexed column filtered (top-level name, lower case), a text index its column, a
+    data-skipping index a column its sketches read; an unkeyed sketch may serve any filter."""
+    def col(*path):
+        return {"path": list(path), "name": "__".join(path), "type": "long"}
+    by_kind = {k.name: k for k in kinds.KINDS}
+    cov = SimpleNamespace(config={"indexedColumns": [col("User", "id"), col("b")],
+                                  "includedColumns": [col("c")]})
+    assert by_kind[COVERING].filter_columns(cov) == {"user"}
+    assert by_kind[TEXT].filter_columns(SimpleNamespace(config={"column": "Message"})) == {"message"}
+    sketches = [{"key": 'GetJsonObject[](col("Payload"),lit(string:"$.t"))'},
+                {"key": 'col("user")."id"'}]
+    assert by_kind[SKIPPING].filter_columns(SimpleNamespace(config={"sketches": sketches})) \
+        == {"payload", "user"}
+    unkeyed = SimpleNamespace(config={"sketches": sketches + [{"key": None}]})
+    assert by_kind[SKIPPING].filter_columns(unkeyed) is None
+
+
+def test_root_uses_merge_into_the_jvm_line():
+    covering_use = RootUse(False, True, frozenset({"k"}))
+    skipping_use = RootUse(True, False, frozenset({"ts", "id"}))
+    assert covering_use.merge(skipping_use).line("/lake/t") == "/lake/t\tJ\tid\tk\tts"
+    assert skipping_use.line("/lake/t") == "/lake/t\t-\tid\tts"
+    cached = RootUse(False, False, None)
+    assert cached.merge(covering_use).line("/c") == "/c\tAJ"
+    assert cached.merge(covering_use).prunes is False and skipping_use.merge(cached).prunes

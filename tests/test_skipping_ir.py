@@ -27,6 +27,7 @@ from indexes.skipping.ir import (
     StartsWith,
     Unknown,
     expression_key,
+    key_columns,
     translate,
 )
 from indexes.skipping.stats import ColumnStats, FileStats
@@ -133,6 +134,14 @@ def test_keys_are_canonical(df):
     assert sketch_key(df, "try_cast(s as int)") == sketch_key(df, "cast(s as int)")
     expr, name_of = condition(df, "user.inner.z = 3")
     assert expression_key(expr.children[1].children[0], name_of) == sketch_key(df, "user.inner.z")
+
+
+def test_keys_name_the_columns_they_read(df):
+    assert key_columns(sketch_key(df, "user.inner.z")) == {"user"}
+    assert key_columns(sketch_key(df, "try_cast(get_json_object(payload, '$.a') as double)")) \
+        == {"payload"}
+    assert key_columns(sketch_key(df, "l + i")) == {"l", "i"}
+    assert key_columns('col("a \\"b")') == {'a "b'}
 
 
 def test_query_subtrees_meet_their_sketches(df):

@@ -167,6 +167,11 @@ class CoveringKind(IndexKind):
     def choose(self, verdicts: list[Any]) -> Any:
         return match.choose(verdicts)
 
+    def filter_columns(self, entry: Any) -> frozenset[str]:
+        """The filter rule needs the first indexed column in the filter."""
+        indexed, _ = index_columns(entry.config)
+        return frozenset({indexed[0].path[0].lower()})
+
     def needs_files(self, entry: Any, fingerprint: str | None, settings: Any) -> bool:
         """Hybrid scan compares the relation's files with the index's when they may differ."""
         return settings.hybrid_scan and (entry.source.get("fingerprint") != fingerprint

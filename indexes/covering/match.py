@@ -34,6 +34,9 @@ class Applicable:
     specs: list[str]
     restore_order: bool
     point_lookup: bool = False   # the filter compares the first indexed column with literals
+    # the lookup's buckets are chosen from its literals, and the index read as plain files:
+    # its only indexed column is a top-level one no operator of the plan keys on
+    bucket_lookup: bool = False
     appended: tuple[str, ...] = ()   # source files read next to the index (hybrid scan)
     deleted_ids: tuple[int, ...] = ()   # lineage ids of files whose rows are filtered out
     rule: str = "filter"     # the rule that applies it: "filter" or "join"
@@ -235,9 +238,29 @@ def evaluate(root: PlanNode, relation: PlanNode, source: dict, entry: Any,
     found = _columns(root, relation, entry, case_sensitive)
     if isinstance(found, NotApplicable):
         return found
+    first = normalize(indexed[0].path, case_sensitive)
+    lookup = point_lookup(relation, first, case_sensitive)
     return replace(found, appended=state.appended, deleted_ids=state.deleted_ids,
-                   point_lookup=point_lookup(
-        relation, normalize(indexed[0].path, case_sensitive), case_sensitive))
+                   point_lookup=lookup,
+                   bucket_lookup=lookup and len(indexed) == 1 and len(first) == 1
+                   and not keyed_on(root, relation, first[0], case_sensitive))
+
+
+#: per operator, the expressions it keys on: Spark may spare it a shuffle of an input bucketed
+#: on the columns they read
+_KEYED_FIELDS = {"Join": "condition", "Aggregate": "groupingExpressions",
+                 "Window": "partitionSpec", "RepartitionByExpression": "partitionExpressions"}
+
+
+def keyed_on(root: PlanNode, relation: PlanNode, column: str, case_sensitive: bool) -> bool:
+    """Whether an operator of the plan ``root`` keys on ``relation``'s top-level column
+    ``column`` (normalized): a join condition, a grouping, a window partition or a
+    repartition reads it."""
+    ids = {a.expr_id for a in output_attributes(relation)
+           if normalize((a.fields["name"],), case_sensitive)[0] == column}
+    return any(next(references(tree, ids), None) is not None
+               for node in root.walk() if node.cls in _KEYED_FIELDS
+               for tree in node.exprs.get(_KEYED_FIELDS[node.cls], []))
 
 
 def point_lookup(relation: PlanNode, first: tuple[str, ...], case_sensitive: bool) -> bool:

@@ -8,6 +8,7 @@ becomes :class:`Sketched`, what the IR does not model becomes :class:`Unknown`.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -271,6 +272,15 @@ def expression_key(expr: Expr, name_of: NameOf) -> str | None:
     args = ",".join(f"{k}={type_name(v) if k == 'dataType' else json.dumps(v, sort_keys=True)}"
                     for k, v in sorted(fields.items()))
     return f"{cls}[{args}]({','.join(children)})"
+
+
+_KEY_COLUMN = re.compile(r'col\(("(?:[^"\\]|\\.)*")\)')
+
+
+def key_columns(key: str) -> set[str]:
+    """The relation columns an :func:`expression_key` names (a superset: a string literal
+    spelling ``col("x")`` adds ``x``)."""
+    return {json.loads(m) for m in _KEY_COLUMN.findall(key)}
 
 
 # --- translation -----------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from pyspark.sql import functions as F
 
 from indexes.kind import BuildJob, IndexKind, IoStats, MatchContext, Serving, SpecCheck
 from indexes.plan import PlanNode
-from indexes.skipping import match
+from indexes.skipping import ir, match
 from indexes.skipping.build import compute_stats, resolve_sketches, sketch_specs
 from indexes.errors import InvalidIndexConfigError
 from indexes.skipping.config import KIND, SKETCH_CLASSES, DataSkippingIndexConfig
@@ -85,6 +85,13 @@ class SkippingKind(IndexKind):
 
     def columns(self, entry: Any) -> tuple[list[str], list[str]]:
         return [f"{s['kind']}({s['expression']})" for s in entry.config["sketches"]], []
+
+    def filter_columns(self, entry: Any) -> frozenset[str] | None:
+        """The columns the sketched expressions read."""
+        keys = [s["key"] for s in entry.config["sketches"]]
+        if any(k is None for k in keys):
+            return None
+        return frozenset(c.lower() for k in keys for c in ir.key_columns(k))
 
 
 def _check_ansi(job: BuildJob) -> None:

@@ -87,3 +87,7 @@ class TextKind(IndexKind):
 
     def columns(self, entry: Any) -> tuple[list[str], list[str]]:
         return [entry.config["column"]], []
+
+    def filter_columns(self, entry: Any) -> frozenset[str]:
+        column = entry.config["column"].lower()
+        return frozenset({column, column.split(".")[0]})

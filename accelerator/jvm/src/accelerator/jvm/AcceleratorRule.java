@@ -19,9 +19,9 @@ import py4j.reflection.PythonProxyHandler;
  *
  * <p>It never fails or changes a query because of the accelerator: any Throwable, an unresolved
  * result or a result whose schema differs from the original makes it return the original plan.
- * Plans without a file-based relation are not sent to Python at all, nor are those reading no
- * indexed or cached root path while the rewriter's answers under the session's settings are
- * fresh: those wait for the query history in {@link DeferredPlans}. Over the relations a
+ * Plans without a file-based relation are not sent to Python at all, nor are those no index or
+ * cache entry could serve ({@link IndexedRoots#mayBeServed}) while the rewriter's answers under
+ * the session's settings are fresh: those wait for the query history in {@link DeferredPlans}. Over the relations a
  * rewrite adds, {@link SignedZeroGuard} keeps comparisons with a floating zero out of Parquet.
  */
 public final class AcceleratorRule extends Rule<LogicalPlan> {
@@ -96,8 +96,8 @@ public final class AcceleratorRule extends Rule<LogicalPlan> {
           ? null : QueryMetrics.queryId();
       String conf = PlanRewrite.confJson(session);
       if (!"true".equals(session.sparkContext().getLocalProperty(CAPTURING_KEY))
-          && DeferredPlans.fresh(conf, session) && !PlanRewrite.readsIndexedRoot(plan)) {
-        // nothing serves this plan: only the history wants it, and describes it later
+          && DeferredPlans.fresh(conf, session) && !IndexedRoots.mayBeServed(plan)) {
+        // nothing could serve this plan: only the history wants it, and describes it later
         if (queryId != null) {
           DeferredPlans.offer(plan, session, conf, queryId);
         }

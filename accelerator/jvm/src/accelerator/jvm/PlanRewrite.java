@@ -10,6 +10,7 @@ import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.Path;
@@ -56,18 +57,16 @@ public final class PlanRewrite {
     "spark.sql.parquet.int96TimestampConversion", "spark.sql.parquet.datetimeRebaseModeInRead",
     "spark.sql.parquet.int96RebaseModeInRead",
   };
-  private static volatile java.util.Set<String> indexedRoots = Collections.emptySet();
-  private static volatile java.util.Set<String> skippingRoots = Collections.emptySet();
-
   /**
-   * Root paths (newline-separated) that some index is built over, and those of them some
-   * data-skipping index is built over: relations reading them get their file fingerprint in
-   * the payload, so deciding on an index needs no extra call while the files are those the
-   * index knows; plans reading the second get their IN lists spelled out.
+   * Publishes the root paths some index or the cache is over, those some data-skipping index
+   * is over, and what a plan over each must hold for an index to serve it (see {@link
+   * IndexedRoots#publish}): relations reading the first get their file fingerprint in the
+   * payload, so deciding on an index needs no extra call while the files are those the index
+   * knows; plans reading the second get their IN lists spelled out; a plan that holds nothing
+   * an index needs is not handed to the rewriter.
    */
-  public void setIndexedRoots(String lines, String skippingLines) {
-    indexedRoots = lineSet(lines);
-    skippingRoots = lineSet(skippingLines);
+  public void setIndexedRoots(String lines, String skippingLines, String useLines) {
+    IndexedRoots.publish(lines, skippingLines, useLines);
   }
 
   /** Forgets which settings the rewriter answered plans under, so that the next plan of every
@@ -87,7 +86,8 @@ public final class PlanRewrite {
     return DeferredPlans.takeDropped();
   }
 
-  private static java.util.Set<String> lineSet(String lines) {
+  /** The non-empty lines of {@code lines}. */
+  static java.util.Set<String> lineSet(String lines) {
     java.util.Set<String> out = new java.util.HashSet<>();
     for (String line : lines.split("\n")) {
       if (!line.isEmpty()) {
@@ -152,19 +152,6 @@ public final class PlanRewrite {
     return sb.append('}').toString();
   }
 
-  /** Whether some file relation of the plan reads a root path an index or the cache is over
-   * (as the rewriter last published them). */
-  static boolean readsIndexedRoot(LogicalPlan plan) {
-    List<LogicalPlan> relations = new ArrayList<>();
-    collect(plan, relations);
-    for (LogicalPlan rel : relations) {
-      if (isIndexed(rel, indexedRoots)) {
-        return true;
-      }
-    }
-    return false;
-  }
-
   /** {@link #payload(LogicalPlan, SparkSession, String)} with the settings already as JSON
    * ({@code conf}) and, when not negative, the epoch milliseconds the plan was planned at
    * ({@code "plannedAt"}: a plan described later, see {@link DeferredPlans}). */
@@ -186,10 +173,10 @@ public final class PlanRewrite {
     boolean skipping = false;
     for (int i = 0; i < relations.size(); i++) {
       LogicalPlan rel = relations.get(i);
-      boolean skips = isIndexed(rel, skippingRoots);
+      boolean skips = IndexedRoots.skipping(rel);
       skipping |= skips;
       sb.append(i == 0 ? "" : ",").append(describeRelation(rel,
-          skips || isIndexed(rel, indexedRoots) ? 1 : 0));
+          skips || IndexedRoots.indexed(rel) ? 1 : 0));
     }
     sb.append("],\"joinHints\":[");
     List<LogicalPlan> joins = new ArrayList<>();
@@ -288,7 +275,7 @@ public final class PlanRewrite {
       first = false;
     }
     sb.append("},\"bucketed\":").append(fs.bucketSpec().isDefined());
-    sb.append(",\"dataSchema\":").append(quote(fs.dataSchema().json()));
+    sb.append(",\"dataSchema\":").append(schemaJson(fs.dataSchema()));
     if (detail == 0) {
       return sb.append('}').toString();
     }
@@ -302,6 +289,20 @@ public final class PlanRewrite {
       sb.append(",\"files\":[").append(String.join(",", listing.lines)).append(']');
     }
     return sb.append('}').toString();
+  }
+
+  /** Quoted JSON of the data schemas described lately (equal schemas render alike): rendering
+   * one costs more than the rest of a relation's description. */
+  private static final Map<StructType, String> SCHEMA_JSON = Collections.synchronizedMap(
+      new java.util.LinkedHashMap<StructType, String>(16, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<StructType, String> eldest) {
+          return size() > 64;
+        }
+      });
+
+  private static String schemaJson(StructType schema) {
+    return SCHEMA_JSON.computeIfAbsent(schema, s -> quote(s.json()));
   }
 
   /**
@@ -509,10 +510,14 @@ public final class PlanRewrite {
    * refresh added, in any bucket) with the index's schema: it joins the union as a third
    * branch, treated like the index scan (same attributes, same lineage filter), under the same
    * Filter and, with {@code bucketUnion}, hash-partitioned into the buckets.
+   *
+   * <p>{@code lookupBuckets} above 0 is the bucket count of an index read as plain files whose
+   * first column (an original attribute) the Filters above the relation pin to literals: the
+   * replacement reads only the files of their buckets (see {@link BucketLookup}).
    */
   public LogicalPlan replaceRelation(LogicalPlan plan, int ordinal, LogicalPlan indexRelation,
       String specLines, boolean restoreOrder, String appendedLines, String excludedIdLines,
-      LogicalPlan deltaRelation, boolean bucketUnion) {
+      LogicalPlan deltaRelation, boolean bucketUnion, int lookupBuckets) {
     String[] specs = specLines.split("\n", -1);
     LogicalPlan original = fileRelations(plan)[ordinal];
     Map<Long, Attribute> originalById = new HashMap<>();
@@ -546,6 +551,13 @@ public final class PlanRewrite {
         throw new IllegalArgumentException("bad column spec " + spec);
       }
       output.add(attr);
+    }
+    if (lookupBuckets > 0 && specs[0].startsWith("=")) {
+      Set<Integer> buckets = BucketLookup.buckets(filtersAbove(plan, original),
+          originalById.get(Long.parseLong(specs[0].substring(1))), lookupBuckets);
+      if (buckets != null) {
+        fresh = (LogicalRelation) BucketLookup.only(fresh, buckets);
+      }
     }
     Expression excluded = null;
     if (!excludedIdLines.isEmpty()) {
@@ -689,6 +701,16 @@ public final class PlanRewrite {
     return new Project(CollectionConverters.asScala(columns).toSeq(), scan);
   }
 
+  /** The Filters right above {@code relation} in {@code plan}, nearest first. */
+  private static List<Filter> filtersAbove(LogicalPlan plan, LogicalPlan relation) {
+    List<Filter> out = new ArrayList<>();
+    for (LogicalPlan node = parentOf(plan, relation); node instanceof Filter;
+         node = parentOf(plan, node)) {
+      out.add((Filter) node);
+    }
+    return out;
+  }
+
   /** The node of {@code plan} whose child is {@code child} (by identity), or null. */
   static LogicalPlan parentOf(LogicalPlan plan, LogicalPlan child) {
     scala.collection.Seq<LogicalPlan> children = plan.children();
@@ -702,20 +724,6 @@ public final class PlanRewrite {
       }
     }
     return null;
-  }
-
-  private static boolean isIndexed(LogicalPlan relation, java.util.Set<String> roots) {
-    if (roots.isEmpty()) {
-      return false;
-    }
-    HadoopFsRelation fs = (HadoopFsRelation) ((LogicalRelation) relation).relation();
-    scala.collection.Seq<Path> paths = fs.location().rootPaths();
-    for (int i = 0; i < paths.size(); i++) {
-      if (roots.contains(paths.apply(i).toString())) {
-        return true;
-      }
-    }
-    return false;
   }
 
   /**
@@ -732,7 +740,7 @@ public final class PlanRewrite {
     return (LogicalPlan) plan.transformUp(new SameNode(rel, replacement));
   }
 
-  private static boolean isFileRelation(LogicalPlan plan) {
+  static boolean isFileRelation(LogicalPlan plan) {
     return plan instanceof LogicalRelation
         && ((LogicalRelation) plan).relation() instanceof HadoopFsRelation;
   }
