@@ -12,7 +12,8 @@ import textwrap
 
 from pyspark.sql import functions as F
 
-from accelerator import DataSkippingIndexConfig, Hyperspace, IndexConfig, MinMaxSketch, session
+from accelerator import (DataSkippingIndexConfig, Hyperspace, IndexConfig, MinMaxSketch,
+                         TextIndexConfig, session)
 from tests.helpers import rows, session_conf, vanilla
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -80,6 +81,16 @@ def test_plans_over_an_indexed_source_that_no_index_could_serve_skip_python(
     ids = [p["literals"] for r in hs.history().collect() if r["sources"] == [f"file:{indexed}"]
            for p in r["predicates"] if p["column"] == "id"]
     assert ["7"] in ids
+
+    # a text index's column
+    texts = str(tmp_path / "texts")
+    spark.range(40).selectExpr("id", "concat('message ', id) AS msg").write.parquet(texts)
+    hs.createIndex(spark.read.parquet(texts), TextIndexConfig("msgs", column="msg"))
+    search = lambda where: spark.read.parquet(texts).where(where)  # noqa: E731
+    search("id = 1").collect()
+    assert _handed_to_python(spark, lambda: search("id = 2").collect()) == 0
+    assert _handed_to_python(spark, lambda: search("msg LIKE '%age 17'").collect()) == 1
+    assert rows(search("msg LIKE '%age 17'")) == vanilla(spark, lambda: search("msg LIKE '%age 17'"))
 
     # a join of two sources with covering indexes is handed over whatever it filters
     with session_conf(spark, spark__sql__autoBroadcastJoinThreshold="-1"):

@@ -197,7 +197,8 @@ def test_filter_columns_say_which_filters_an_index_could_serve():
     cov = SimpleNamespace(config={"indexedColumns": [col("User", "id"), col("b")],
                                   "includedColumns": [col("c")]})
     assert by_kind[COVERING].filter_columns(cov) == {"user"}
-    assert by_kind[TEXT].filter_columns(SimpleNamespace(config={"column": "Message"})) == {"message"}
+    text = SimpleNamespace(config={"column": "Message", "key": 'col("Message")'})
+    assert by_kind[TEXT].filter_columns(text) == {"message"}
     sketches = [{"key": 'GetJsonObject[](col("Payload"),lit(string:"$.t"))'},
                 {"key": 'col("user")."id"'}]
     assert by_kind[SKIPPING].filter_columns(SimpleNamespace(config={"sketches": sketches})) \

@@ -8,6 +8,7 @@ from pyspark.sql import functions as F
 
 from indexes.kind import BuildJob, IndexKind, IoStats, MatchContext, Serving, SpecCheck
 from indexes.plan import PlanNode
+from indexes.skipping.ir import key_columns
 from indexes.source import covered_files, file_uri
 from indexes.text import match
 from indexes.text.build import resolve_column, write_shards
@@ -88,6 +89,7 @@ class TextKind(IndexKind):
     def columns(self, entry: Any) -> tuple[list[str], list[str]]:
         return [entry.config["column"]], []
 
-    def filter_columns(self, entry: Any) -> frozenset[str]:
-        column = entry.config["column"].lower()
-        return frozenset({column, column.split(".")[0]})
+    def filter_columns(self, entry: Any) -> frozenset[str] | None:
+        """The columns the indexed expression reads."""
+        key = entry.config.get("key")
+        return None if key is None else frozenset(c.lower() for c in key_columns(key))
