@@ -7,6 +7,7 @@ constants (``ENABLED``, ``SYSTEM_PATH`` ...) are the declared keys.
 """
 from __future__ import annotations
 
+import functools
 import os
 import tempfile
 from dataclasses import dataclass
@@ -271,8 +272,15 @@ class Settings:
 
     @staticmethod
     def of_conf(conf: dict[str, str]) -> "Settings":
-        """Settings from the conf map the JVM rule sends with each plan."""
-        return Settings.read(lambda k, d: conf.get(k, d))
+        """Settings from the conf map the JVM rule sends with each plan (read once per
+        distinct map)."""
+        return _settings_of(tuple(sorted(conf.items())))
+
+
+@functools.lru_cache(maxsize=64)
+def _settings_of(items: tuple[tuple[str, str], ...]) -> Settings:
+    conf = dict(items)
+    return Settings.read(lambda k, d: conf.get(k, d))
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,9 @@ import py4j.reflection.PythonProxyHandler;
  * result or a result whose schema differs from the original makes it return the original plan.
  * Plans without a file-based relation are not sent to Python at all, nor are those no index or
  * cache entry could serve ({@link IndexedRoots#mayBeServed}) while the rewriter's answers under
- * the session's settings are fresh: those wait for the query history in {@link DeferredPlans}. Over the relations a
- * rewrite adds, {@link SignedZeroGuard} keeps comparisons with a floating zero out of Parquet.
+ * the session's settings are fresh: those wait for the query history in {@link DeferredPlans}.
+ * Over the relations a rewrite adds, {@link SignedZeroGuard} keeps comparisons with a floating
+ * zero out of Parquet.
  */
 public final class AcceleratorRule extends Rule<LogicalPlan> {
   static final String ENABLED_KEY = "spark.accelerator.enabled";

@@ -111,7 +111,8 @@ final class IndexedRoots {
     if (indexed.isEmpty()) {
       return false;
     }
-    return mayBeServed(plan, new ArrayList<>(), hasJoin(plan));
+    boolean joins = PlanRewrite.anyNode(plan, p -> p instanceof Join);
+    return mayBeServed(plan, new ArrayList<>(), joins);
   }
 
   private static boolean mayBeServed(LogicalPlan node, List<LogicalPlan> ancestors,
@@ -170,18 +171,5 @@ final class IndexedRoots {
       }
     }
     return out;
-  }
-
-  private static boolean hasJoin(LogicalPlan plan) {
-    if (plan instanceof Join) {
-      return true;
-    }
-    scala.collection.Seq<LogicalPlan> children = plan.children();
-    for (int i = 0; i < children.size(); i++) {
-      if (hasJoin(children.apply(i))) {
-        return true;
-      }
-    }
-    return false;
   }
 }

@@ -99,12 +99,17 @@ public final class PlanRewrite {
 
   /** True when some leaf of the plan reads files through a HadoopFsRelation. */
   public static boolean hasFileRelation(LogicalPlan plan) {
-    if (isFileRelation(plan)) {
+    return anyNode(plan, PlanRewrite::isFileRelation);
+  }
+
+  /** Whether {@code plan} or a node below it passes {@code test}. */
+  static boolean anyNode(LogicalPlan plan, java.util.function.Predicate<LogicalPlan> test) {
+    if (test.test(plan)) {
       return true;
     }
     scala.collection.Seq<LogicalPlan> children = plan.children();
     for (int i = 0; i < children.size(); i++) {
-      if (hasFileRelation(children.apply(i))) {
+      if (anyNode(children.apply(i), test)) {
         return true;
       }
     }
