@@ -127,7 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--buckets", default="auto",
                      help="spark.accelerator.index.numBuckets (auto: fitted to each index)")
     run.add_argument("--planning-runs", type=int, default=20,
-                     help="runs of each side of the planning and pruning benchmarks")
+                     help="runs of each side of the planning and pruning benchmarks (after "
+                          "as many warm-up rounds, none with --warmups 0)")
     run.add_argument("--build-runs", type=int, default=3,
                      help="timed runs of each side of the build benchmarks (after one warm-up, "
                           "none with --warmups 0)")
@@ -204,7 +205,8 @@ def main(argv: list[str] | None = None) -> int:
     tables = datasets.tpch(args.data_dir, args.scale)
     key = lineitem_facts(ctx)["key"]
     report["planning"] = planning_overhead(
-        spark, _planning_plans(spark, tables["lineitem"], tables["orders"], key), args.planning_runs)
+        spark, _planning_plans(spark, tables["lineitem"], tables["orders"], key), args.planning_runs,
+        warmups=args.planning_runs if args.warmups else 0)
     spark.stop()
     print(_table(report))
     text = json.dumps(report, indent=2, default=str)

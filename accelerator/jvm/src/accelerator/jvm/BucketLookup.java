@@ -99,12 +99,12 @@ final class BucketLookup {
         return null;
       }
       if (((Literal) value).value() != null || e instanceof EqualNullSafe) {
-        out.add(bucket((Literal) value, numBuckets));
+        out.add(bucket(((Literal) value).value(), column, numBuckets));
       }   // = NULL keeps no row
       return out;
     }
     if (e instanceof IsNull && isColumn(((IsNull) e).child(), column)) {
-      out.add(bucket(Literal.create(null, column.dataType()), numBuckets));
+      out.add(bucket(null, column, numBuckets));
       return out;
     }
     if (e instanceof In && isColumn(((In) e).value(), column)) {
@@ -113,9 +113,9 @@ final class BucketLookup {
         if (!(list.apply(i) instanceof Literal)) {
           return null;
         }
-        Literal value = (Literal) list.apply(i);
-        if (value.value() != null) {
-          out.add(bucket(value, numBuckets));
+        Object value = ((Literal) list.apply(i)).value();
+        if (value != null) {
+          out.add(bucket(value, column, numBuckets));
         }
       }
       return out;
@@ -125,7 +125,7 @@ final class BucketLookup {
       while (values.hasNext()) {
         Object value = values.next();
         if (value != null) {
-          out.add(bucket(new Literal(value, column.dataType()), numBuckets));
+          out.add(bucket(value, column, numBuckets));
         }
       }
       return out;
@@ -137,8 +137,10 @@ final class BucketLookup {
     return e instanceof Attribute && ((Attribute) e).exprId().equals(column.exprId());
   }
 
-  private static int bucket(Literal value, int numBuckets) {
-    List<Expression> keys = Collections.singletonList(value);
+  /** The bucket of a value (Spark's internal form) of {@code column}, as Spark computes it
+   * when it prunes buckets: the value taken as the column's type. */
+  private static int bucket(Object value, Attribute column, int numBuckets) {
+    List<Expression> keys = Collections.singletonList(new Literal(value, column.dataType()));
     HashPartitioning partitioning =
         new HashPartitioning(CollectionConverters.asScala(keys).toSeq(), numBuckets);
     return (Integer) partitioning.partitionIdExpression().eval(null);
