@@ -14,11 +14,10 @@ import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
  * Plans the rule does not hand to the Python rewriter while they are planned: those no index
  * or cache entry could serve ({@link IndexedRoots#mayBeServed}), planned under settings the
  * rewriter answered a plan under lately (so what it published about indexed roots holds for
- * them). Nothing can
- * rewrite such a plan; only the query history wants it, and takes it later: the rewriter
- * drains the queue from a thread of its own, and the payloads are built then. A plan of a
- * session whose settings the rewriter has not answered under within the refresh delay goes to
- * the rewriter as before, which reloads what other processes changed.
+ * them). Nothing can rewrite such a plan; only the query history wants it, and takes it later:
+ * the rewriter drains the queue from a thread of its own, and the payloads are built then. A
+ * plan of a session whose settings the rewriter has not answered under within the refresh delay
+ * goes to the rewriter as before, which reloads what other processes changed.
  *
  * <p>At most {@link #MAX_QUEUED} plans wait; further ones are counted as dropped.
  */
