@@ -448,9 +448,10 @@ class Rewriter:
 
     def _prune(self, plan: Any, decision: RelationDecision, joined: dict[int, int],
                settings: Settings, payload: dict) -> Any:
-        """The relation reads only the files the chosen index kept."""
+        """The relation reads only the files (and row groups) the chosen index kept."""
         return self._helpers.plans.pruneFiles(plan, decision.ordinal,
-                                              "\n".join(decision.chosen.kept))
+                                              "\n".join(decision.chosen.kept),
+                                              decision.chosen.row_group_lines())
 
     def _replace(self, plan: Any, decision: RelationDecision, joined: dict[int, int],
                  settings: Settings, payload: dict) -> Any:

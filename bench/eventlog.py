@@ -10,7 +10,8 @@ partitioning), so the same ``seed``, ``rows`` and ``files`` give identical data 
 in any session time zone. The files are the ``files`` partitions of
 ``spark.range(0, rows, 1, files)``, which are contiguous id ranges; no shuffle is involved.
 Partition ``i`` holds ids ``[i * rows // files, (i + 1) * rows // files)`` and is written as
-``part-<i, 5 digits>-...parquet``, so file names sort in time order.
+``part-<i, 5 digits>-...parquet``, so file names sort in time order, in row groups of
+ROW_GROUP_ROWS events.
 
 The facts are computed without reading the written data: the sample values come from
 evaluating the same column expressions over a 5,000-id slice of ``spark.range``, and the
@@ -56,7 +57,11 @@ SAMPLE_SLICE = 5_000
 #: Version of the generated data: bump it whenever a column changes, so that cached logs
 #: (``bench.datasets.eventlog``) are regenerated. 2: ``payload`` holds ``at``. 3: ``user.id``
 #: is drawn per event from millions of users; the per-session id it was is ``account_id``.
-VERSION = 3
+#: 4: files hold row groups of ROW_GROUP_ROWS events.
+VERSION = 4
+#: Events per Parquet row group: 8 row groups in a file at scale 1, as a 1 GB file holds 8 row
+#: groups of Parquet's default 128 MB.
+ROW_GROUP_ROWS = 10_000
 
 _MICROS_PER_DAY = 86_400_000_000
 _START_MICROS = int(START.timestamp()) * 1_000_000
@@ -343,6 +348,7 @@ def generate(spark: SparkSession, out_dir: str, rows: int, files: int = 64,
     t0 = time.perf_counter()
     (events(spark, rows, files, seed).write.mode("overwrite")
      .option("compression", "snappy").option("maxRecordsPerFile", 0)
+     .option("parquet.block.row.count.limit", ROW_GROUP_ROWS)
      .parquet(out_dir))
     log.info("wrote %d events in %d files to %s in %.1f s", rows, files, out_dir,
              time.perf_counter() - t0)

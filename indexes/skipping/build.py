@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterator
 
 from pyspark.sql import DataFrame, functions as F
@@ -17,8 +17,8 @@ from indexes.skipping import ir
 from indexes.skipping.config import DataSkippingIndexConfig, MinMaxSketch, sketchable
 from indexes.skipping import values as V
 from indexes.skipping.stats import ColumnStats, FileStats, SketchSpec, StatsAccumulator, bounded
-from indexes.skipping.store import FileEntry
-from indexes.source import hadoop_path, local_path
+from indexes.skipping.store import FileEntry, RowGroup
+from indexes.source import file_uri, hadoop_path, local_path
 
 log = logging.getLogger("accelerator.skipping")
 
@@ -230,68 +230,119 @@ def sketch_specs(sketches: list[ResolvedSketch]) -> list[SketchSpec]:
 
 
 # --- the Spark job over the sketched expressions ---------------------------------------------
-def _scan_partition(specs: list[SketchSpec]):
+def _scan_partition(specs: list[SketchSpec], layouts: dict[str, list[int]]):
+    """Task function: each file's partial statistics per row group (``group`` 0 for a file
+    without a layout). ``layouts``: by file URI, the first row of each row group; the batches
+    then carry the row's index in the file after its file."""
     def run(batches: Iterator[Any]) -> Iterator[Any]:
+        import numpy as np
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        accs: dict[tuple[str, int], StatsAccumulator] = {}
-        counts: dict[str, int] = {}
+        accs: dict[tuple[str, int, int], StatsAccumulator] = {}
+        counts: dict[tuple[str, int], int] = {}
+        first = 2 if layouts else 1
         for batch in batches:
             files = batch.column(0)
             names = pc.unique(files).to_pylist()
             for name in names:
                 rows = batch.filter(pc.equal(files, name)) if len(names) > 1 else batch
-                counts[name] = counts.get(name, 0) + rows.num_rows
-                for i, spec in enumerate(specs):
-                    acc = accs.get((name, i))
-                    if acc is None:
-                        acc = accs[(name, i)] = StatsAccumulator(spec)
-                    acc.add_arrow(rows.column(i + 1))
-        names, ordinals, partials = [], [], []
-        for (name, i), acc in accs.items():
-            names.append(name)
-            ordinals.append(i)
-            partials.append(acc.to_bytes())
-        for name, n in counts.items():  # files with no sketch still count rows
-            names.append(name)
-            ordinals.append(-1)
-            partials.append(n.to_bytes(8, "little"))
+                starts = layouts.get(name)
+                if starts is None:
+                    parts = [(0, rows)]
+                else:
+                    group = np.searchsorted(starts, rows.column(1).to_numpy(), side="right") - 1
+                    parts = [(int(g), rows.filter(pa.array(group == g)))
+                             for g in np.unique(group)]
+                for g, part in parts:
+                    counts[(name, g)] = counts.get((name, g), 0) + part.num_rows
+                    for i, spec in enumerate(specs):
+                        acc = accs.get((name, g, i))
+                        if acc is None:
+                            acc = accs[(name, g, i)] = StatsAccumulator(spec)
+                        acc.add_arrow(part.column(i + first))
+        out: list[tuple[str, int, int, bytes]] = [
+            (name, g, i, acc.to_bytes()) for (name, g, i), acc in accs.items()]
+        # files with no sketch still count rows
+        out += [(name, g, -1, n.to_bytes(8, "little")) for (name, g), n in counts.items()]
         yield pa.RecordBatch.from_arrays(
-            [pa.array(names, pa.string()), pa.array(ordinals, pa.int32()),
-             pa.array(partials, pa.binary())], names=["file", "sketch", "partial"])
+            [pa.array([o[0] for o in out], pa.string()), pa.array([o[1] for o in out], pa.int32()),
+             pa.array([o[2] for o in out], pa.int32()), pa.array([o[3] for o in out], pa.binary())],
+            names=["file", "grp", "sketch", "partial"])
     return run
 
 
-def scan_stats(df: DataFrame, sketches: list[ResolvedSketch],
-               specs: list[SketchSpec]) -> dict[str, FileStats]:
-    """Statistics of ``specs`` for every file that holds rows, by one Spark job."""
+@dataclass
+class Scanned:
+    """What the scan job or the footers found: per file its statistics and, for a file of
+    several row groups, each row group's (``groups``: by ordinal)."""
+
+    files: dict[str, FileStats]
+    groups: dict[str, dict[int, FileStats]]
+
+
+def scan_stats(df: DataFrame, sketches: list[ResolvedSketch], specs: list[SketchSpec],
+               layouts: dict[str, "Layout"]) -> Scanned:
+    """Statistics of ``specs`` for every file that holds rows, and for each row group of the
+    files ``layouts`` describes, by one Spark job."""
     expr_of = {s.key: s.expression for s in sketches}
     ansi = str(df.sparkSession.conf.get("spark.sql.ansi.enabled")).lower() == "true"
     columns = [F.col("_metadata.file_path").alias(FILE_COLUMN)]
+    if layouts:
+        columns.append(F.col("_metadata.row_index"))
     columns += [F.expr(computed_expression(expr_of[spec.key], ansi)).alias(f"s{i}")
                 for i, spec in enumerate(specs)]
+    first_rows = {file_uri(p): list(layout.first_rows) for p, layout in layouts.items()}
     rows = (df.select(*columns)
-            .mapInArrow(_scan_partition(specs), "file string, sketch int, partial binary")
+            .mapInArrow(_scan_partition(specs, first_rows),
+                        "file string, grp int, sketch int, partial binary")
             .collect())
-    rows_per_file: dict[str, int] = {}
-    accs: dict[tuple[str, int], StatsAccumulator] = {}
+    counts: dict[tuple[str, int], int] = {}
+    accs: dict[tuple[str, int, int], StatsAccumulator] = {}
     for r in rows:
         path = hadoop_path(r.file)
         if r.sketch < 0:
-            rows_per_file[path] = rows_per_file.get(path, 0) + int.from_bytes(r.partial, "little")
+            counts[(path, r.grp)] = counts.get((path, r.grp), 0) + int.from_bytes(r.partial, "little")
             continue
         part = StatsAccumulator.from_bytes(specs[r.sketch], bytes(r.partial))
-        acc = accs.get((path, r.sketch))
+        acc = accs.get((path, r.grp, r.sketch))
         if acc is None:
-            accs[(path, r.sketch)] = part
+            accs[(path, r.grp, r.sketch)] = part
         else:
             acc.merge(part)
-    out: dict[str, FileStats] = {}
-    for path, n in rows_per_file.items():
-        out[path] = FileStats(n, {spec.key: accs[(path, i)].result()
-                                  for i, spec in enumerate(specs) if (path, i) in accs})
-    return out
+    return _fold_groups(specs, counts, accs, set(layouts))
+
+
+def _fold_groups(specs: list[SketchSpec], counts: dict[tuple[str, int], int],
+                 accs: dict[tuple[str, int, int], StatsAccumulator],
+                 layered: set[str]) -> Scanned:
+    """Each file's statistics, merged from its row groups', and the row groups' own (without
+    Bloom filters) for the ``layered`` files."""
+    files: dict[str, FileStats] = {}
+    groups: dict[str, dict[int, FileStats]] = {}
+    by_path: dict[str, list[int]] = {}
+    for path, g in counts:
+        by_path.setdefault(path, []).append(g)
+    for path, ordinals in by_path.items():
+        ordinals.sort()
+        columns = {}
+        for i, spec in enumerate(specs):
+            merged = None
+            for g in ordinals:
+                part = accs.get((path, g, i))
+                if part is None:
+                    continue
+                if path in layered:
+                    groups.setdefault(path, {}).setdefault(g, FileStats(counts[(path, g)], {}))
+                    groups[path][g].columns[spec.key] = replace(part.result(), bloom=None)
+                if merged is None:
+                    merged = StatsAccumulator.from_bytes(spec, part.to_bytes())
+                else:
+                    merged.merge(part)
+            if merged is not None:
+                columns[spec.key] = merged.result()
+        files[path] = FileStats(sum(counts[(path, g)] for g in ordinals), columns)
+    return Scanned(files, groups)
 
 
 # --- Parquet footers ------------------------------------------------------------------------
@@ -317,98 +368,169 @@ def _footer_type_ok(column: Any, spark_type: str) -> bool:
     return expected is not None and column.physical_type == expected[0] and logical in expected[1]
 
 
+@dataclass(frozen=True)
+class Layout:
+    """Where a Parquet file's row groups are: each one's first row (its index in the file) and
+    byte range (see :class:`indexes.skipping.store.RowGroup`)."""
+
+    first_rows: tuple[int, ...]
+    ranges: tuple[tuple[int, int], ...]
+
+
+def row_group_layout(meta: Any, size: int) -> Layout | None:
+    """The layout of a file of several row groups from its pyarrow metadata and size, where
+    Parquet's reader places them (each row group's first byte and midpoint as its
+    ``filterFileMetaDataByMidpoint`` computes them); None for one row group, or when a midpoint
+    is not inside its row group's range (then the file is only judged whole)."""
+    if meta.num_row_groups < 2:
+        return None
+    starts, midpoints, first_rows, row = [], [], [], 0
+    for g in range(meta.num_row_groups):
+        group = meta.row_group(g)
+        chunk = group.column(0)   # Parquet's reader starts a row group where its first chunk does
+        start = chunk.data_page_offset
+        if chunk.has_dictionary_page and chunk.dictionary_page_offset < start:
+            start = chunk.dictionary_page_offset
+        starts.append(start)
+        total = sum(group.column(j).total_compressed_size for j in range(group.num_columns))
+        midpoints.append(start + total // 2)
+        first_rows.append(row)
+        row += group.num_rows
+    ends = starts[1:] + [size]
+    if any(not a <= m < b for a, m, b in zip(starts, midpoints, ends)):
+        return None
+    return Layout(tuple(first_rows), tuple(zip(starts, ends)))
+
+
 def _read_footers(wanted: list[tuple[int, tuple[str, ...], str]]):
-    """Task function: (path → rows, {spec ordinal: (nulls, min, max)}) from each file's footer,
-    leaving out columns whose statistics are missing or not trustworthy."""
-    def run(paths: Iterator[str]) -> Iterator[tuple[str, int, dict]]:
+    """Task function over (path, size): (path, {row group: (rows, {spec ordinal: (nulls, min,
+    max)})}, layout) from each file's footer, leaving out columns whose statistics are missing
+    or not trustworthy."""
+    def run(files: Iterator[tuple[str, int]]) -> Iterator[tuple[str, dict, Layout | None]]:
         import pyarrow.parquet as pq
 
-        for path in paths:
+        for path, size in files:
             meta = pq.ParquetFile(local_path(path)).metadata
             schema = meta.schema
             leaf = {tuple(schema.column(j).path.split(".")): j for j in range(meta.num_columns)}
-            found: dict[int, tuple] = {}
+            groups: dict[int, tuple[int, dict]] = {
+                g: (meta.row_group(g).num_rows, {}) for g in range(meta.num_row_groups)}
             for ordinal, col_path, spark_type in wanted:
                 j = leaf.get(col_path)
                 if j is None or not _footer_type_ok(schema.column(j), spark_type):
                     continue
-                nulls, lo, hi, ok = 0, None, None, True
-                key = lambda v: V.order_key(v, spark_type)  # noqa: E731
-                for g in range(meta.num_row_groups):
-                    chunk = meta.row_group(g).column(j)
-                    st = chunk.statistics
-                    n = meta.row_group(g).num_rows
+                for g, (n, found) in groups.items():
+                    st = meta.row_group(g).column(j).statistics
                     if st is None or not st.has_null_count:
-                        ok = False
                         break
-                    nulls += st.null_count
                     if st.null_count == n:
-                        continue
-                    if not st.has_min_max:
-                        ok = False
+                        found[ordinal] = (st.null_count, None, None)
+                    elif st.has_min_max:
+                        found[ordinal] = (st.null_count, V.from_python(st.min, spark_type),
+                                          V.from_python(st.max, spark_type))
+                    else:
                         break
-                    gl, gh = (V.from_python(st.min, spark_type), V.from_python(st.max, spark_type))
-                    lo = gl if lo is None or key(gl) < key(lo) else lo
-                    hi = gh if hi is None or key(gh) > key(hi) else hi
-                if ok:
-                    found[ordinal] = (nulls, lo, hi)
-            yield path, meta.num_rows, found
+                else:
+                    continue
+                for _, found in groups.values():   # one row group lacks them: none count
+                    found.pop(ordinal, None)
+            yield path, groups, row_group_layout(meta, size)
     return run
 
 
-def footer_stats(df: DataFrame, paths: list[str], sketches: list[ResolvedSketch],
-                 specs: list[SketchSpec]) -> tuple[dict[str, FileStats], set[str]]:
-    """Statistics of the MinMax-only specs over plain columns, from Parquet footers.
+def _fold_footer(groups: dict[int, tuple[int, dict]], ordinal: int,
+                 spark_type: str) -> tuple[int, Any, Any]:
+    """A file's (nulls, min, max) of one column from its row groups'."""
+    key = lambda v: V.order_key(v, spark_type)  # noqa: E731
+    nulls, lo, hi = 0, None, None
+    for _, found in groups.values():
+        n, gl, gh = found[ordinal]
+        nulls += n
+        if gl is not None and (lo is None or key(gl) < key(lo)):
+            lo = gl
+        if gh is not None and (hi is None or key(gh) > key(hi)):
+            hi = gh
+    return nulls, lo, hi
 
-    Returns the statistics per file and the keys of the specs that footers answered for EVERY
-    file (the others are computed by the scan job). Only local files are read this way; many
-    of them by a Spark job, a few by the driver."""
+
+def read_footers(df: DataFrame, files: list[list], sketches: list[ResolvedSketch],
+                 specs: list[SketchSpec]) -> tuple[Scanned, set[str], dict[str, Layout]]:
+    """What the footers of local Parquet ``files`` ([path, size, mtime]) tell: the statistics
+    of the MinMax-only specs over plain columns (per file and per row group), the keys of the
+    specs they answered for EVERY file (the others are computed by the scan job), and the row
+    group layout of each file that has several. Many files are read by a Spark job, a few by
+    the driver; files on other file systems are not read (then nothing is known)."""
     path_of = {s.key: s.path for s in sketches}
     wanted = [(i, path_of[spec.key], spec.type) for i, spec in enumerate(specs)
               if spec.minmax and spec.max_values is None and spec.bloom_capacity is None
               and path_of.get(spec.key) is not None]
-    if not wanted or not paths or any(local_path(p) is None for p in paths):
-        return {}, set()
-    if len(paths) <= DRIVER_FOOTERS:   # a Spark job (with Python workers) costs more
-        found = list(_read_footers(wanted)(iter(paths)))
+    pairs = [(f[0], int(f[1])) for f in files]
+    if not pairs or any(local_path(p) is None for p, _ in pairs):
+        return Scanned({}, {}), set(), {}
+    if len(pairs) <= DRIVER_FOOTERS:   # a Spark job (with Python workers) costs more
+        found = list(_read_footers(wanted)(iter(pairs)))
     else:
         sc = df.sparkSession.sparkContext
-        slices = max(1, min(len(paths), sc.defaultParallelism * 4))
-        found = sc.parallelize(paths, slices).mapPartitions(_read_footers(wanted)).collect()
+        slices = max(1, min(len(pairs), sc.defaultParallelism * 4))
+        found = sc.parallelize(pairs, slices).mapPartitions(_read_footers(wanted)).collect()
     answered = {i for i, _, _ in wanted}
-    for _, _, per in found:
-        answered &= set(per)
-    out: dict[str, FileStats] = {}
-    for path, rows, per in found:
+    for _, groups, _ in found:
+        for _, per in groups.values():
+            answered &= set(per)
+    out = Scanned({}, {})
+    layouts: dict[str, Layout] = {}
+    for path, groups, layout in found:
         columns = {}
         for i in answered:
-            nulls, lo, hi = per[i]
+            nulls, lo, hi = _fold_footer(groups, i, specs[i].type)
             columns[specs[i].key] = ColumnStats(specs[i].type, *bounded(lo, hi), nulls)
-        out[path] = FileStats(rows, columns)
-    return out, {specs[i].key for i in answered}
+        out.files[path] = FileStats(sum(n for n, _ in groups.values()), columns)
+        if layout is None:
+            continue
+        layouts[path] = layout
+        out.groups[path] = {}
+        for g, (n, per) in groups.items():
+            out.groups[path][g] = FileStats(n, {
+                specs[i].key: ColumnStats(specs[i].type, *bounded(per[i][1], per[i][2]), per[i][0])
+                for i in answered})
+    return out, {specs[i].key for i in answered}, layouts
 
 
 def compute_stats(df: DataFrame, source: dict, sketches: list[ResolvedSketch],
                   files: list[list]) -> tuple[dict[str, FileEntry], dict]:
-    """Statistics of every file of ``files`` ([path, size, mtime]) that ``df`` reads; returns
-    the entries and build facts (which sketches came from footers, which from the scan)."""
+    """Statistics of every file of ``files`` ([path, size, mtime]) that ``df`` reads, and of
+    the row groups of its Parquet files that have several; returns the entries and build facts
+    (which sketches came from footers, which from the scan)."""
     specs = sketch_specs(sketches)
-    paths = [f[0] for f in files]
-    from_footers, footer_keys = ({}, set())
+    from_footers, footer_keys, layouts = (Scanned({}, {}), set(), {})
     if source.get("format") == "parquet":
-        from_footers, footer_keys = footer_stats(df, paths, sketches, specs)
+        from_footers, footer_keys, layouts = read_footers(df, files, sketches, specs)
     rest = [s for s in specs if s.key not in footer_keys]
-    scanned = scan_stats(df, sketches, rest) if rest or not from_footers else {}
+    scanned = (scan_stats(df, sketches, rest, layouts) if rest or not from_footers.files
+               else Scanned({}, {}))
     entries: dict[str, FileEntry] = {}
     for path, size, mtime in files:
-        merged: dict = {}
-        rows = None
-        for part in (from_footers.get(path), scanned.get(path)):
-            if part is not None:
-                merged.update(part.columns)
-                rows = part.rows if rows is None else rows
-        if rows is None and (rest or not from_footers):
-            rows = 0  # the scan read the file and found no rows
-        entries[path] = FileEntry(int(size), int(mtime), FileStats(rows, merged))
-    facts = {"footerSketches": sorted(footer_keys), "scannedSketches": [s.key for s in rest]}
+        stats = _merged([from_footers.files.get(path), scanned.files.get(path)])
+        if stats is None:   # the scan read the file and found no rows
+            stats = FileStats(0 if rest or not from_footers.files else None, {})
+        layout = layouts.get(path)
+        groups = () if layout is None else tuple(
+            RowGroup(start, end, _merged([from_footers.groups.get(path, {}).get(g),
+                                          scanned.groups.get(path, {}).get(g)])
+                     or FileStats(None, {}))
+            for g, (start, end) in enumerate(layout.ranges))
+        entries[path] = FileEntry(int(size), int(mtime), stats, groups)
+    facts = {"footerSketches": sorted(footer_keys), "scannedSketches": [s.key for s in rest],
+             "rowGroupFiles": len(layouts)}
     return entries, facts
+
+
+def _merged(parts: list[FileStats | None]) -> FileStats | None:
+    """The statistics of one file or row group from what the footers and the scan found."""
+    found = [p for p in parts if p is not None]
+    if not found:
+        return None
+    columns: dict = {}
+    for p in found:
+        columns.update(p.columns)
+    return FileStats(found[0].rows, columns)

@@ -11,7 +11,7 @@ from indexes.skipping import evaluator, ir, prefilter
 from indexes.skipping.build import ResolvedSketch, sketch_specs
 from indexes.skipping.mismatch import mismatch_reason
 from indexes.skipping.stats import ColumnStats, FileStats
-from indexes.skipping.store import FileEntry
+from indexes.skipping.store import FileEntry, RowGroup
 from indexes.skipping.table import Listing, StatsTable
 from indexes.source import NotApplicable, relation_schema, source_mismatch
 
@@ -29,6 +29,8 @@ class Pruning:
     unindexed: int                      # files the index has no (current) statistics for
     condition: Any = field(repr=False, default=None)   # the IR the files were judged by
     judged: dict[str, FileEntry] = field(repr=False, default_factory=dict)
+    #: of kept files whose row groups the index describes, those that may match, when not all
+    row_groups: dict[str, tuple[RowGroup, ...]] = field(repr=False, default_factory=dict)
     applicable = True
 
     @property
@@ -51,10 +53,20 @@ class Pruning:
     def describe(self) -> str:
         """One line for explain: what was skipped, and by which sketches."""
         sketches = ", ".join(f"{k}: {n}" for k, n in self.by_sketch().items())
+        groups = ""
+        if self.row_groups:
+            read = sum(len(g) for g in self.row_groups.values())
+            total = sum(len(self.judged[p].row_groups) for p in self.row_groups)
+            groups = f", {read} of {total} row groups read in {len(self.row_groups)} files"
         return (f"{self.index.name}: data skipping, {len(self.kept)} of {self.total_files} files "
-                f"kept ({self.skipped} skipped), {self.kept_bytes} of {self.total_bytes} bytes; "
-                f"{self.unindexed} files not in the index (always read); files each sketch alone "
-                f"skips: {sketches}")
+                f"kept ({self.skipped} skipped){groups}, {self.kept_bytes} of {self.total_bytes} "
+                f"bytes; {self.unindexed} files not in the index (always read); files each "
+                f"sketch alone skips: {sketches}")
+
+    def row_group_lines(self) -> str:
+        """The kept row groups for the JVM: per file, ``path \t start:end,start:end``."""
+        return "\n".join(f"{p}\t" + ",".join(f"{g.start}:{g.end}" for g in groups)
+                         for p, groups in self.row_groups.items())
 
     def by_sketch(self) -> dict[str, int]:
         """For each sketch of the index, how many files it alone would skip."""
@@ -123,11 +135,15 @@ def evaluate(relation: PlanNode, source: dict, entry: Any, table: StatsTable,
     files = source.get("files") or []
     listing = table.listing(files)
     kept = kept_files(condition, table, listing)
-    kept_bytes = sum(listing.size[p] for p in kept)
+    groups = kept_row_groups(condition, listing.judged, kept)
+    kept = [p for p in kept if groups.get(p) != ()]
+    groups = {p: g for p, g in groups.items() if g}
+    kept_bytes = sum(sum(g.end - g.start for g in groups[p]) if p in groups else listing.size[p]
+                     for p in kept)
     total_bytes, unindexed = listing.total_bytes, len(listing.unindexed)
     result = Pruning(entry, kept, len(files), total_bytes, kept_bytes, unindexed, condition,
-                     listing.judged)
-    if result.skipped == 0:
+                     listing.judged, groups)
+    if result.skipped == 0 and not groups:
         mismatch = mismatch_reason(condition, sketches_of(entry.config))
         if mismatch:
             return no("SKETCH_TYPE_MISMATCH", mismatch)
@@ -146,6 +162,22 @@ def kept_files(condition: Any, table: StatsTable, listing: Listing) -> list[str]
     survivors = [p for p in (judged if passing is None else passing & judged.keys())
                  if evaluator.may_match(condition, judged[p].stats)]
     return sorted(listing.unindexed + survivors, key=listing.position.__getitem__)
+
+
+def kept_row_groups(condition: Any, judged: dict[str, FileEntry],
+                    kept: list[str]) -> dict[str, tuple[RowGroup, ...]]:
+    """For each ``kept`` file whose row groups the index describes and some of which provably
+    hold no row the filter (IR ``condition``) accepts, the row groups that may (none: the file
+    is skipped whole)."""
+    out = {}
+    for path in kept:
+        entry = judged.get(path)
+        if entry is None or not entry.row_groups:
+            continue
+        groups = tuple(g for g in entry.row_groups if evaluator.may_match(condition, g.stats))
+        if len(groups) < len(entry.row_groups):
+            out[path] = groups
+    return out
 
 
 def choose(results: list[Any]) -> Pruning | None:

@@ -1,6 +1,9 @@
-"""The on-disk form of a data-skipping index: one Parquet file, one row per source file.
+"""The on-disk form of a data-skipping index: one Parquet file, one row per source file, and one
+more per row group of a Parquet source file that has several.
 
-Columns: ``file`` (the path as Spark lists it), ``size``, ``mtime``, ``rows``, then per sketched
+Columns: ``file`` (the path as Spark lists it), ``size``, ``mtime``, ``rows``, ``row_group``
+(null on a file's row, the row group's ordinal on its rows), ``start`` and ``end`` (a row
+group's byte range, see :class:`RowGroup`), then per sketched
 expression ``i`` (in the order of the index's ``specs``): ``s<i>_min``, ``s<i>_max``,
 ``s<i>_nulls``, ``s<i>_values`` (null when unknown or too many) and ``s<i>_bloom`` (the
 serialized filter, null when absent). Values are stored in Catalyst's internal form (dates as
@@ -9,7 +12,7 @@ days, timestamps as microseconds), so no time zone is involved in reading them b
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from indexes.skipping.stats import ColumnStats, FileStats, SketchSpec, bloom_from_bytes, bloom_to_bytes
@@ -18,12 +21,26 @@ STATS_FILE = "stats.parquet"
 
 
 @dataclass(frozen=True)
+class RowGroup:
+    """A row group of a Parquet source file: its bytes ``[start, end)``, from its first byte to
+    the next row group's first byte (the last one's to the end of the file), which hold its
+    midpoint (Parquet's reader reads the row groups whose midpoint lies in its split), and its
+    statistics (without Bloom filters)."""
+
+    start: int
+    end: int
+    stats: FileStats
+
+
+@dataclass(frozen=True)
 class FileEntry:
-    """A source file as the index saw it, and its statistics."""
+    """A source file as the index saw it, its statistics and, for a Parquet file of several row
+    groups, theirs (empty when unknown)."""
 
     size: int
     mtime: int
     stats: FileStats
+    row_groups: tuple[RowGroup, ...] = ()
 
 
 def arrow_type(spark_type: str) -> Any:
@@ -45,16 +62,23 @@ def encode(specs: list[SketchSpec], files: dict[str, FileEntry]) -> bytes:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    paths = sorted(files)
+    rows: list[tuple[str, int | None, int | None, int | None, FileStats]] = []
+    for path in sorted(files):
+        entry = files[path]
+        rows.append((path, None, None, None, entry.stats))
+        rows.extend((path, g, rg.start, rg.end, rg.stats) for g, rg in enumerate(entry.row_groups))
     columns: dict[str, Any] = {
-        "file": pa.array(paths, pa.string()),
-        "size": pa.array([files[p].size for p in paths], pa.int64()),
-        "mtime": pa.array([files[p].mtime for p in paths], pa.int64()),
-        "rows": pa.array([files[p].stats.rows for p in paths], pa.int64()),
+        "file": pa.array([r[0] for r in rows], pa.string()),
+        "size": pa.array([files[r[0]].size for r in rows], pa.int64()),
+        "mtime": pa.array([files[r[0]].mtime for r in rows], pa.int64()),
+        "rows": pa.array([r[4].rows for r in rows], pa.int64()),
+        "row_group": pa.array([r[1] for r in rows], pa.int32()),
+        "start": pa.array([r[2] for r in rows], pa.int64()),
+        "end": pa.array([r[3] for r in rows], pa.int64()),
     }
     for i, spec in enumerate(specs):
         t = arrow_type(spec.type)
-        stats = [files[p].stats.columns.get(spec.key) for p in paths]
+        stats = [r[4].columns.get(spec.key) for r in rows]
         columns[f"s{i}_min"] = pa.array([s.min if s else None for s in stats], t)
         columns[f"s{i}_max"] = pa.array([s.max if s else None for s in stats], t)
         columns[f"s{i}_nulls"] = pa.array([s.null_count if s else None for s in stats], pa.int64())
@@ -75,7 +99,9 @@ def decode(specs: list[SketchSpec], data: bytes) -> dict[str, FileEntry]:
 
     table = pq.read_table(io.BytesIO(data))
     cols = {name: table.column(name).to_pylist() for name in table.column_names}
+    groups = cols.get("row_group") or [None] * table.num_rows   # absent before row groups
     out: dict[str, FileEntry] = {}
+    row_groups: dict[str, list[RowGroup]] = {}
     for row, path in enumerate(cols["file"]):
         stats: dict[str, ColumnStats] = {}
         for i, spec in enumerate(specs):
@@ -85,8 +111,14 @@ def decode(specs: list[SketchSpec], data: bytes) -> dict[str, FileEntry]:
                 spec.type, cols[f"s{i}_min"][row], cols[f"s{i}_max"][row],
                 cols[f"s{i}_nulls"][row], frozenset(values) if values is not None else None,
                 bloom_from_bytes(bloom) if bloom is not None else None)
-        out[path] = FileEntry(cols["size"][row], cols["mtime"][row],
-                              FileStats(cols["rows"][row], stats))
+        if groups[row] is None:
+            out[path] = FileEntry(cols["size"][row], cols["mtime"][row],
+                                  FileStats(cols["rows"][row], stats))
+        else:   # written in order, after their file's row
+            row_groups.setdefault(path, []).append(
+                RowGroup(cols["start"][row], cols["end"][row], FileStats(cols["rows"][row], stats)))
+    for path, found in row_groups.items():
+        out[path] = replace(out[path], row_groups=tuple(found))
     return out
 
 

@@ -35,6 +35,7 @@ import org.apache.spark.sql.catalyst.plans.logical.Union;
 import org.apache.spark.sql.execution.datasources.CatalogFileIndex;
 import org.apache.spark.sql.execution.datasources.FileIndex;
 import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
+import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
 import org.apache.spark.sql.execution.datasources.LogicalRelation;
 import org.apache.spark.sql.execution.datasources.PartitioningAwareFileIndex;
 import org.apache.spark.sql.sources.DataSourceRegister;
@@ -736,13 +737,35 @@ public final class PlanRewrite {
    * them) in the {@code ordinal}-th file relation of {@code plan}: the relation and its output
    * stay the same, its file index lists fewer files.
    */
-  public LogicalPlan pruneFiles(LogicalPlan plan, int ordinal, String keptLines) {
+  public LogicalPlan pruneFiles(LogicalPlan plan, int ordinal, String keptLines,
+      String rowGroupLines) {
     LogicalRelation rel = (LogicalRelation) fileRelations(plan)[ordinal];
     HadoopFsRelation fs = (HadoopFsRelation) rel.relation();
     PrunedFileIndex pruned = new PrunedFileIndex(fs.location(), lineSet(keptLines));
     Object relation = copyCaseClass(fs, 0, pruned, fs.sparkSession());
+    if (!rowGroupLines.isEmpty() && selectsRowGroups(rel)) {
+      relation = copyCaseClass(relation, 4, new RowGroupParquetFormat(rowGroupLines),
+          fs.sparkSession());
+    }
     LogicalPlan replacement = (LogicalPlan) copyCaseClass(rel, 0, relation);
     return (LogicalPlan) plan.transformUp(new SameNode(rel, replacement));
+  }
+
+  /**
+   * Whether the relation's row groups may be selected: it is read by Spark's own Parquet format
+   * and reads no {@code _metadata} column (whose file block start and length are the split's).
+   */
+  private static boolean selectsRowGroups(LogicalRelation rel) {
+    if (((HadoopFsRelation) rel.relation()).fileFormat().getClass() != ParquetFileFormat.class) {
+      return false;
+    }
+    scala.collection.Seq<AttributeReference> out = rel.output();
+    for (int i = 0; i < out.size(); i++) {
+      if (out.apply(i).name().equalsIgnoreCase("_metadata")) {
+        return false;
+      }
+    }
+    return true;
   }
 
   static boolean isFileRelation(LogicalPlan plan) {

@@ -1,0 +1,141 @@
+package accelerator.jvm;
+
+import java.io.Serializable;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+import org.apache.hadoop.conf.Configuration;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.execution.datasources.PartitionedFile;
+import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
+import org.apache.spark.sql.sources.Filter;
+import org.apache.spark.sql.types.StructType;
+
+import scala.Function1;
+import scala.collection.Iterator;
+import scala.collection.immutable.Seq;
+import scala.jdk.javaapi.CollectionConverters;
+import scala.runtime.AbstractFunction1;
+
+/**
+ * Spark's Parquet format reading only some row groups of some files: those a data-skipping
+ * index's row-group statistics keep.
+ *
+ * <p>A selection is given per file (its path as {@code FileStatus.getPath().toString()}) as byte
+ * ranges {@code [start, end)}, one per kept row group, from the row group's first byte to the
+ * next one's (or the file's end). Parquet's reader reads the row groups whose midpoint lies in the
+ * split it is given; a row group's midpoint lies inside its own range, so the split is cut to
+ * each kept range in turn and read with Spark's own reader (vectorized, filters pushed down,
+ * partition values), and the row groups of other ranges are never read. A file without a
+ * selection is read whole.
+ */
+public final class RowGroupParquetFormat extends ParquetFileFormat {
+  private static final long serialVersionUID = 1L;
+
+  private final String spec;
+  private final HashMap<String, long[]> ranges;
+
+  /**
+   * {@code spec}: one line per file, {@code path \t start:end,start:end,...}.
+   */
+  public RowGroupParquetFormat(String spec) {
+    this.spec = spec;
+    this.ranges = parse(spec);
+  }
+
+  private static HashMap<String, long[]> parse(String spec) {
+    HashMap<String, long[]> out = new HashMap<>();
+    for (String line : spec.split("\n")) {
+      if (line.isEmpty()) {
+        continue;
+      }
+      int tab = line.lastIndexOf('\t');
+      String[] parts = line.substring(tab + 1).split(",");
+      long[] bounds = new long[parts.length * 2];
+      for (int i = 0; i < parts.length; i++) {
+        int colon = parts[i].indexOf(':');
+        bounds[2 * i] = Long.parseLong(parts[i].substring(0, colon));
+        bounds[2 * i + 1] = Long.parseLong(parts[i].substring(colon + 1));
+        if (bounds[2 * i + 1] <= bounds[2 * i]) {
+          throw new IllegalArgumentException("empty row-group range in " + line);
+        }
+      }
+      out.put(line.substring(0, tab), bounds);
+    }
+    return out;
+  }
+
+  /** The number of files whose row groups are selected. */
+  public int files() {
+    return ranges.size();
+  }
+
+  @Override
+  public Function1<PartitionedFile, Iterator<InternalRow>> buildReaderWithPartitionValues(
+      SparkSession session, StructType dataSchema, StructType partitionSchema,
+      StructType requiredSchema, Seq<Filter> filters, scala.collection.immutable.Map<String,
+      String> options, Configuration hadoopConf) {
+    return new Selecting(super.buildReaderWithPartitionValues(session, dataSchema,
+        partitionSchema, requiredSchema, filters, options, hadoopConf), ranges);
+  }
+
+  /** Reads a split's kept row groups, each through the wrapped reader. */
+  private static final class Selecting extends AbstractFunction1<PartitionedFile,
+      Iterator<InternalRow>> implements Serializable {
+    private static final long serialVersionUID = 1L;
+    private final Function1<PartitionedFile, Iterator<InternalRow>> reader;
+    private final HashMap<String, long[]> ranges;
+
+    Selecting(Function1<PartitionedFile, Iterator<InternalRow>> reader,
+        HashMap<String, long[]> ranges) {
+      this.reader = reader;
+      this.ranges = ranges;
+    }
+
+    @Override
+    public Iterator<InternalRow> apply(PartitionedFile file) {
+      long[] kept = ranges.get(file.toPath().toString());
+      if (kept == null) {
+        return reader.apply(file);
+      }
+      long from = file.start();
+      long to = file.start() + file.length();
+      List<PartitionedFile> parts = new ArrayList<>();
+      for (int i = 0; i < kept.length; i += 2) {
+        long start = Math.max(from, kept[i]);
+        long end = Math.min(to, kept[i + 1]);
+        if (start < end) {
+          parts.add(file.copy(file.partitionValues(), file.filePath(), start, end - start,
+              file.locations(), file.modificationTime(), file.fileSize(),
+              file.otherConstantMetadataColumnValues()));
+        }
+      }
+      java.util.Iterator<PartitionedFile> pending = parts.iterator();
+      return CollectionConverters.asScala(pending).flatMap(new AbstractFunction1<PartitionedFile,
+          scala.collection.IterableOnce<InternalRow>>() {
+            @Override
+            public scala.collection.IterableOnce<InternalRow> apply(PartitionedFile part) {
+              return reader.apply(part);
+            }
+          });
+    }
+  }
+
+  @Override
+  public boolean equals(Object o) {
+    return o instanceof RowGroupParquetFormat && ((RowGroupParquetFormat) o).spec.equals(spec);
+  }
+
+  @Override
+  public int hashCode() {
+    return spec.hashCode();
+  }
+
+  @Override
+  public String toString() {
+    return "Parquet, row groups selected in " + ranges.size() + " files";
+  }
+}
