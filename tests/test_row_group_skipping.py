@@ -162,12 +162,14 @@ def test_json_path_statistics_per_row_group_from_the_scan(spark, hs, clustered_p
     assert rows(both()) == vanilla(spark, both)
 
 
-def test_splits_of_a_file_read_each_kept_row_group_once(spark, hs, clustered_path):
+@pytest.mark.parametrize("vectorized", ["true", "false"])
+def test_splits_of_a_file_read_each_kept_row_group_once(spark, hs, clustered_path, vectorized):
     hs.createIndex(spark.read.parquet(clustered_path),
                    DataSkippingIndexConfig("rg_split", MinMaxSketch("id")))
     with session_conf(spark, **{"spark.sql.files.maxPartitionBytes": "4096",
                                 "spark.sql.files.openCostInBytes": "0",
-                                "spark.sql.parquet.filterPushdown": "false"}):
+                                "spark.sql.parquet.filterPushdown": "false",
+                                "spark.sql.parquet.enableVectorizedReader": vectorized}):
         def q():
             return spark.read.parquet(clustered_path).where(
                 "id between 4900 and 5100 or id between 12500 and 12600")
