@@ -1,6 +1,6 @@
-"""Data skipping below the file: a data-skipping index over Parquet files of several row groups
-keeps statistics per row group, and a query reads only the row groups of kept files that may
-hold its rows (Spark's own Parquet reader, given each kept row group's byte range). Results are
+"""Skipping below the file: a data-skipping index over Parquet files of several row groups keeps
+statistics per row group, a text index knows the rows holding its literals, and a query reads
+only the row groups of kept files that may hold its rows (Spark's own Parquet reader, given each kept row group's byte range). Results are
 always vanilla Spark's; the rows the scan reads show which row groups were read (with Spark's
 own Parquet filter pushdown off where it would prune the same row groups by their footers)."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import functions as F
 
-from accelerator import DataSkippingIndexConfig, MinMaxSketch, ValueListSketch
+from accelerator import DataSkippingIndexConfig, MinMaxSketch, TextIndexConfig, ValueListSketch
 from indexes.skipping.build import row_group_layout
 from indexes.skipping.ir import Cmp, Lit, Sketched
 from indexes.skipping.match import kept_row_groups
@@ -128,7 +128,7 @@ def test_plain_column_reads_only_matching_row_groups(spark, hs, clustered_path):
         assert rows(q(narrow)) == vanilla(spark, lambda: q(narrow))
         assert scan_rows(q(narrow)) == ROW_GROUP
         assert "row groups selected in 1 files" in physical(q(narrow))
-        assert "1 of 6 row groups read in 1 files" in hs.explain(
+        assert "1 row groups read in 1 files" in hs.explain(
             q(narrow), redirectFunc=lambda _: None)
         wide = "id between 5500 and 9500"
         assert rows(q(wide)) == vanilla(spark, lambda: q(wide))
@@ -247,3 +247,31 @@ def test_random_layouts_and_windows_equal_vanilla(spark, hs, tmp_path):
         assert len(expected) <= scan_rows(q()) <= read_vanilla, condition
         selected += "row groups selected" in physical(q())
     assert selected >= 3
+
+
+def test_text_index_reads_only_row_groups_holding_its_literals(spark, hs, tmp_path):
+    path = str(tmp_path / "logs")
+    for first in (0, 6000):
+        (spark.range(first, first + 6000, 1, 1)
+         .select("id", F.expr("CASE WHEN id = 1234 THEN 'disk ERR-4711 full' "
+                              "WHEN id % 500 = 7 THEN 'rare-token seen' "
+                              "WHEN id % 3 = 0 THEN NULL ELSE concat('ok request ', id) END")
+                 .alias("msg"))
+         .write.mode("append").option("parquet.block.row.count.limit", ROW_GROUP).parquet(path))
+    hs.createIndex(spark.read.parquet(path), TextIndexConfig("rg_text", column="msg"))
+    assert len(hs._lifecycle().get("rg_text").content["rowGroups"]) == 2
+
+    def q(condition):
+        return spark.read.parquet(path).where(condition)
+    with session_conf(spark, **{"spark.sql.parquet.filterPushdown": "false"}):
+        for condition, groups in [("msg like '%ERR-4711%'", 1),
+                                  ("msg like '%ERR-4711%' or msg = 'rare-token seen'", 12),
+                                  ("msg like '%ERR-4711%' or id = 9000", 12),
+                                  ("msg like '%ERR-4711%' and id < 5000", 1),
+                                  ("contains(msg, 'ERR-4711') or contains(msg, 'ok request 11999')", 2)]:
+            assert rows(q(condition)) == vanilla(spark, lambda: q(condition)), condition
+            assert scan_rows(q(condition)) == groups * ROW_GROUP, condition
+        assert "1 row groups read in 1 files" in hs.explain(
+            q("msg like '%ERR-4711%'"), redirectFunc=lambda _: None)
+        negated = "not (msg like '%ERR-4711%')"
+        assert rows(q(negated)) == vanilla(spark, lambda: q(negated))

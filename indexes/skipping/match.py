@@ -53,15 +53,18 @@ class Pruning:
     def describe(self) -> str:
         """One line for explain: what was skipped, and by which sketches."""
         sketches = ", ".join(f"{k}: {n}" for k, n in self.by_sketch().items())
-        groups = ""
-        if self.row_groups:
-            read = sum(len(g) for g in self.row_groups.values())
-            total = sum(len(self.judged[p].row_groups) for p in self.row_groups)
-            groups = f", {read} of {total} row groups read in {len(self.row_groups)} files"
         return (f"{self.index.name}: data skipping, {len(self.kept)} of {self.total_files} files "
-                f"kept ({self.skipped} skipped){groups}, {self.kept_bytes} of {self.total_bytes} "
+                f"kept ({self.skipped} skipped){self.row_groups_read()}, {self.kept_bytes} of "
+                f"{self.total_bytes} "
                 f"bytes; {self.unindexed} files not in the index (always read); files each "
                 f"sketch alone skips: {sketches}")
+
+    def row_groups_read(self) -> str:
+        """For explain: how many row groups of the files read in part are read ("" if none)."""
+        if not self.row_groups:
+            return ""
+        return (f", {sum(len(g) for g in self.row_groups.values())} row groups read in "
+                f"{len(self.row_groups)} files")
 
     def row_group_lines(self) -> str:
         """The kept row groups for the JVM: per file, ``path \t start:end,start:end``."""

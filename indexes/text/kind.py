@@ -11,6 +11,7 @@ from indexes.plan import PlanNode
 from indexes.skipping.ir import key_columns
 from indexes.source import covered_files, file_uri
 from indexes.text import match
+from indexes.skipping.build import read_footers
 from indexes.text.build import resolve_column, write_shards
 from indexes.text.config import KIND, TextIndexConfig
 from indexes.text.literals import UNICODE_VERSION
@@ -36,9 +37,10 @@ class TextKind(IndexKind):
         return TextIndexConfig(name, **check(where, fields, {"column"}, set()))
 
     def build(self, job: BuildJob) -> tuple[dict, dict]:
-        """Writes the shards of the source's files; an incremental refresh indexes only
-        appended or modified files and keeps the earlier shards, in which modified and deleted
-        files are ignored from then on."""
+        """Writes the shards of the source's files, and records the row groups of its Parquet
+        files that have several (``rowGroups``: per path, ``[first row, start, end]`` each);
+        an incremental refresh indexes only appended or modified files and keeps the earlier
+        shards, in which modified and deleted files are ignored from then on."""
         files = job.source["files"]
         current = {p: (size, mtime) for p, size, mtime in files}
         kept: list[dict] = []
@@ -63,6 +65,12 @@ class TextKind(IndexKind):
             built = write_shards(scope, job.config, job.source["format"],
                                  f"{job.data_path.rstrip('/')}/{'new' if kept else 'all'}")
         shards = kept + built
+        layouts = {p: g for p, g in (job.previous.content.get("rowGroups", {}).items()
+                                     if job.previous is not None else ())
+                   if p in current and p not in {f[0] for f in todo}}
+        if todo and job.source["format"] == "parquet":
+            layouts.update({p: [[row, *span] for row, span in zip(l.first_rows, l.ranges)]
+                            for p, l in read_footers(job.df, todo, [], [])[2].items()})
         size = sum(job.fs.size(s["path"]) for s in shards)
         job.read = IoStats.of_files(todo)
         job.written = IoStats(len(built), sum(job.fs.size(s["path"]) for s in built),
@@ -70,7 +78,7 @@ class TextKind(IndexKind):
         content = {"shards": shards, "numFiles": len(shards), "sizeInBytes": size,
                    "numRows": sum(s["rows"] for s in shards),
                    "textBytes": sum(s["textBytes"] for s in shards),
-                   "indexedFiles": len(todo), "reusedShards": len(kept)}
+                   "indexedFiles": len(todo), "reusedShards": len(kept), "rowGroups": layouts}
         return job.source, content
 
     def load(self, entry: Any, fs: Any, settings: Any) -> TextIndexReader:

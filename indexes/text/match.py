@@ -11,13 +11,15 @@ whole filter can give true on none of its rows and raise on none.
 """
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 from typing import Any
 
 from indexes.plan import Expr, PlanNode, output_attributes
 from indexes.skipping import evaluator, ir
-from indexes.skipping.match import Pruning, filter_condition, source_problem
+from indexes.skipping.match import Pruning, filter_condition, kept_row_groups, source_problem
 from indexes.skipping.stats import ColumnStats, FileStats
+from indexes.skipping.store import FileEntry, RowGroup
 from indexes.source import NotApplicable, covered_files
 from indexes.text import literals as L
 
@@ -34,7 +36,8 @@ class TextPruning(Pruning):
     def describe(self) -> str:
         looked = ", ".join(repr(x) for x in self.literals) or "(none)"
         text = (f"{self.index.name}: text index, {len(self.kept)} of {self.total_files} files "
-                f"kept ({self.skipped} skipped), {self.kept_bytes} of {self.total_bytes} bytes; "
+                f"kept ({self.skipped} skipped){self.row_groups_read()}, {self.kept_bytes} of "
+                f"{self.total_bytes} bytes; "
                 f"{self.unindexed} files not in the index (always read); literals: {looked}")
         if self.frequent:
             text += f"; frequent, files kept without lookup: {', '.join(repr(x) for x in self.frequent)}"
@@ -95,6 +98,42 @@ def predicates(conditions: list[Expr], column_key: str, name_of: ir.NameOf) -> d
     return found
 
 
+#: The most rows of a literal whose row groups are looked up (beyond, its files are read whole).
+ROW_GROUP_ROWS = 100_000
+
+
+def _kept_row_groups(condition: Any, entry: Any, reader: Any, looked_up: dict[str, L.Requirement],
+                     kept: set[str]) -> dict[str, tuple[RowGroup, ...]]:
+    """For each ``kept`` indexed file the index knows several row groups of, the row groups
+    that may hold a row the filter accepts (see :func:`indexes.skipping.match.kept_row_groups`),
+    judged from the rows of the ``looked_up`` literals (each unknown where it has more rows
+    than ROW_GROUP_ROWS)."""
+    layouts = {p: g for p, g in entry.content.get("rowGroups", {}).items() if p in kept}
+    if not layouts or not looked_up:
+        return {}
+    rows = {key: reader.matching_rows(req, ROW_GROUP_ROWS) for key, req in looked_up.items()}
+    rows = {key: found for key, found in rows.items() if found is not None}
+    if not rows:
+        return {}
+    judged = {}
+    for path, layout in layouts.items():
+        ordered = {key: sorted(found.get(path, ())) for key, found in rows.items()}
+        groups = []
+        for i, (first, start, end) in enumerate(layout):
+            end_row = layout[i + 1][0] if i + 1 < len(layout) else None
+            groups.append(RowGroup(start, end, FileStats(None, {
+                key: ColumnStats("boolean", False, _holds(at, first, end_row))
+                for key, at in ordered.items()})))
+        judged[path] = FileEntry(0, 0, FileStats(None, {}), tuple(groups))
+    return kept_row_groups(condition, judged, list(judged))
+
+
+def _holds(rows: list[int], first: int, end: int | None) -> bool:
+    """Whether sorted ``rows`` hold one in ``[first, end)`` (``end`` None: unbounded)."""
+    i = bisect.bisect_left(rows, first)
+    return i < len(rows) and (end is None or rows[i] < end)
+
+
 def _shown(req: L.Requirement) -> list[str]:
     if isinstance(req, L.Has):
         return [req.text.replace(L.START, "^").replace(L.END, "$")]
@@ -125,14 +164,16 @@ def evaluate(relation: PlanNode, source: dict, entry: Any, reader: Any, session_
                   f"'{entry.config['column']}' with a literal of 3 or more characters the index can use")
     keys = frozenset(found)
     condition = ir.translate_all(conditions, names.get, set(keys), session_tz, ansi, trusted=keys)
-    matches, literals, frequent = {}, [], []
+    matches, literals, frequent, looked_up = {}, [], [], []
     for key, req in found.items():
         matches[key], looked, kept_whole = reader.may_match(req)
         (literals if looked or not kept_whole else frequent).extend(_shown(req))
+        if looked and not kept_whole:
+            looked_up.append(key)
     indexed = {path: (size, mtime) for path, size, mtime in covered_files(entry)}
     files = source.get("files") or []
     kept: list[str] = []
-    kept_bytes = total_bytes = unindexed = 0
+    total_bytes = unindexed = 0
     for path, size, mtime in files:
         total_bytes += size
         if indexed.get(path) != (size, mtime):
@@ -143,11 +184,18 @@ def evaluate(relation: PlanNode, source: dict, entry: Any, reader: Any, session_
             if not evaluator.may_match(condition, stats):
                 continue
         kept.append(path)
-        kept_bytes += size
+    current = {path for path, size, mtime in files if indexed.get(path) == (size, mtime)}
+    groups = _kept_row_groups(condition, entry, reader, {k: found[k] for k in looked_up},
+                              current.intersection(kept))
+    kept = [p for p in kept if groups.get(p) != ()]
+    groups = {p: g for p, g in groups.items() if g}
+    sizes = {path: size for path, size, _ in files}
+    kept_bytes = sum(sum(g.end - g.start for g in groups[p]) if p in groups else sizes[p]
+                     for p in kept)
     result = TextPruning(entry, kept, len(files), total_bytes, kept_bytes, unindexed,
-                         condition, literals=tuple(dict.fromkeys(literals)),
+                         condition, row_groups=groups, literals=tuple(dict.fromkeys(literals)),
                          frequent=tuple(dict.fromkeys(frequent)))
-    if result.skipped == 0:
+    if result.skipped == 0 and not groups:
         return no("NO_FILE_SKIPPED",
                   f"the filter may match rows in every file ({len(files)} files, {unindexed} not "
                   f"in the index; literals looked up: {', '.join(result.literals) or 'none'}; "

@@ -75,6 +75,18 @@ class TextIndexReader:
             frequent += not looked_up and bool(found)
         return files, looked, frequent
 
+    def matching_rows(self, req: Requirement, limit: int) -> dict[str, set[int]] | None:
+        """The row positions per file of the rows that may meet ``req`` (a superset), or None
+        when a shard holds more than ``limit`` of them."""
+        out: dict[str, set[int]] = {}
+        for shard in self.shards():
+            found = shard.matching_rows(req, limit)
+            if found is None:
+                return None
+            for path, rows in found.items():
+                out.setdefault(path, set()).update(rows)
+        return out
+
     def search(self, query: str) -> Iterable[tuple[str, int, float]]:
         """(file, row position, score) of every indexed row matching the full-text query."""
         for shard in self.shards():

@@ -137,6 +137,24 @@ class Shard:
         ordinals = {int(b["key"]) for b in found["f"]["buckets"]}
         return {self.files[o] for o in ordinals if o < len(self.files) and self.files[o]}, True
 
+    def matching_rows(self, req: Requirement, limit: int) -> dict[str, set[int]] | None:
+        """The row positions per file of this shard's rows that may meet ``req`` (a superset),
+        or None when the postings estimate more than ``limit`` of them."""
+        searcher = self.index.searcher()
+        estimate = self._estimate(searcher, req)   # an upper bound of the hits
+        if not any(self.files) or estimate == 0:
+            return {}
+        if estimate > limit:
+            return None
+        query = _gram_query(_tantivy(), self.index.schema, req)
+        addresses = [a for _, a in searcher.search(query, limit=estimate).hits]
+        out: dict[str, set[int]] = {}
+        for f, r in zip(searcher.fast_field_values("f", addresses),
+                        searcher.fast_field_values("r", addresses)):
+            if f is not None and f < len(self.files) and self.files[f]:
+                out.setdefault(self.files[f], set()).add(r)
+        return out
+
     def search(self, query: str) -> Iterable[tuple[str, int, float]]:
         """(file, row position, score) of every row matching the full-text ``query``."""
         searcher = self.index.searcher()

@@ -42,6 +42,7 @@ class Dataset:
     partitioned: bool = False
     appended: list[list[tuple]] = field(default_factory=list)
     deleted: tuple = ()
+    row_group_rows: int | None = None   # Parquet row groups of this many rows (None: one a file)
 
     @property
     def live_files(self) -> list[list[tuple]]:
@@ -105,7 +106,8 @@ def _row(rng: random.Random, i: int, null_rate: float) -> tuple:
 
 def generate(rng: random.Random, name: str, start_id: int = 0) -> Dataset:
     """A dataset of 100-400 rows in 3-6 files, clustered by a random column so that
-    per-file statistics differ; sometimes partitioned, sometimes with an appended file."""
+    per-file statistics differ; sometimes partitioned, sometimes with an appended file, often
+    in several row groups a file."""
     n_rows = rng.randint(100, 400)
     null_rate = rng.choice([0.0, 0.05, 0.2])
     rows = [_row(rng, start_id + i, null_rate) for i in range(n_rows)]
@@ -118,8 +120,9 @@ def generate(rng: random.Random, name: str, start_id: int = 0) -> Dataset:
     if rng.random() < 0.25:   # a file added after the indexes were built (hybrid scan)
         appended = [[_row(rng, start_id + n_rows + i, null_rate) for i in range(rng.randint(1, 20))]]
     deleted = (rng.randrange(n_files),) if rng.random() < 0.15 else ()
-    return Dataset(name, files, partitioned=rng.random() < 0.3, appended=appended,
-                   deleted=deleted)
+    partitioned = rng.random() < 0.3
+    return Dataset(name, files, partitioned=partitioned, appended=appended, deleted=deleted,
+                   row_group_rows=rng.choice([None, None, 3, 10, 40]))
 
 
 def _sort_key(value):
@@ -138,9 +141,10 @@ def _parquet_files(path: str) -> set[str]:
 
 
 def write_files(spark, path: str, files: list[list[tuple]], partitioned: bool,
-                first: int = 0) -> list[str | None]:
+                first: int = 0, row_group_rows: int | None = None) -> list[str | None]:
     """Appends each list of rows to ``path`` as one Parquet file (under ``p=<file number>``
-    when ``partitioned``); returns the files' paths (None for an empty list)."""
+    when ``partitioned``, in row groups of ``row_group_rows`` rows when given); returns the
+    files' paths (None for an empty list)."""
     written: list[str | None] = []
     for number, rows in enumerate(files, start=first):
         if not rows:
@@ -149,7 +153,10 @@ def write_files(spark, path: str, files: list[list[tuple]], partitioned: bool,
         before = _parquet_files(path)
         df = spark.createDataFrame(rows, SCHEMA).coalesce(1)
         target = os.path.join(path, f"{PARTITION}={number % 3}") if partitioned else path
-        df.write.mode("append").parquet(target)
+        writer = df.write.mode("append")
+        if row_group_rows:
+            writer = writer.option("parquet.block.row.count.limit", row_group_rows)
+        writer.parquet(target)
         (new,) = _parquet_files(path) - before
         written.append(new)
     return written
@@ -159,13 +166,15 @@ def write(spark, dataset: Dataset, root: str) -> tuple[str, list]:
     """Writes the dataset's files (not its appended ones) under ``root``; returns the path and
     the files' paths."""
     path = os.path.join(root, dataset.name)
-    return path, write_files(spark, path, dataset.files, dataset.partitioned)
+    return path, write_files(spark, path, dataset.files, dataset.partitioned,
+                             row_group_rows=dataset.row_group_rows)
 
 
 def change(spark, dataset: Dataset, path: str, files: list) -> None:
     """What happens after the indexes were built: the appended files are written next to the
     others, the deleted ones removed."""
-    write_files(spark, path, dataset.appended, dataset.partitioned, first=len(dataset.files))
+    write_files(spark, path, dataset.appended, dataset.partitioned, first=len(dataset.files),
+                row_group_rows=dataset.row_group_rows)
     for i in dataset.deleted:
         if i < len(files) and files[i]:
             os.remove(files[i])

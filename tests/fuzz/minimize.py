@@ -59,7 +59,7 @@ def _shrink_query(spark, setup: case.Setup, query: Query, deadline: float) -> Qu
 
 def _smaller_datasets(dataset: data.Dataset):
     """Candidates, each tried against the current best: without the appended files, each file
-    dropped, unpartitioned, then each file halved repeatedly."""
+    dropped, unpartitioned, in one row group a file, then each file halved repeatedly."""
     if dataset.appended:
         yield replace(dataset, appended=[])
     if dataset.deleted:
@@ -70,6 +70,8 @@ def _smaller_datasets(dataset: data.Dataset):
             yield replace(dataset, files=dataset.files[:i] + dataset.files[i + 1:], deleted=deleted)
     if dataset.partitioned:
         yield replace(dataset, partitioned=False)
+    if dataset.row_group_rows:
+        yield replace(dataset, row_group_rows=None)
     for i in range(len(dataset.files)):
         rows = dataset.files[i]
         while len(rows) > 1:
@@ -105,25 +107,29 @@ def snippet(datasets: dict, specs: list, query: Query) -> str:
         "spark.conf.set('spark.accelerator.system.path', root + '/indexes')",
         "hs = Hyperspace(spark)",
         f"SCHEMA = {data.SCHEMA!r}",
-        "def write(name, files, partitioned, first=0):",
+        "def write(name, files, partitioned, first=0, row_group_rows=None):",
         "    written = []",
         "    for i, rows in enumerate(files, start=first):",
         "        before = set(glob.glob(root + '/' + name + '/**/*.parquet', recursive=True))",
         "        if rows:",
         "            target = root + '/' + name + (f'/p={i % 3}' if partitioned else '')",
-        "            spark.createDataFrame(rows, SCHEMA).coalesce(1).write.mode('append').parquet(target)",
+        "            writer = spark.createDataFrame(rows, SCHEMA).coalesce(1).write.mode('append')",
+        "            if row_group_rows:",
+        "                writer = writer.option('parquet.block.row.count.limit', row_group_rows)",
+        "            writer.parquet(target)",
         "        written.append(set(glob.glob(root + '/' + name + '/**/*.parquet', recursive=True)) - before)",
         "    return written",
     ]
     for name, ds in datasets.items():
-        lines.append(f"{name}_files = write({name!r}, {_py(ds.files)}, {ds.partitioned})")
+        lines.append(f"{name}_files = write({name!r}, {_py(ds.files)}, {ds.partitioned}, "
+                     f"row_group_rows={ds.row_group_rows})")
     for spec in specs:
         lines.append(f"{spec.dataset}_df = spark.read.parquet(root + '/{spec.dataset}')")
         lines.append(spec.code(f"{spec.dataset}_df"))
     for name, ds in datasets.items():
         if ds.appended:
             lines.append(f"write({name!r}, {_py(ds.appended)}, {ds.partitioned}, "
-                         f"first={len(ds.files)})")
+                         f"first={len(ds.files)}, row_group_rows={ds.row_group_rows})")
         for i in ds.deleted:
             lines.append(f"[os.remove(f) for f in {name}_files[{i}]]   # deleted after indexing")
         lines.append(f"spark.read.parquet(root + '/{name}').createOrReplaceTempView({name!r})")
