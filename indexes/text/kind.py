@@ -8,10 +8,10 @@ from pyspark.sql import functions as F
 
 from indexes.kind import BuildJob, IndexKind, IoStats, MatchContext, Serving, SpecCheck
 from indexes.plan import PlanNode
+from indexes.skipping.build import read_footers
 from indexes.skipping.ir import key_columns
 from indexes.source import covered_files, file_uri
 from indexes.text import match
-from indexes.skipping.build import read_footers
 from indexes.text.build import resolve_column, write_shards
 from indexes.text.config import KIND, TextIndexConfig
 from indexes.text.literals import UNICODE_VERSION
@@ -65,9 +65,10 @@ class TextKind(IndexKind):
             built = write_shards(scope, job.config, job.source["format"],
                                  f"{job.data_path.rstrip('/')}/{'new' if kept else 'all'}")
         shards = kept + built
+        redone = {f[0] for f in todo}
         layouts = {p: g for p, g in (job.previous.content.get("rowGroups", {}).items()
                                      if job.previous is not None else ())
-                   if p in current and p not in {f[0] for f in todo}}
+                   if p in current and p not in redone}
         if todo and job.source["format"] == "parquet":
             layouts.update({p: [[row, *span] for row, span in zip(l.first_rows, l.ranges)]
                             for p, l in read_footers(job.df, todo, [], [])[2].items()})

@@ -98,8 +98,9 @@ def predicates(conditions: list[Expr], column_key: str, name_of: ir.NameOf) -> d
     return found
 
 
-#: The most rows of a literal whose row groups are looked up (beyond, its files are read whole).
-ROW_GROUP_ROWS = 100_000
+#: The most rows of a literal whose row groups are looked up (beyond, its files are read whole):
+#: collecting the rows' positions is planning time.
+ROW_GROUP_ROWS = 10_000
 
 
 def _kept_row_groups(condition: Any, entry: Any, reader: Any, looked_up: dict[str, L.Requirement],
