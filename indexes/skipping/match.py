@@ -55,9 +55,8 @@ class Pruning:
         sketches = ", ".join(f"{k}: {n}" for k, n in self.by_sketch().items())
         return (f"{self.index.name}: data skipping, {len(self.kept)} of {self.total_files} files "
                 f"kept ({self.skipped} skipped){self.row_groups_read()}, {self.kept_bytes} of "
-                f"{self.total_bytes} "
-                f"bytes; {self.unindexed} files not in the index (always read); files each "
-                f"sketch alone skips: {sketches}")
+                f"{self.total_bytes} bytes; {self.unindexed} files not in the index (always "
+                f"read); files each sketch alone skips: {sketches}")
 
     def row_groups_read(self) -> str:
         """For explain: how many row groups of the files read in part are read ("" if none)."""
@@ -138,11 +137,8 @@ def evaluate(relation: PlanNode, source: dict, entry: Any, table: StatsTable,
     files = source.get("files") or []
     listing = table.listing(files)
     kept = kept_files(condition, table, listing)
-    groups = kept_row_groups(condition, listing.judged, kept)
-    kept = [p for p in kept if groups.get(p) != ()]
-    groups = {p: g for p, g in groups.items() if g}
-    kept_bytes = sum(sum(g.end - g.start for g in groups[p]) if p in groups else listing.size[p]
-                     for p in kept)
+    kept, groups, kept_bytes = read_in_part(
+        kept, kept_row_groups(condition, listing.judged, kept), listing.size)
     total_bytes, unindexed = listing.total_bytes, len(listing.unindexed)
     result = Pruning(entry, kept, len(files), total_bytes, kept_bytes, unindexed, condition,
                      listing.judged, groups)
@@ -181,6 +177,17 @@ def kept_row_groups(condition: Any, judged: dict[str, FileEntry],
         if len(groups) < len(entry.row_groups):
             out[path] = groups
     return out
+
+
+def read_in_part(kept: list[str], groups: dict[str, tuple[RowGroup, ...]],
+                 size: dict[str, int]) -> tuple[list[str], dict[str, tuple[RowGroup, ...]], int]:
+    """From the ``kept`` files and the kept row groups of some (:func:`kept_row_groups`): the
+    files still read (not those whose row groups are all skipped), the row groups of those read
+    in part, and the bytes read (a file's ``size``, or its kept row groups' ranges)."""
+    kept = [p for p in kept if groups.get(p) != ()]
+    groups = {p: g for p, g in groups.items() if g}
+    return kept, groups, sum(sum(g.end - g.start for g in groups[p]) if p in groups else size[p]
+                             for p in kept)
 
 
 def choose(results: list[Any]) -> Pruning | None:

@@ -17,7 +17,8 @@ from typing import Any
 
 from indexes.plan import Expr, PlanNode, output_attributes
 from indexes.skipping import evaluator, ir
-from indexes.skipping.match import Pruning, filter_condition, kept_row_groups, source_problem
+from indexes.skipping.match import (Pruning, filter_condition, kept_row_groups, read_in_part,
+                                    source_problem)
 from indexes.skipping.stats import ColumnStats, FileStats
 from indexes.skipping.store import FileEntry, RowGroup
 from indexes.source import NotApplicable, covered_files
@@ -186,13 +187,10 @@ def evaluate(relation: PlanNode, source: dict, entry: Any, reader: Any, session_
                 continue
         kept.append(path)
     current = {path for path, size, mtime in files if indexed.get(path) == (size, mtime)}
-    groups = _kept_row_groups(condition, entry, reader, {k: found[k] for k in looked_up},
-                              current.intersection(kept))
-    kept = [p for p in kept if groups.get(p) != ()]
-    groups = {p: g for p, g in groups.items() if g}
-    sizes = {path: size for path, size, _ in files}
-    kept_bytes = sum(sum(g.end - g.start for g in groups[p]) if p in groups else sizes[p]
-                     for p in kept)
+    kept, groups, kept_bytes = read_in_part(
+        kept, _kept_row_groups(condition, entry, reader, {k: found[k] for k in looked_up},
+                               current.intersection(kept)),
+        {path: size for path, size, _ in files})
     result = TextPruning(entry, kept, len(files), total_bytes, kept_bytes, unindexed,
                          condition, row_groups=groups, literals=tuple(dict.fromkeys(literals)),
                          frequent=tuple(dict.fromkeys(frequent)))

@@ -4,7 +4,6 @@ import java.io.Serializable;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.SparkSession;
@@ -66,11 +65,6 @@ public final class RowGroupParquetFormat extends ParquetFileFormat {
       out.put(line.substring(0, tab), bounds);
     }
     return out;
-  }
-
-  /** The number of files whose row groups are selected. */
-  public int files() {
-    return ranges.size();
   }
 
   @Override
