@@ -1,10 +1,12 @@
 """Skipping below the file: a data-skipping index over Parquet files of several row groups keeps
 statistics per row group, a text index knows the rows holding its literals, and a query reads
-only the row groups of kept files that may hold its rows (Spark's own Parquet reader, given each kept row group's byte range). Results are
-always vanilla Spark's; the rows the scan reads show which row groups were read (with Spark's
-own Parquet filter pushdown off where it would prune the same row groups by their footers)."""
+only the row groups of kept files that may hold its rows (Spark's own Parquet reader, given
+each kept row group's byte range). Results are always vanilla Spark's; the rows the scan reads
+show which row groups were read (with Spark's own Parquet filter pushdown off where it would
+prune the same row groups by their footers)."""
 from __future__ import annotations
 
+import os
 import random
 
 import pyarrow as pa
@@ -30,7 +32,7 @@ def test_layout_places_each_midpoint_in_its_own_range(tmp_path, dictionary):
     table = pa.table({"k": [i // 7 for i in range(5000)], "s": [f"v{i % 50}" for i in range(5000)]})
     pq.write_table(table, path, row_group_size=1200, use_dictionary=dictionary)
     meta = pq.ParquetFile(path).metadata
-    layout = row_group_layout(meta, len(open(path, "rb").read()))
+    layout = row_group_layout(meta, os.path.getsize(path))
     assert layout.first_rows == (0, 1200, 2400, 3600, 4800)
     assert layout.ranges[0][0] == 4   # after the magic bytes
     for (start, end), (next_start, _) in zip(layout.ranges, layout.ranges[1:]):
