@@ -324,24 +324,19 @@ def _fold_groups(specs: list[SketchSpec], counts: dict[tuple[str, int], int],
     for path, g in counts:
         by_path.setdefault(path, []).append(g)
     for path, ordinals in by_path.items():
-        ordinals.sort()
-        columns = {}
-        for i, spec in enumerate(specs):
-            merged = None
-            for g in ordinals:
-                part = accs.get((path, g, i))
-                if part is None:
-                    continue
-                if path in layered:
-                    groups.setdefault(path, {}).setdefault(g, FileStats(counts[(path, g)], {}))
-                    groups[path][g].columns[spec.key] = replace(part.result(), bloom=None)
-                if merged is None:
-                    merged = StatsAccumulator.from_bytes(spec, part.to_bytes())
+        merged: dict[int, StatsAccumulator] = {}
+        for g in sorted(ordinals):
+            parts = {i: accs[(path, g, i)] for i in range(len(specs)) if (path, g, i) in accs}
+            if path in layered:   # taken before the parts are merged into the file's
+                groups.setdefault(path, {})[g] = FileStats(counts[(path, g)], {
+                    specs[i].key: replace(part.result(), bloom=None) for i, part in parts.items()})
+            for i, part in parts.items():
+                if i in merged:
+                    merged[i].merge(part)
                 else:
-                    merged.merge(part)
-            if merged is not None:
-                columns[spec.key] = merged.result()
-        files[path] = FileStats(sum(counts[(path, g)] for g in ordinals), columns)
+                    merged[i] = part
+        files[path] = FileStats(sum(counts[(path, g)] for g in ordinals),
+                                {specs[i].key: acc.result() for i, acc in merged.items()})
     return Scanned(files, groups)
 
 
