@@ -179,11 +179,12 @@ class Hyperspace:
 
         ``query`` is in tantivy's query language over the column's words (lower-cased, split
         at non-alphanumeric characters): terms, ``"phrases"``, ``AND``/``OR``, ``-x`` to
-        exclude, prefixes (``time*``). The index selects the files holding a match; every row
+        exclude, prefixes (``time*``). The index selects the files that may hold a match; every row
         of those files (and of files the index does not know yet) is checked exactly, so the
         result is the same whether or not the index is up to date. ``score=True`` adds a
-        ``score`` column (tantivy's BM25 over the whole index; Parquet sources only; null for
-        rows of files the index does not hold).
+        ``score`` column (tantivy's BM25 over the whole index; Parquet sources and indexes
+        created with ``TextIndexConfig(..., scoring=True)`` only; null for rows of files the
+        index does not hold).
 
         Raises IndexNotFoundError, InvalidIndexConfigError when the index is not an ACTIVE
         text index over ``df``'s source or the query does not parse, and
@@ -216,6 +217,10 @@ class Hyperspace:
             raise InvalidIndexConfigError(
                 f"index '{entry.name}': invalid full-text query {query!r}: {e}") from None
         reader = session.rewriter(self.spark).state(entry, self._settings())
+        if score and not reader.scores_rows():
+            raise InvalidIndexConfigError(
+                f"index '{entry.name}': score=True needs an index of one document per row; this "
+                "one holds groups of rows: recreate it with TextIndexConfig(..., scoring=True)")
         self._ops.prepare_executors(kinds.kind_of(entry))
         with session.suspended(self.spark):
             return text_search.search(df, entry, source, reader, query, score)

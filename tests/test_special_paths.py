@@ -157,14 +157,16 @@ def test_data_skipping_index(spark, hs, source):
     check("code = 'c3' AND id < 100", 10, 1)
 
 
-def test_text_index_and_search(spark, hs, source):
+@pytest.mark.parametrize("scoring", [False, True])
+def test_text_index_and_search(spark, hs, source, scoring):
     df = spark.read.parquet(source)
-    hs.createIndex(df, TextIndexConfig("txt", column="message"))
+    hs.createIndex(df, TextIndexConfig("txt", column="message", scoring=scoring))
     like = lambda: spark.read.parquet(source).where("message LIKE '%ERR-0107%'")  # noqa: E731
     assert len(same_rows(spark, like)) == 1 and len(like().inputFiles()) == 1
     assert sorted(r.id for r in hs.search(df, "txt", "err-0107 OR err-0257").collect()) == [107, 257]
-    scored = hs.search(df, "txt", "err-0107 OR err-0257", score=True).collect()
-    assert sorted(r.id for r in scored) == [107, 257] and all(r.score > 0 for r in scored)
+    if scoring:
+        scored = hs.search(df, "txt", "err-0107 OR err-0257", score=True).collect()
+        assert sorted(r.id for r in scored) == [107, 257] and all(r.score > 0 for r in scored)
     append(spark, source, range(1000, 1010))
     stale = lambda: spark.read.parquet(source).where("message LIKE '%ERR-1007%'")  # noqa: E731
     assert len(same_rows(spark, stale)) == 1 and len(stale().inputFiles()) == 2   # + appended
@@ -172,8 +174,9 @@ def test_text_index_and_search(spark, hs, source):
     assert sorted(r.id for r in hs.search(df, "txt", "err-1007 OR err-0107").collect()) == [107, 1007]
     hs.refreshIndex("txt", mode="incremental")
     assert len(same_rows(spark, stale)) == 1 and len(stale().inputFiles()) == 1
-    scored = hs.search(df, "txt", "err-1007 OR err-0107", score=True).collect()
-    assert sorted(r.id for r in scored) == [107, 1007] and all(r.score > 0 for r in scored)
+    if scoring:
+        scored = hs.search(df, "txt", "err-1007 OR err-0107", score=True).collect()
+        assert sorted(r.id for r in scored) == [107, 1007] and all(r.score > 0 for r in scored)
     append(spark, source, range(2000, 2010))
     hs.refreshIndex("txt", mode="full")
     assert hs._lifecycle().get("txt").content["indexedFiles"] == 12

@@ -146,16 +146,21 @@ def test_deleted_file_is_ignored_until_full_refresh(spark, hs, logs):
     check(spark, spark.read.parquet(logs).where("message LIKE '%ERR-0257%'"), 1)
 
 
-def test_search_returns_exactly_the_matching_rows(spark, hs, logs):
+@pytest.mark.parametrize("scoring", [False, True])
+def test_search_returns_exactly_the_matching_rows(spark, hs, logs, scoring):
     df = spark.read.parquet(logs)
-    hs.createIndex(df, TextIndexConfig("txt", column="message"))
+    hs.createIndex(df, TextIndexConfig("txt", column="message", scoring=scoring))
     found = hs.search(df, "txt", '"db-1" AND timeout')
     expected = [r for r in range(800) if message(r) and "db-1 " in message(r)]
     assert sorted(r.id for r in found.collect()) == expected
     assert found.columns == df.columns
-    scored = hs.search(df, "txt", "err-0107 OR err-0207", score=True).collect()
-    assert sorted(r.id for r in scored) == [107, 207]
-    assert all(r.score > 0 for r in scored)
+    if scoring:
+        scored = hs.search(df, "txt", "err-0107 OR err-0207", score=True).collect()
+        assert sorted(r.id for r in scored) == [107, 207]
+        assert all(r.score > 0 for r in scored)
+    else:
+        with pytest.raises(InvalidIndexConfigError, match=r"holds groups of rows.*scoring=True"):
+            hs.search(df, "txt", "err-0107", score=True)
     assert sorted(r.id for r in hs.search(df, "txt", "timeout -db").collect()) == []
     assert hs.search(df, "txt", "nosuchword").count() == 0
     prefixed = hs.search(df, "txt", "tim* AND code*")
@@ -220,7 +225,7 @@ rows = [(i, f"INFO {i} request timeout at db-{i % 3}") for i in range(50_000)]
 spark.createDataFrame(rows, "id long, message string").repartition(2).write.parquet(base + "/logs")
 df = spark.read.parquet(base + "/logs")
 hs = Hyperspace(spark)
-hs.createIndex(df, TextIndexConfig("txt", column="message"))
+hs.createIndex(df, TextIndexConfig("txt", column="message", scoring=True))
 print("limit", len(hs.search(df, "txt", "timeout").limit(1).collect()), flush=True)
 hs.search(df, "txt", "timeout", score=True).show(5)
 print("count", hs.search(df, "txt", "timeout -1").count(), flush=True)
@@ -258,6 +263,8 @@ def test_config_errors(spark, hs, logs):
         hs.createIndex(df, TextIndexConfig("t3", column="lower(message)"))
     with pytest.raises(InvalidIndexConfigError, match="non-empty"):
         hs.createIndex(df, TextIndexConfig("t4", column=""))
+    with pytest.raises(InvalidIndexConfigError, match="scoring must be True or False, not 'yes'"):
+        TextIndexConfig("t5", column="message", scoring="yes")
 
 
 def test_explain_shows_skipped_files_and_literals(spark, hs, logs):

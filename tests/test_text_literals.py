@@ -89,22 +89,24 @@ def random_regex(rng: random.Random, sample: str) -> str:
     return lit()
 
 
-@pytest.fixture(scope="module")
-def corpus(tmp_path_factory):
-    """40 files of 1-12 rows in 4 shards (files split across shards too), all looked up."""
+@pytest.fixture(scope="module", params=["rows", "groups"])
+def corpus(request, tmp_path_factory):
+    """40 files of 1-12 rows in 4 shards (files split across shards too), all looked up; the
+    shards hold one document per row, or per group of rows."""
     rng = random.Random(20261122)
     files = {f"file:/data/f{i:02d}.parquet": [random_value(rng) for _ in range(rng.randint(1, 12))]
              for i in range(40)}
+    grouped = request.param == "groups"
     shards = []
     for s in range(4):
         directory = str(tmp_path_factory.mktemp(f"shard{s}"))
-        writer = ShardWriter(directory, heap_bytes=15_000_000)
+        writer = ShardWriter(directory, heap_bytes=15_000_000, grouped=grouped)
         for path, values in files.items():
             for row, v in enumerate(values):
                 if hash((path, row)) % 4 == s:
                     writer.add(path, row, v)
         writer.close()
-        shard = Shard.open(directory, list(writer.files))
+        shard = Shard.open(directory, list(writer.files), grouped)
         shard.frequent_share = 1.0
         shards.append(shard)
     return files, shards

@@ -1,5 +1,6 @@
 """Building a text index: resolve the column, then one Spark job whose tasks each write a
-tantivy shard over the rows they read.
+tantivy shard over the rows they read (one document per group of rows, or per row for an index
+that scores rows; see :mod:`indexes.text.shards`).
 
 Executors build their shard in a local temporary directory and return its files as rows
 ``(shard, name, part, data)`` (chunks of at most :data:`CHUNK_BYTES`) plus one row carrying the
@@ -18,7 +19,7 @@ from indexes.errors import InvalidIndexConfigError
 from indexes.plan import chain
 from indexes.skipping import ir
 from indexes.skipping.build import analysed_expressions
-from indexes.source import hadoop_path
+from indexes.source import file_uri, hadoop_path
 from indexes.text.config import TextIndexConfig
 
 SHARDS_DIR = "shards"
@@ -55,8 +56,9 @@ def resolve_column(df: DataFrame, config: TextIndexConfig) -> dict:
     return {"column": config.column, "key": ir.expression_key(expr, names.get), "path": path}
 
 
-def _shard_task(with_rows: bool):
-    """The task function: one shard over every row of the task (file, value[, row index])."""
+def _shard_task(with_rows: bool, grouped: bool, first_rows: dict[str, list[int]]):
+    """The task function: one shard over every row of the task (file, value[, row index]);
+    ``first_rows``: per file URI, the first row of each of its row groups (where known)."""
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import shutil
         import tempfile
@@ -80,7 +82,8 @@ def _shard_task(with_rows: bool):
             writer = None
             for batch in batches:
                 if writer is None:
-                    writer = ShardWriter(f"{tmp}/shard")
+                    writer = ShardWriter(f"{tmp}/shard", grouped=grouped,
+                                         first_rows=first_rows)
                 files = batch.column(0).to_pylist()
                 values = batch.column(1).to_pylist()
                 rows = batch.column(2).to_pylist() if with_rows else [-1] * len(files)
@@ -91,7 +94,8 @@ def _shard_task(with_rows: bool):
             names = writer.close()
             shard = uuid.uuid4().hex
             manifest = json.dumps({"files": list(writer.files), "rows": writer.rows,
-                                   "textBytes": writer.text_bytes})
+                                   "textBytes": writer.text_bytes,
+                                   "docs": "groups" if grouped else "rows"})
             for name in names:
                 with open(f"{tmp}/shard/{name}", "rb") as fh:
                     part = 0
@@ -109,15 +113,20 @@ def _shard_task(with_rows: bool):
     return run
 
 
-def write_shards(df: DataFrame, column: dict, source_format: str, data_path: str) -> list[dict]:
-    """Writes the shards of ``df``'s rows under ``data_path``; returns one manifest per shard:
-    ``{"id", "path" (its Parquet file), "files" (source paths by ordinal), "rows", "textBytes"}``."""
+def write_shards(df: DataFrame, column: dict, source_format: str, data_path: str,
+                 first_rows: dict[str, list[int]]) -> list[dict]:
+    """Writes the shards of ``df``'s rows under ``data_path`` (of groups of rows, cut at the row
+    groups ``first_rows`` gives per source path, unless the index scores rows); returns one
+    manifest per shard: ``{"id", "path" (its Parquet file), "files" (source paths by ordinal),
+    "rows", "textBytes", "docs" ("groups" or "rows")}``."""
     parquet = source_format == "parquet"
     columns = [F.col("_metadata.file_path"), F.expr(column["column"]).alias("t")]
     if parquet:
         columns.append(F.col("_metadata.row_index"))
     target = data_path.rstrip("/") + "/" + SHARDS_DIR
-    (df.select(*columns).mapInArrow(_shard_task(parquet), SHARD_SCHEMA)
+    task = _shard_task(parquet, not column.get("scoring", True),   # indexes before groups: rows
+                       {file_uri(p): rows for p, rows in first_rows.items()})
+    (df.select(*columns).mapInArrow(task, SHARD_SCHEMA)
      .write.parquet(target))
     spark = df.sparkSession
     found = (spark.read.schema(SHARD_SCHEMA).parquet(target).where("manifest IS NOT NULL")
@@ -127,5 +136,5 @@ def write_shards(df: DataFrame, column: dict, source_format: str, data_path: str
         m = json.loads(r.manifest)
         out.append({"id": r.shard, "path": hadoop_path(r.at),
                      "files": [hadoop_path(f) for f in m["files"]],
-                     "rows": m["rows"], "textBytes": m["textBytes"]})
+                     "rows": m["rows"], "textBytes": m["textBytes"], "docs": m["docs"]})
     return out

@@ -19,7 +19,8 @@ from indexes.text.reader import TextIndexReader
 
 
 class TextKind(IndexKind):
-    """One tantivy document per source row (trigrams and words), sharded per build task."""
+    """Tantivy documents of groups of source rows (or of rows, to score them) holding their
+    trigrams and words, sharded per build task."""
 
     name = KIND
     display_name = "TextIndex"
@@ -30,11 +31,12 @@ class TextKind(IndexKind):
     executor_modules = ("pyarrow", "pandas", "tantivy")
 
     def resolve(self, df: Any, config: TextIndexConfig, source: dict, settings: Any) -> dict:
-        return {**resolve_column(df, config), "unicodeVersion": UNICODE_VERSION}
+        return {**resolve_column(df, config), "unicodeVersion": UNICODE_VERSION,
+                "scoring": config.scoring}
 
     def config_from_spec(self, name: str, fields: dict, where: str,
                          check: SpecCheck) -> TextIndexConfig:
-        return TextIndexConfig(name, **check(where, fields, {"column"}, set()))
+        return TextIndexConfig(name, **check(where, fields, {"column"}, {"scoring"}))
 
     def build(self, job: BuildJob) -> tuple[dict, dict]:
         """Writes the shards of the source's files, and records the row groups of its Parquet
@@ -58,13 +60,6 @@ class TextKind(IndexKind):
             target = f"{job.data_path.rstrip('/')}/shards/kept-{i:05d}.parquet"
             job.fs.copy(shard["path"], target)
             kept[i] = {**shard, "path": job.fs.qualify(target)}
-        built: list[dict] = []
-        if todo:
-            scope = job.df if job.previous is None else job.df.where(
-                F.col("_metadata.file_path").isin([file_uri(p) for p, _, _ in todo]))
-            built = write_shards(scope, job.config, job.source["format"],
-                                 f"{job.data_path.rstrip('/')}/{'new' if kept else 'all'}")
-        shards = kept + built
         redone = {f[0] for f in todo}
         layouts = {p: g for p, g in (job.previous.content.get("rowGroups", {}).items()
                                      if job.previous is not None else ())
@@ -72,6 +67,14 @@ class TextKind(IndexKind):
         if todo and job.source["format"] == "parquet":
             layouts.update({p: [[row, *span] for row, span in zip(l.first_rows, l.ranges)]
                             for p, l in read_footers(job.df, todo, [], [])[2].items()})
+        built: list[dict] = []
+        if todo:
+            scope = job.df if job.previous is None else job.df.where(
+                F.col("_metadata.file_path").isin([file_uri(p) for p, _, _ in todo]))
+            built = write_shards(scope, job.config, job.source["format"],
+                                 f"{job.data_path.rstrip('/')}/{'new' if kept else 'all'}",
+                                 {p: [g[0] for g in layouts[p]] for p in redone if p in layouts})
+        shards = kept + built
         size = sum(job.fs.size(s["path"]) for s in shards)
         job.read = IoStats.of_files(todo)
         job.written = IoStats(len(built), sum(job.fs.size(s["path"]) for s in built),

@@ -11,7 +11,6 @@ whole filter can give true on none of its rows and raise on none.
 """
 from __future__ import annotations
 
-import bisect
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,41 +98,41 @@ def predicates(conditions: list[Expr], column_key: str, name_of: ir.NameOf) -> d
     return found
 
 
-#: The most rows of a literal whose row groups are looked up (beyond, its files are read whole):
-#: collecting the rows' positions is planning time.
-ROW_GROUP_ROWS = 10_000
+#: The most documents (rows, or groups of rows) of a literal whose row groups are looked up
+#: (beyond, its files are read whole): collecting their positions is planning time.
+ROW_GROUP_DOCS = 10_000
 
 
 def _kept_row_groups(condition: Any, entry: Any, reader: Any, looked_up: dict[str, L.Requirement],
                      kept: set[str]) -> dict[str, tuple[RowGroup, ...]]:
     """For each ``kept`` indexed file the index knows several row groups of, the row groups
     that may hold a row the filter accepts (see :func:`indexes.skipping.match.kept_row_groups`),
-    judged from the rows of the ``looked_up`` literals (each unknown where it has more rows
-    than ROW_GROUP_ROWS)."""
+    judged from the rows of the ``looked_up`` literals (each unknown where more than
+    ROW_GROUP_DOCS documents hold it)."""
     layouts = {p: g for p, g in entry.content.get("rowGroups", {}).items() if p in kept}
     if not layouts or not looked_up:
         return {}
-    rows = {key: reader.matching_rows(req, ROW_GROUP_ROWS) for key, req in looked_up.items()}
-    rows = {key: found for key, found in rows.items() if found is not None}
-    if not rows:
+    ranges = {key: reader.matching_ranges(req, ROW_GROUP_DOCS) for key, req in looked_up.items()}
+    ranges = {key: found for key, found in ranges.items() if found is not None}
+    if not ranges:
         return {}
     judged = {}
     for path, layout in layouts.items():
-        ordered = {key: sorted(found.get(path, ())) for key, found in rows.items()}
+        ordered = {key: found.get(path, []) for key, found in ranges.items()}
         groups = []
         for i, (first, start, end) in enumerate(layout):
             end_row = layout[i + 1][0] if i + 1 < len(layout) else None
             groups.append(RowGroup(start, end, FileStats(None, {
-                key: ColumnStats("boolean", False, _holds(at, first, end_row))
+                key: ColumnStats("boolean", False, _meets(at, first, end_row))
                 for key, at in ordered.items()})))
         judged[path] = FileEntry(0, 0, FileStats(None, {}), tuple(groups))
     return kept_row_groups(condition, judged, list(judged))
 
 
-def _holds(rows: list[int], first: int, end: int | None) -> bool:
-    """Whether sorted ``rows`` hold one in ``[first, end)`` (``end`` None: unbounded)."""
-    i = bisect.bisect_left(rows, first)
-    return i < len(rows) and (end is None or rows[i] < end)
+def _meets(ranges: list[tuple[int, int]], first: int, end: int | None) -> bool:
+    """Whether one of the ``ranges`` (first, last) meets rows ``[first, end)`` (``end`` None:
+    unbounded)."""
+    return any(last >= first and (end is None or start < end) for start, last in ranges)
 
 
 def _shown(req: L.Requirement) -> list[str]:

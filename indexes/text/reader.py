@@ -31,7 +31,8 @@ class TextIndexReader:
         """Every shard, copied into the local cache first if needed."""
         with self._lock:
             if self._opened is None:
-                self._opened = [Shard.open(self._local(m), m["files"]) for m in self._manifests]
+                self._opened = [Shard.open(self._local(m), m["files"], grouped(m))
+                                for m in self._manifests]
             return self._opened
 
     def _local(self, manifest: dict) -> str:
@@ -75,19 +76,35 @@ class TextIndexReader:
             frequent += not looked_up and bool(found)
         return files, looked, frequent
 
-    def matching_rows(self, req: Requirement, limit: int) -> dict[str, set[int]] | None:
-        """The row positions per file of the rows that may meet ``req`` (a superset), or None
-        when a shard holds more than ``limit`` of them."""
-        out: dict[str, set[int]] = {}
+    def matching_ranges(self, req: Requirement,
+                        limit: int) -> dict[str, list[tuple[int, int]]] | None:
+        """Per file, ranges of row positions (first, last) holding every row that may meet
+        ``req`` (a superset), or None when a shard has more than ``limit`` documents holding
+        it."""
+        out: dict[str, list[tuple[int, int]]] = {}
         for shard in self.shards():
-            found = shard.matching_rows(req, limit)
+            found = shard.matching_ranges(req, limit)
             if found is None:
                 return None
-            for path, rows in found.items():
-                out.setdefault(path, set()).update(rows)
+            for path, ranges in found.items():
+                out.setdefault(path, []).extend(ranges)
         return out
 
+    def scores_rows(self) -> bool:
+        """Whether every shard holds one document per row (needed for scores)."""
+        return not any(grouped(m) for m in self._manifests)
+
+    def candidate_files(self, query: str) -> set[str]:
+        """The indexed files that may hold a row matching the full-text query."""
+        return set().union(*(shard.candidate_files(query) for shard in self.shards()))
+
     def search(self, query: str) -> Iterable[tuple[str, int, float]]:
-        """(file, row position, score) of every indexed row matching the full-text query."""
+        """(file, row position, score) of every indexed row matching the full-text query;
+        only when :meth:`scores_rows`."""
         for shard in self.shards():
             yield from shard.search(query)
+
+
+def grouped(manifest: dict) -> bool:
+    """Whether a shard's documents are groups of rows (manifests before groups: rows)."""
+    return manifest.get("docs") == "groups"

@@ -1,5 +1,5 @@
-"""Full-text search over a text index: the index selects the files holding a match, then every
-row of those files is checked exactly by tantivy itself (an in-memory index over each batch of
+"""Full-text search over a text index: the index selects the files that may hold a match, then
+every row of those files is checked exactly by tantivy itself (an in-memory index over each batch of
 rows, the same tokenizer and query parser), so no row is returned that does not match."""
 from __future__ import annotations
 
@@ -32,8 +32,8 @@ def search(df: DataFrame, entry: Any, source: dict, reader: Any, query: str,
     """The rows of ``df`` (reading ``source``) whose indexed column matches ``query``."""
     spark = df.sparkSession
     indexed = {p: (size, mtime) for p, size, mtime in entry.source.get("files", [])}
-    hits = [h for h in reader.search(query) if h[0] in indexed]
-    hit_files = {f for f, _, _ in hits}
+    hits = [h for h in reader.search(query) if h[0] in indexed] if score else []
+    hit_files = {f for f, _, _ in hits} if score else reader.candidate_files(query)
     candidates = [p for p, size, mtime in source["files"]
                   if indexed.get(p) != (size, mtime) or p in hit_files]
     extra = [F.expr(entry.config["column"]).alias(_TEXT), F.col("_metadata.file_path").alias(_FILE)]

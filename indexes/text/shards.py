@@ -1,18 +1,29 @@
 """Tantivy shards of a text index: their schema, how one is written from a task's rows, and
 how one answers "which files may hold a value meeting this requirement" and full-text queries.
 
-One tantivy document per row: ``f`` the row's file (ordinal within the shard), ``r`` its row
-position in the file (Parquet's ``_metadata.row_index``, -1 when unknown), ``g`` the trigrams
-of the folded, anchored value (doc ids only) and ``w`` the value as tantivy's default
-tokenizer sees it (words with positions, for :meth:`Shard.search`).
+A shard holds documents of one of two layouts (its manifest's ``docs``):
+
+- ``groups`` (the default): one document per group of at most :data:`GROUP_ROWS` consecutive
+  rows of one file, within one row group when the file's layout is known: ``f`` the file
+  (ordinal within the shard), ``r`` and ``e`` its first and last row position in the file
+  (Parquet's ``_metadata.row_index``, -1 when unknown), ``g`` the trigrams of its folded,
+  anchored values and ``w`` their words as tantivy's default tokenizer sees them, both as doc
+  ids only. Postings per group rather than per row make the index a small fraction of the
+  column; a full-text query is relaxed to what a group holds (:mod:`indexes.text.relax`).
+- ``rows`` (``TextIndexConfig(scoring=True)`` and indexes built before groups): one document
+  per row, ``f``, ``r`` and ``g`` as above and ``w`` with word positions, so a query matches
+  rows exactly and gets tantivy's BM25 score per row (:meth:`Shard.search`).
 """
 from __future__ import annotations
 
+import bisect
+import functools
 import os
 import re
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from indexes.text import relax
 from indexes.text.literals import END, GRAM, START, AllOf, Has, Requirement, fold, grams
 
 GRAMS_TOKENIZER = "accelerator_trigram"
@@ -21,6 +32,8 @@ GRAMS_TOKENIZER = "accelerator_trigram"
 #: hold it, and collecting its postings would cost milliseconds per shard).
 FREQUENT_SHARE = 0.2
 FREQUENT_ROWS = 10_000
+#: The most rows one document of a grouped shard holds.
+GROUP_ROWS = 10_000
 
 
 def _tantivy() -> Any:
@@ -29,13 +42,17 @@ def _tantivy() -> Any:
     return tantivy
 
 
-def schema() -> Any:
+def schema(grouped: bool = False) -> Any:
+    """The fields of a shard's documents (see the module's docstring)."""
     t = _tantivy()
     b = t.SchemaBuilder()
     b.add_integer_field("f", fast=True, indexed=False)
     b.add_integer_field("r", fast=True, indexed=False)
+    if grouped:
+        b.add_integer_field("e", fast=True, indexed=False)
     b.add_text_field("g", tokenizer_name=GRAMS_TOKENIZER, index_option="basic")
-    b.add_text_field("w", tokenizer_name="default", index_option="position")
+    b.add_text_field("w", tokenizer_name="default",
+                     index_option="basic" if grouped else "position")
     return b.build()
 
 
@@ -52,14 +69,24 @@ def indexed_form(value: str) -> str:
 
 
 class ShardWriter:
-    """Writes one shard into a local directory from (file, row position, value) rows."""
+    """Writes one shard into a local directory from (file, row position, value) rows.
 
-    def __init__(self, directory: str, heap_bytes: int = 64 * 1024 * 1024):
+    ``grouped``: one document per group of rows (see the module's docstring), cut where the
+    file changes, the row group changes (``first_rows``: per file, the first row of each of its
+    row groups, ascending), the rows stop ascending, or the group reaches :data:`GROUP_ROWS`."""
+
+    def __init__(self, directory: str, heap_bytes: int = 64 * 1024 * 1024, grouped: bool = False,
+                 first_rows: dict[str, list[int]] | None = None):
         t = _tantivy()
         self.directory = directory
         os.makedirs(directory, exist_ok=True)
-        self._index = _register(t.Index(schema(), path=directory))
+        self.grouped = grouped
+        self._index = _register(t.Index(schema(grouped), path=directory))
         self._writer = self._index.writer(heap_bytes, 1)
+        self._first_rows = first_rows or {}
+        self._group: tuple | None = None     # (file ordinal, row group, first row, last row)
+        self._doc: Any = None
+        self._doc_rows = 0
         self.files: dict[str, int] = {}
         self.rows = 0
         self.text_bytes = 0
@@ -67,19 +94,50 @@ class ShardWriter:
     def add(self, file: str, row: int, value: str | None) -> None:
         ordinal = self.files.setdefault(file, len(self.files))
         self.rows += 1
+        if self.grouped:
+            self._add_to_group(file, ordinal, row, value)
+            return
         if value is None:
             return
-        t = _tantivy()
-        doc = t.Document()
+        doc = _tantivy().Document()
         doc.add_integer("f", ordinal)
         doc.add_integer("r", row)
+        self._add_value(doc, value)
+        self._writer.add_document(doc)
+
+    def _add_value(self, doc: Any, value: str) -> None:
         doc.add_text("g", indexed_form(value))
         doc.add_text("w", value)
-        self._writer.add_document(doc)
         self.text_bytes += len(value.encode("utf-8", "surrogatepass"))
+
+    def _add_to_group(self, file: str, ordinal: int, row: int, value: str | None) -> None:
+        starts = self._first_rows.get(file)
+        group = bisect.bisect_right(starts, row) if starts else 0
+        current = self._group
+        if (current is None or current[:2] != (ordinal, group) or row < current[3]
+                or self._doc_rows >= GROUP_ROWS):
+            self._flush()
+            current = (ordinal, group, row, row)
+        self._group = current[:3] + (row,)
+        self._doc_rows += 1
+        if value is not None:
+            if self._doc is None:
+                self._doc = _tantivy().Document()
+            self._add_value(self._doc, value)
+
+    def _flush(self) -> None:
+        """Adds the current group's document (if any of its rows holds a value)."""
+        if self._doc is not None and self._group is not None:
+            ordinal, _, first, last = self._group
+            self._doc.add_integer("f", ordinal)
+            self._doc.add_integer("r", first)
+            self._doc.add_integer("e", last)
+            self._writer.add_document(self._doc)
+        self._doc, self._group, self._doc_rows = None, None, 0
 
     def close(self) -> list[str]:
         """Commits and returns the names of the shard's files."""
+        self._flush()
         self._writer.commit()
         self._writer.wait_merging_threads()
         return sorted(os.listdir(self.directory))
@@ -97,21 +155,23 @@ def _gram_query(t: Any, sch: Any, req: Requirement) -> Any:
 
 @dataclass
 class Shard:
-    """An opened shard: ``files[i]`` is the source file of ordinal ``i`` (None: ignored)."""
+    """An opened shard: ``files[i]`` is the source file of ordinal ``i`` (None: ignored);
+    ``grouped``: its documents are groups of rows, not rows."""
 
     index: Any
     files: list[str | None]
     docs: int
+    grouped: bool = False
     frequent_share: float = FREQUENT_SHARE
 
     @staticmethod
-    def open(directory: str, files: list[str | None]) -> "Shard":
+    def open(directory: str, files: list[str | None], grouped: bool = False) -> "Shard":
         t = _tantivy()
         index = _register(t.Index.open(directory))
-        return Shard(index, files, index.searcher().num_docs)
+        return Shard(index, files, index.searcher().num_docs, grouped)
 
     def _estimate(self, searcher: Any, req: Requirement) -> int:
-        """An upper bound of the rows meeting ``req``, from document frequencies alone."""
+        """An upper bound of the documents meeting ``req``, from document frequencies alone."""
         if isinstance(req, Has):
             return min((searcher.doc_freq("g", g) for g in grams(req.text)), default=self.docs)
         counts = [self._estimate(searcher, p) for p in req.parts]
@@ -119,9 +179,15 @@ class Shard:
             return min(counts, default=self.docs)
         return sum(counts)
 
+    def _files_of(self, searcher: Any, query: Any) -> set[str]:
+        found = searcher.aggregate(query, {"f": {"terms": {"field": "f", "size": len(self.files)}}})
+        ordinals = {int(b["key"]) for b in found["f"]["buckets"]}
+        return {self.files[o] for o in ordinals if o < len(self.files) and self.files[o]}
+
     def may_match(self, req: Requirement) -> tuple[set[str], bool]:
         """The files of this shard with a row meeting ``req`` (a superset), and whether the
-        postings were looked up (False: the literal is frequent, every file is kept)."""
+        postings were looked up (False: the literal is frequent among the rows of a shard of
+        rows, every file is kept)."""
         known = {f for f in self.files if f is not None}
         if not known:
             return set(), False
@@ -129,17 +195,16 @@ class Shard:
         estimate = self._estimate(searcher, req)
         if estimate == 0:
             return set(), True
-        if estimate > self.frequent_share * self.docs and estimate >= FREQUENT_ROWS:
+        if (not self.grouped and estimate > self.frequent_share * self.docs
+                and estimate >= FREQUENT_ROWS):
             return known, False
-        t = _tantivy()
-        query = _gram_query(t, self.index.schema, req)
-        found = searcher.aggregate(query, {"f": {"terms": {"field": "f", "size": len(self.files)}}})
-        ordinals = {int(b["key"]) for b in found["f"]["buckets"]}
-        return {self.files[o] for o in ordinals if o < len(self.files) and self.files[o]}, True
+        return self._files_of(searcher, _gram_query(_tantivy(), self.index.schema, req)), True
 
-    def matching_rows(self, req: Requirement, limit: int) -> dict[str, set[int]] | None:
-        """The row positions per file of this shard's rows that may meet ``req`` (a superset),
-        or None when the postings estimate more than ``limit`` of them."""
+    def matching_ranges(self, req: Requirement,
+                        limit: int) -> dict[str, list[tuple[int, int]]] | None:
+        """Per file of this shard, the ranges of row positions (first, last) holding every row
+        that may meet ``req`` (a superset), or None when the postings estimate more than
+        ``limit`` documents (rows, or groups of rows) hold it."""
         searcher = self.index.searcher()
         estimate = self._estimate(searcher, req)   # an upper bound of the hits
         if not any(self.files) or estimate == 0:
@@ -148,15 +213,30 @@ class Shard:
             return None
         query = _gram_query(_tantivy(), self.index.schema, req)
         addresses = [a for _, a in searcher.search(query, limit=estimate).hits]
-        out: dict[str, set[int]] = {}
-        for f, r in zip(searcher.fast_field_values("f", addresses),
-                        searcher.fast_field_values("r", addresses)):
+        firsts = searcher.fast_field_values("r", addresses)
+        lasts = searcher.fast_field_values("e", addresses) if self.grouped else firsts
+        out: dict[str, list[tuple[int, int]]] = {}
+        for f, first, last in zip(searcher.fast_field_values("f", addresses), firsts, lasts):
             if f is not None and f < len(self.files) and self.files[f]:
-                out.setdefault(self.files[f], set()).add(r)
+                out.setdefault(self.files[f], []).append((first, last))
         return out
 
+    def candidate_files(self, query: str) -> set[str]:
+        """The files of this shard that may hold a row matching the full-text ``query``: exactly
+        those that do in a shard of rows, a superset in a shard of groups."""
+        searcher = self.index.searcher()
+        if not self.grouped:
+            return self._files_of(searcher, parse(self.index, query))
+        relaxed = relax.relax(query, _default_analyzer().analyze)
+        if relaxed is None:
+            return {f for f in self.files if f is not None}
+        return self._files_of(searcher, _relaxed_query(_tantivy(), self.index.schema, relaxed))
+
     def search(self, query: str) -> Iterable[tuple[str, int, float]]:
-        """(file, row position, score) of every row matching the full-text ``query``."""
+        """(file, row position, score) of every row matching the full-text ``query``; a shard
+        of rows only."""
+        if self.grouped:
+            raise ValueError("a shard of groups of rows has no score per row")
         searcher = self.index.searcher()
         parsed = parse(self.index, query)
         count = searcher.search(parsed, limit=1, count=True).count
@@ -168,6 +248,24 @@ class Shard:
         rows = searcher.fast_field_values("r", addresses)
         return [(self.files[f], r, score) for (score, _), f, r in zip(hits, files, rows)
                 if f is not None and f < len(self.files) and self.files[f]]
+
+
+@functools.lru_cache(maxsize=1)
+def _default_analyzer() -> Any:
+    """Tantivy's ``default`` tokenizer: simple words, at most 40 bytes, lower-cased."""
+    t = _tantivy()
+    return (t.TextAnalyzerBuilder(t.Tokenizer.simple()).filter(t.Filter.remove_long(40))
+            .filter(t.Filter.lowercase()).build())
+
+
+def _relaxed_query(t: Any, sch: Any, relaxed: relax.Relaxed) -> Any:
+    if isinstance(relaxed, relax.Words):
+        return t.Query.boolean_query([(t.Occur.Must, t.Query.term_query(sch, "w", w))
+                                      for w in relaxed.words])
+    if isinstance(relaxed, relax.Prefix):
+        return t.Query.regex_query(sch, "w", re.escape(relaxed.text) + ".*")
+    occur = t.Occur.Must if relaxed.all else t.Occur.Should
+    return t.Query.boolean_query([(occur, _relaxed_query(t, sch, p)) for p in relaxed.parts])
 
 
 _PREFIX = re.compile(r'(?<![^\s(+-])([^\s"():*+\-^/~\\]+)\*(?=$|[\s)])')
