@@ -65,6 +65,7 @@ def _shard_task(with_rows: bool, grouped: bool, first_rows: dict[str, list[int]]
         import uuid
 
         import pyarrow as pa
+        import pyarrow.compute as pc
 
         from indexes.text.shards import ShardWriter
 
@@ -84,11 +85,14 @@ def _shard_task(with_rows: bool, grouped: bool, first_rows: dict[str, list[int]]
                 if writer is None:
                     writer = ShardWriter(f"{tmp}/shard", grouped=grouped,
                                          first_rows=first_rows)
-                files = batch.column(0).to_pylist()
+                files = batch.column(0)
                 values = batch.column(1).to_pylist()
-                rows = batch.column(2).to_pylist() if with_rows else [-1] * len(files)
-                for f, v, r in zip(files, values, rows):
-                    writer.add(f, -1 if r is None else r, v)
+                rows = (batch.column(2).fill_null(-1).to_pylist() if with_rows
+                        else [-1] * len(values))
+                changes = pc.not_equal(files.slice(1), files.slice(0, len(files) - 1))
+                cuts = [0, *(i + 1 for i in pc.indices_nonzero(changes).to_pylist()), len(files)]
+                for begin, end in zip(cuts, cuts[1:]):   # runs of rows of one file
+                    writer.add_run(files[begin].as_py(), rows[begin:end], values[begin:end])
             if writer is None:
                 return
             names = writer.close()

@@ -1,47 +1,24 @@
-"""A full-text query relaxed to what a document of several rows must hold when one of its rows
-matches it: the candidates of ``Hyperspace.search`` in a grouped shard (one document per group
-of rows, words without positions).
+"""A full-text query relaxed to a requirement over literals (:mod:`indexes.text.literals`)
+that every row matching it meets: the candidates of ``Hyperspace.search`` in a shard of groups
+of rows, which holds trigrams only.
 
 A row matching the query holds every word of a phrase it matches and at least one of the parts
-of the query that are not excluded, so the relaxed query keeps the words, turns each phrase into
-"all its words", drops exclusions (``-x``, ``NOT x``), and joins parts with AND only where the
-query joins them all with an explicit AND (OR elsewhere). Anything else (fields, ranges, boosts,
-slop, escapes, a term that yields no word) is "unknown": the relaxation then keeps every
-document, which is always sound. Pure Python: words come from the caller's tokenizer (the
-index's own, so they are the words the index holds).
+of the query that are not excluded, and it holds each such word as a substring, in some case,
+so the requirement contains each word (a prefix: its text), turns each phrase into "all its
+words", drops exclusions (``-x``, ``NOT x``), and joins parts with AND only where the query
+joins them all with an explicit AND (OR elsewhere). Anything else (fields, ranges, boosts,
+slop, escapes, words with non-ASCII characters, whose lower case tantivy and Python may see
+differently) requires nothing: the requirement is then weaker, never wrong. Pure Python: words
+come from the caller's tokenizer (the index's own, so they are the words the index would see).
 """
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Callable, Union
+from typing import Callable
+
+from indexes.text import literals as L
 
 Tokenize = Callable[[str], list[str]]
-
-
-@dataclass(frozen=True)
-class Words:
-    """A document holding every one of ``words``."""
-
-    words: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Prefix:
-    """A document holding a word that starts with ``text``."""
-
-    text: str
-
-
-@dataclass(frozen=True)
-class Combined:
-    """Every part (``all``) or at least one part."""
-
-    all: bool
-    parts: tuple["Relaxed", ...]
-
-
-Relaxed = Union[Words, Prefix, Combined]
 
 _LEXEME = re.compile(r'\s+|\(|\)|"[^"]*"|[+-](?=[("])|[^\s()"]+')
 _SPECIAL = set(':^~[]{}\\/!&|<>=*"')
@@ -51,57 +28,47 @@ class _Unknown(Exception):
     """The query holds syntax the relaxation does not read."""
 
 
-def relax(query: str, tokenize: Tokenize) -> Relaxed | None:
-    """What a document holds when one of its rows matches ``query``, or None when unknown
-    (every document may hold a matching row)."""
+def relax(query: str, tokenize: Tokenize) -> L.Requirement:
+    """A requirement every row matching the full-text ``query`` meets."""
     found = _LEXEME.findall(query)
     if "".join(found) != query:   # an unbalanced quote
-        return None
+        return L.ANYTHING
     lexemes = [x for x in found if not x.isspace()]
     try:
         relaxed, end = _expression(lexemes, 0, tokenize)
     except _Unknown:
-        return None
-    return relaxed if end == len(lexemes) else None
+        return L.ANYTHING
+    return relaxed if end == len(lexemes) else L.ANYTHING
 
 
-def _expression(lexemes: list[str], i: int, tokenize: Tokenize) -> tuple[Relaxed | None, int]:
+def _expression(lexemes: list[str], i: int, tokenize: Tokenize) -> tuple[L.Requirement, int]:
     """The clauses from ``i`` up to a closing bracket or the end, relaxed."""
-    parts: list[Relaxed | None] = []
+    kept: list[L.Requirement] = []
     joins: list[str] = []
     pending: str | None = None
+    clauses = 0
     while i < len(lexemes) and lexemes[i] != ")":
         if lexemes[i] in ("AND", "OR"):
-            if pending is not None or not parts:
+            if pending is not None or not clauses:
                 raise _Unknown
             pending, i = lexemes[i], i + 1
             continue
-        if parts:
+        if clauses:
             joins.append(pending or "")
         pending = None
         part, excluded, i = _clause(lexemes, i, tokenize)
-        parts.append(_EXCLUDED if excluded else part)
-    if pending is not None:
+        clauses += 1
+        if not excluded:
+            kept.append(part)
+    if pending is not None or not kept:
         raise _Unknown
-    kept = [p for p in parts if p is not _EXCLUDED]
-    if not kept:
-        raise _Unknown
-    if parts and joins and all(j == "AND" for j in joins):
-        known = tuple(p for p in kept if p is not None)
-        if not known:
-            return None, i
-        return (known[0] if len(known) == 1 else Combined(True, known)), i
-    if any(p is None for p in kept):
-        return None, i
-    return (kept[0] if len(kept) == 1 else Combined(False, tuple(kept))), i
+    if joins and all(j == "AND" for j in joins):
+        return L.all_of(kept), i
+    return L.any_of(kept), i
 
 
-_EXCLUDED = Words(())   # a marker: an excluded clause, which the relaxation drops
-
-
-def _clause(lexemes: list[str], i: int,
-            tokenize: Tokenize) -> tuple[Relaxed | None, bool, int]:
-    """One clause at ``i``: (its relaxation, whether it is excluded, the next position)."""
+def _clause(lexemes: list[str], i: int, tokenize: Tokenize) -> tuple[L.Requirement, bool, int]:
+    """One clause at ``i``: (its requirement, whether it is excluded, the next position)."""
     lexeme, excluded = lexemes[i], False
     if lexeme in ("+", "-", "NOT"):
         excluded, i = lexeme != "+", i + 1
@@ -121,15 +88,15 @@ def _clause(lexemes: list[str], i: int,
         raise _Unknown
     if lexeme.endswith("*") and not _SPECIAL.intersection(lexeme[:-1]):
         base = lexeme[:-1]
-        return (Prefix(base.lower()) if base and tokenize(base) == [base.lower()] else None,
-                excluded, i + 1)
+        known = base.isascii() and tokenize(base) == [base.lower()]
+        return L.contains(base.lower()) if known else L.ANYTHING, excluded, i + 1
     if _SPECIAL.intersection(lexeme):
         raise _Unknown
     return _words(lexeme, tokenize), excluded, i + 1
 
 
-def _words(text: str, tokenize: Tokenize) -> Words | None:
+def _words(text: str, tokenize: Tokenize) -> L.Requirement:
+    """Every word of ``text`` (as the tokenizer sees it) is a substring."""
     if "\\" in text:
         raise _Unknown
-    words = tuple(tokenize(text))
-    return Words(words) if words else None
+    return L.all_of([L.contains(w) for w in tokenize(text) if w.isascii()])

@@ -6,22 +6,23 @@ A shard holds documents of one of two layouts (its manifest's ``docs``):
 - ``groups`` (the default): one document per group of at most :data:`GROUP_ROWS` consecutive
   rows of one file, within one row group when the file's layout is known: ``f`` the file
   (ordinal within the shard), ``r`` and ``e`` its first and last row position in the file
-  (Parquet's ``_metadata.row_index``, -1 when unknown), ``g`` the trigrams of its folded,
-  anchored values and ``w`` their words as tantivy's default tokenizer sees them, both as doc
-  ids only. Postings per group rather than per row make the index a small fraction of the
-  column; a full-text query is relaxed to what a group holds (:mod:`indexes.text.relax`).
+  (Parquet's ``_metadata.row_index``, -1 when unknown) and ``g`` the trigrams of its folded,
+  anchored values (doc ids only). Postings per group rather than per row make the index a
+  small fraction of the column; a full-text query is relaxed to a requirement over literals
+  (:mod:`indexes.text.relax`).
 - ``rows`` (``TextIndexConfig(scoring=True)`` and indexes built before groups): one document
   per row, ``f``, ``r`` and ``g`` as above and ``w`` with word positions, so a query matches
   rows exactly and gets tantivy's BM25 score per row (:meth:`Shard.search`).
 """
 from __future__ import annotations
 
-import bisect
 import functools
 import os
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
+
+import numpy as np
 
 from indexes.text import relax
 from indexes.text.literals import END, GRAM, START, AllOf, Has, Requirement, fold, grams
@@ -51,8 +52,8 @@ def schema(grouped: bool = False) -> Any:
     if grouped:
         b.add_integer_field("e", fast=True, indexed=False)
     b.add_text_field("g", tokenizer_name=GRAMS_TOKENIZER, index_option="basic")
-    b.add_text_field("w", tokenizer_name="default",
-                     index_option="basic" if grouped else "position")
+    if not grouped:
+        b.add_text_field("w", tokenizer_name="default", index_option="position")
     return b.build()
 
 
@@ -69,11 +70,13 @@ def indexed_form(value: str) -> str:
 
 
 class ShardWriter:
-    """Writes one shard into a local directory from (file, row position, value) rows.
+    """Writes one shard into a local directory from rows (file, row position, value).
 
     ``grouped``: one document per group of rows (see the module's docstring), cut where the
     file changes, the row group changes (``first_rows``: per file, the first row of each of its
-    row groups, ascending), the rows stop ascending, or the group reaches :data:`GROUP_ROWS`."""
+    row groups, ascending), the rows stop ascending, or the group reaches :data:`GROUP_ROWS`.
+    A group's values are indexed as one text: their anchored folded forms one after the other
+    (which only adds grams across two values, never hides one)."""
 
     def __init__(self, directory: str, heap_bytes: int = 64 * 1024 * 1024, grouped: bool = False,
                  first_rows: dict[str, list[int]] | None = None):
@@ -84,56 +87,70 @@ class ShardWriter:
         self._index = _register(t.Index(schema(grouped), path=directory))
         self._writer = self._index.writer(heap_bytes, 1)
         self._first_rows = first_rows or {}
-        self._group: tuple | None = None     # (file ordinal, row group, first row, last row)
-        self._doc: Any = None
-        self._doc_rows = 0
+        self._group: tuple[int, int, int] | None = None   # (file ordinal, row group, first row)
+        self._last = -1
+        self._values: list[str | None] = []
         self.files: dict[str, int] = {}
         self.rows = 0
         self.text_bytes = 0
 
     def add(self, file: str, row: int, value: str | None) -> None:
+        """Adds one row."""
+        self.add_run(file, [row], [value])
+
+    def add_run(self, file: str, rows: Sequence[int], values: Sequence[str | None]) -> None:
+        """Adds rows of one file: their positions (-1 each when unknown) and values."""
         ordinal = self.files.setdefault(file, len(self.files))
-        self.rows += 1
-        if self.grouped:
-            self._add_to_group(file, ordinal, row, value)
+        self.rows += len(values)
+        if not self.grouped:
+            t = _tantivy()
+            for row, value in zip(rows, values):
+                if value is not None:
+                    doc = t.Document()
+                    doc.add_integer("f", ordinal)
+                    doc.add_integer("r", row)
+                    doc.add_text("g", indexed_form(value))
+                    doc.add_text("w", value)
+                    self._writer.add_document(doc)
+                    self.text_bytes += _utf8_bytes(value)
             return
-        if value is None:
-            return
-        doc = _tantivy().Document()
-        doc.add_integer("f", ordinal)
-        doc.add_integer("r", row)
-        self._add_value(doc, value)
-        self._writer.add_document(doc)
-
-    def _add_value(self, doc: Any, value: str) -> None:
-        doc.add_text("g", indexed_form(value))
-        doc.add_text("w", value)
-        self.text_bytes += len(value.encode("utf-8", "surrogatepass"))
-
-    def _add_to_group(self, file: str, ordinal: int, row: int, value: str | None) -> None:
         starts = self._first_rows.get(file)
-        group = bisect.bisect_right(starts, row) if starts else 0
-        current = self._group
-        if (current is None or current[:2] != (ordinal, group) or row < current[3]
-                or self._doc_rows >= GROUP_ROWS):
-            self._flush()
-            current = (ordinal, group, row, row)
-        self._group = current[:3] + (row,)
-        self._doc_rows += 1
-        if value is not None:
-            if self._doc is None:
-                self._doc = _tantivy().Document()
-            self._add_value(self._doc, value)
+        at = np.asarray(rows, dtype=np.int64)
+        groups = (np.searchsorted(np.asarray(starts, dtype=np.int64), at, side="right")
+                  if starts else np.zeros(len(at), dtype=np.int64))
+        cuts = np.flatnonzero((groups[1:] != groups[:-1]) | (at[1:] < at[:-1])) + 1
+        bounds = [0, *cuts.tolist(), len(at)]
+        for begin, end in zip(bounds, bounds[1:]):
+            self._add_segment(ordinal, int(groups[begin]), at, values, begin, end)
+
+    def _add_segment(self, ordinal: int, group: int, rows: Any, values: Sequence[str | None],
+                     begin: int, end: int) -> None:
+        """Adds rows ``begin:end`` (of one row group, ascending) to groups of at most
+        GROUP_ROWS rows, continuing the open group when they follow it."""
+        while begin < end:
+            first = int(rows[begin])
+            if (self._group is None or self._group[:2] != (ordinal, group) or first < self._last
+                    or len(self._values) >= GROUP_ROWS):
+                self._flush()
+                self._group = (ordinal, group, first)
+            take = min(end - begin, GROUP_ROWS - len(self._values))
+            self._values.extend(values[begin:begin + take])
+            self._last = int(rows[begin + take - 1])
+            begin += take
 
     def _flush(self) -> None:
-        """Adds the current group's document (if any of its rows holds a value)."""
-        if self._doc is not None and self._group is not None:
-            ordinal, _, first, last = self._group
-            self._doc.add_integer("f", ordinal)
-            self._doc.add_integer("r", first)
-            self._doc.add_integer("e", last)
-            self._writer.add_document(self._doc)
-        self._doc, self._group, self._doc_rows = None, None, 0
+        """Adds the open group's document (if one of its rows holds a value)."""
+        present = [v for v in self._values if v is not None]
+        if present and self._group is not None:
+            ordinal, _, first = self._group
+            doc = _tantivy().Document()
+            doc.add_integer("f", ordinal)
+            doc.add_integer("r", first)
+            doc.add_integer("e", self._last)
+            doc.add_text("g", fold(START + (END + START).join(present) + END))
+            self._writer.add_document(doc)
+            self.text_bytes += sum(map(_utf8_bytes, present))
+        self._group, self._values = None, []
 
     def close(self) -> list[str]:
         """Commits and returns the names of the shard's files."""
@@ -141,6 +158,10 @@ class ShardWriter:
         self._writer.commit()
         self._writer.wait_merging_threads()
         return sorted(os.listdir(self.directory))
+
+
+def _utf8_bytes(value: str) -> int:
+    return len(value.encode("utf-8", "surrogatepass"))
 
 
 def _gram_query(t: Any, sch: Any, req: Requirement) -> Any:
@@ -224,13 +245,9 @@ class Shard:
     def candidate_files(self, query: str) -> set[str]:
         """The files of this shard that may hold a row matching the full-text ``query``: exactly
         those that do in a shard of rows, a superset in a shard of groups."""
-        searcher = self.index.searcher()
         if not self.grouped:
-            return self._files_of(searcher, parse(self.index, query))
-        relaxed = relax.relax(query, _default_analyzer().analyze)
-        if relaxed is None:
-            return {f for f in self.files if f is not None}
-        return self._files_of(searcher, _relaxed_query(_tantivy(), self.index.schema, relaxed))
+            return self._files_of(self.index.searcher(), parse(self.index, query))
+        return self.may_match(relax.relax(query, _default_analyzer().analyze))[0]
 
     def search(self, query: str) -> Iterable[tuple[str, int, float]]:
         """(file, row position, score) of every row matching the full-text ``query``; a shard
@@ -256,16 +273,6 @@ def _default_analyzer() -> Any:
     t = _tantivy()
     return (t.TextAnalyzerBuilder(t.Tokenizer.simple()).filter(t.Filter.remove_long(40))
             .filter(t.Filter.lowercase()).build())
-
-
-def _relaxed_query(t: Any, sch: Any, relaxed: relax.Relaxed) -> Any:
-    if isinstance(relaxed, relax.Words):
-        return t.Query.boolean_query([(t.Occur.Must, t.Query.term_query(sch, "w", w))
-                                      for w in relaxed.words])
-    if isinstance(relaxed, relax.Prefix):
-        return t.Query.regex_query(sch, "w", re.escape(relaxed.text) + ".*")
-    occur = t.Occur.Must if relaxed.all else t.Occur.Should
-    return t.Query.boolean_query([(occur, _relaxed_query(t, sch, p)) for p in relaxed.parts])
 
 
 _PREFIX = re.compile(r'(?<![^\s(+-])([^\s"():*+\-^/~\\]+)\*(?=$|[\s)])')
