@@ -44,11 +44,12 @@ BLOOM_BYTES_PER_VALUE = 1.2
 VALUELIST_MAX_DISTINCT = 64
 #: bytes of a value when the profile does not say
 DEFAULT_VALUE_BYTES = 8.0
-#: a text index's bytes per byte of the text it indexes (measured: 275 MB over the event log's
-#: 439 MB of messages), and per byte of that column as compressed Parquet (117 MB) when the
-#: text's own size is unknown
-TEXT_INDEX_SHARE = 0.65
-TEXT_INDEX_PER_STORED_BYTE = 2.5
+#: a text index's bytes per byte of the text it indexes, and per byte of that column as
+#: compressed Parquet when the text's own size is unknown: measured on high-entropy text (random
+#: characters: 0.12 of the text), an upper bound of text like the event log's messages (0.2 MB
+#: for 439 MB of text, 117 MB as Parquet)
+TEXT_INDEX_SHARE = 0.12
+TEXT_INDEX_PER_STORED_BYTE = 0.15
 #: buckets of a covering index: a lookup reads about one of them
 COVERING_BUCKETS = 64
 #: share of a join's time spent shuffling, which covering indexes on both sides avoid

@@ -259,7 +259,7 @@ index: {{kind: text, name: txt_text, column: text}}
         json_source)
     spec = write_spec(tmp_path, f"""
 source: {{path: {json_source}, format: json}}
-index: {{kind: text, name: txt_msg, column: msg}}
+index: {{kind: text, name: txt_msg, column: msg, scoring: true}}
 """, "text.yaml")
     code, _, err = cli(capsys, "create", spec, "--system-path", system_path)
     assert code == 0, err
@@ -278,6 +278,8 @@ BAD_SPECS = {
     "source: {path: SOURCE, colour: red}\nindex: {kind: covering, name: i, indexedColumns: [k]}":
         "unknown keys colour",
     "source: {path: SOURCE}\nindex: {kind: btree, name: i}": "kind must be one of covering",
+    "source: {path: SOURCE}\nindex: {kind: text, name: i, column: m, scoring: maybe}":
+        "scoring must be True or False, not 'maybe'",
     "source: {path: SOURCE}\nindex: {kind: covering, name: i}": "lacks indexedColumns",
     "source: {path: SOURCE}\nindex: {kind: covering, name: i, indexColumns: [k]}":
         "unknown keys indexColumns",

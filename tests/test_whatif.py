@@ -229,4 +229,4 @@ def test_a_text_index_is_sized_by_the_text_it_indexes():
     found = SourceProfile(SRC, "parquet", 4, 10 ** 9, {"message": message}, ("message", "id"))
     e = estimate(Candidate("text", SRC, ("message",)), found,
                  [Demand(SRC, "message", "text", 10, 10.0, 0)])
-    assert e.index_bytes == pytest.approx(0.65 * 4 * 1_000_000 * 88)   # 229 MB of 352 MB
+    assert e.index_bytes == pytest.approx(0.12 * 4 * 1_000_000 * 88)   # 42 MB of 352 MB
