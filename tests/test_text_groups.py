@@ -1,6 +1,7 @@
 """Text-index shards of groups of rows, without a JVM: the relaxation of full-text queries to a
 requirement over literals (pure), its soundness against tantivy's exact matching on random rows
-and queries (a file ruled out holds no matching row), and groups cut at row groups."""
+and queries (a file ruled out holds no matching row), and groups cut at row groups and at long
+values."""
 from __future__ import annotations
 
 import random
@@ -155,3 +156,13 @@ def test_groups_are_cut_at_row_groups_and_their_ranges_cover_the_rows(tmp_path):
     assert len(found) == 4     # 5, 699 | 700, 1299 | the second part of the split group | last
     assert shard.matching_ranges(L.contains("INFO"), 3) is None
     assert shard.may_match(L.contains("INFO")) == ({"file:/a"}, True)
+
+
+def test_groups_of_long_values_are_cut_at_about_group_chars(tmp_path):
+    writer = ShardWriter(str(tmp_path / "s"), grouped=True)
+    long = "x" * 20_000     # a step of 128 rows holds 2.56 M characters: one group each
+    writer.add_run("file:/a", list(range(300)), [long] * 299 + ["ERR-4711 " + long])
+    writer.close()
+    shard = Shard.open(str(tmp_path / "s"), list(writer.files), grouped=True)
+    assert shard.docs == 3
+    assert shard.matching_ranges(L.contains("ERR-4711"), 100) == {"file:/a": [(256, 299)]}

@@ -33,8 +33,11 @@ GRAMS_TOKENIZER = "accelerator_trigram"
 #: hold it, and collecting its postings would cost milliseconds per shard).
 FREQUENT_SHARE = 0.2
 FREQUENT_ROWS = 10_000
-#: The most rows one document of a grouped shard holds.
+#: The most rows one document of a grouped shard holds, and about the most characters (a
+#: group is cut after the step of _STEP_ROWS rows that reaches it).
 GROUP_ROWS = 10_000
+GROUP_CHARS = 2_000_000
+_STEP_ROWS = 128
 
 
 def _tantivy() -> Any:
@@ -74,7 +77,8 @@ class ShardWriter:
 
     ``grouped``: one document per group of rows (see the module's docstring), cut where the
     file changes, the row group changes (``first_rows``: per file, the first row of each of its
-    row groups, ascending), the rows stop ascending, or the group reaches :data:`GROUP_ROWS`.
+    row groups, ascending), the rows stop ascending, or the group reaches :data:`GROUP_ROWS`
+    rows or :data:`GROUP_CHARS` characters.
     A group's values are indexed as one text: their anchored folded forms one after the other
     (which only adds grams across two values, never hides one)."""
 
@@ -90,6 +94,7 @@ class ShardWriter:
         self._group: tuple[int, int, int] | None = None   # (file ordinal, row group, first row)
         self._last = -1
         self._values: list[str | None] = []
+        self._chars = 0
         self.files: dict[str, int] = {}
         self.rows = 0
         self.text_bytes = 0
@@ -126,15 +131,18 @@ class ShardWriter:
     def _add_segment(self, ordinal: int, group: int, rows: Any, values: Sequence[str | None],
                      begin: int, end: int) -> None:
         """Adds rows ``begin:end`` (of one row group, ascending) to groups of at most
-        GROUP_ROWS rows, continuing the open group when they follow it."""
+        GROUP_ROWS rows (and about GROUP_CHARS characters), continuing the open group when they
+        follow it."""
         while begin < end:
             first = int(rows[begin])
             if (self._group is None or self._group[:2] != (ordinal, group) or first < self._last
-                    or len(self._values) >= GROUP_ROWS):
+                    or len(self._values) >= GROUP_ROWS or self._chars >= GROUP_CHARS):
                 self._flush()
                 self._group = (ordinal, group, first)
-            take = min(end - begin, GROUP_ROWS - len(self._values))
-            self._values.extend(values[begin:begin + take])
+            take = min(end - begin, GROUP_ROWS - len(self._values), _STEP_ROWS)
+            step = values[begin:begin + take]
+            self._values.extend(step)
+            self._chars += sum(map(len, filter(None, step)))
             self._last = int(rows[begin + take - 1])
             begin += take
 
@@ -150,7 +158,7 @@ class ShardWriter:
             doc.add_text("g", fold(START + (END + START).join(present) + END))
             self._writer.add_document(doc)
             self.text_bytes += sum(map(_utf8_bytes, present))
-        self._group, self._values = None, []
+        self._group, self._values, self._chars = None, [], 0
 
     def close(self) -> list[str]:
         """Commits and returns the names of the shard's files."""

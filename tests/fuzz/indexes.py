@@ -41,7 +41,9 @@ class IndexSpec:
             sketches = ", ".join(f"{kind}({expr!r})" for kind, expr in self.args)
             return f"hs.createIndex({df}, DataSkippingIndexConfig({self.name!r}, {sketches}))"
         if self.kind == "text":
-            return f"hs.createIndex({df}, TextIndexConfig({self.name!r}, column={self.args[0]!r}))"
+            column, scoring = self.args
+            return (f"hs.createIndex({df}, TextIndexConfig({self.name!r}, column={column!r}, "
+                    f"scoring={scoring!r}))")
         columns = f"{df}.select({', '.join(repr(c) for c in self.args)})" if self.args else df
         return f"hs.cache({columns})"
 
@@ -92,7 +94,8 @@ def random_set(rng: random.Random, dataset: str, join_keys: list[str] | None = N
             specs.append(_skipping(rng, name, dataset))
         elif kind == "text":
             if not any(s.kind == "text" for s in specs):
-                specs.append(IndexSpec("text", name, dataset, (rng.choice(STRING_COLUMNS),)))
+                specs.append(IndexSpec("text", name, dataset,
+                                       (rng.choice(STRING_COLUMNS), rng.random() < 0.3)))
         elif not any(s.kind == "cache" for s in specs):
             columns = () if rng.random() < 0.5 else tuple(rng.sample(TOP_LEVEL, rng.randint(1, 6)))
             specs.append(IndexSpec("cache", name, dataset, columns))
