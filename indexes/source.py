@@ -82,6 +82,10 @@ def table_change(recorded: dict, current: dict | None) -> str | None:
     return None
 
 
+#: Spark's hidden column of file metadata (``_metadata.file_path``, ``_metadata.row_index``).
+METADATA_COLUMN = "_metadata"
+
+
 def relation_schema(relation: PlanNode) -> list[list[Any]]:
     """The relation's output as [name, type] pairs (what an index records of its source)."""
     return [[a.fields["name"], a.fields["dataType"]] for a in output_attributes(relation)]
@@ -111,6 +115,10 @@ def source_mismatch(recorded: dict, current: dict, current_schema: list,
         return ("settings that change what is read from files differ from when the index was "
                 f"built: {', '.join(changed)}")
     if recorded.get("schema") != current_schema:
+        data_columns = [c for c in current_schema if c[0] != METADATA_COLUMN]
+        if data_columns != current_schema and data_columns == recorded.get("schema"):
+            return (f"the query reads the file metadata column {METADATA_COLUMN} (file path, "
+                    "row index), which no index serves")
         return "the source schema differs from the one the index was built over"
     if check_files and recorded.get("fingerprint") != current.get("fingerprint"):
         files = current.get("files")

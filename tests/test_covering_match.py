@@ -15,7 +15,7 @@ from pyspark.sql.types import StringType, IntegerType
 
 from indexes.covering.config import IndexColumn
 from indexes.covering.match import Applicable, choose, evaluate
-from indexes.source import NotApplicable, relation_schema
+from indexes.source import NotApplicable, relation_schema, source_mismatch
 from indexes.plan import chain, file_relations, parse_plan, plan_references, unsupported_reason
 
 PLANS = json.loads((Path(__file__).parent / "data" / "nested_plans.json").read_text())
@@ -124,6 +124,16 @@ def test_changed_source_is_not_used(change, words):
                       entry(relation, *SEED_INDEX, **change), False)
     assert isinstance(result, NotApplicable) and result.code == "SOURCE_CHANGED"
     assert words in result.reason
+
+
+def test_a_query_reading_file_metadata_is_told_so():
+    recorded = {"format": "parquet", "schema": [["id", "long"]]}
+    current = {"format": "parquet"}
+    metadata = ["_metadata", {"type": "struct", "fields": []}]
+    assert "reads the file metadata column _metadata" in source_mismatch(
+        recorded, current, [["id", "long"], metadata])
+    assert "schema differs" in source_mismatch(recorded, current, [["id", "integer"], metadata])
+    assert source_mismatch(recorded, current, [["id", "long"]]) is None
 
 
 def test_changed_files_are_counted_when_listed():

@@ -190,6 +190,9 @@ def test_metadata_columns_read_whole_files(spark, hs, clustered_path):
                         "_metadata.row_index"))
     assert rows(q()) == vanilla(spark, q)
     assert "row groups selected" not in physical(q())
+    reasons = hs.whyNot(q(), "rg_meta")
+    assert [r.code for r in reasons] == ["SOURCE_CHANGED"]
+    assert "reads the file metadata column _metadata" in reasons[0].reason
 
 
 def test_incremental_refresh_keeps_row_groups_of_unchanged_files(spark, hs, clustered_path):

@@ -1,6 +1,7 @@
 """Full-text search over a text index: the index selects the files that may hold a match, then
-every row of those files is checked exactly by tantivy itself (an in-memory index over each batch of
-rows, the same tokenizer and query parser), so no row is returned that does not match."""
+every row of those files is checked exactly by tantivy itself (an in-memory index over each
+batch of rows, the same tokenizer and query parser), so no row is returned that does not
+match."""
 from __future__ import annotations
 
 from typing import Any, Callable, Iterator
