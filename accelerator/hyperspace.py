@@ -19,6 +19,7 @@ from accelerator.cache.operations import (CACHE_SUMMARY_SCHEMA, ENTRIES_SCHEMA, 
                                           STATS_SCHEMA, UNCACHE_SCHEMA, CacheOperations)
 from accelerator.advisor import (APPLIED_SCHEMA, RECOMMENDATIONS_SCHEMA, Advisor,
                                  instruction_of, instruction_row)
+from accelerator.frames import local_frame
 from accelerator.history import read_history, wait_for_executions
 from accelerator.operations import ORIGIN_KEY, SUMMARY_SCHEMA, IndexOperations, OperationResult
 from accelerator.settings import RULES_PATH, Settings
@@ -80,7 +81,7 @@ class Hyperspace:
         return self._ops.lifecycle()
 
     def _summary(self, result: OperationResult) -> DataFrame:
-        return self.spark.createDataFrame([result.row()], SUMMARY_SCHEMA)
+        return local_frame(self.spark, [result.row()], SUMMARY_SCHEMA)
 
     # --- lifecycle ----------------------------------------------------------------------
     def createIndex(self, df: DataFrame,
@@ -171,7 +172,7 @@ class Hyperspace:
                          datetime.fromtimestamp(e["finished"] / 1000),
                          e.get("dataVersion"), *stats, e.get("status", "succeeded"),
                          e.get("error"), e.get("message"), e.get("job")))
-        return self.spark.createDataFrame(rows, _EVENTS_SCHEMA)
+        return local_frame(self.spark, rows, _EVENTS_SCHEMA)
 
     # --- full-text search ---------------------------------------------------------------
     def search(self, df: DataFrame, indexName: str, query: str, score: bool = False) -> DataFrame:
@@ -232,7 +233,7 @@ class Hyperspace:
         why the index cannot be used as it is, e.g. its source directory is gone or its log is
         corrupt; ``createdBy``: ``engine`` for an index the rule engine chose, else ``user``)."""
         rows = [self._row(e) for e in self._lifecycle().list()]
-        return self.spark.createDataFrame(rows, _SUMMARY_SCHEMA)
+        return local_frame(self.spark, rows, _SUMMARY_SCHEMA)
 
     def index(self, indexName: str) -> DataFrame:
         """One index with the columns of :meth:`indexes` plus ``sourceFiles, sourceFormat,
@@ -243,7 +244,7 @@ class Hyperspace:
             len(entry.source.get("files", [])), entry.source.get("format"),
             list(entry.source.get("rootPaths", [])), entry.data_version,
             entry.content.get("numRows"), entry.id, source_name(entry.source))
-        return self.spark.createDataFrame([row], _DETAIL_SCHEMA)
+        return local_frame(self.spark, [row], _DETAIL_SCHEMA)
 
     def _row(self, e: IndexLogEntry) -> tuple:
         kind = kinds.kind_of(e)
@@ -274,33 +275,33 @@ class Hyperspace:
         bytesRead, bytesWritten, seconds``."""
         row = self._cache.cache(df, list(columns) if columns is not None else None, priority,
                                 ttl)
-        return self.spark.createDataFrame([row], CACHE_SUMMARY_SCHEMA)
+        return local_frame(self.spark, [row], CACHE_SUMMARY_SCHEMA)
 
     def uncache(self, df: DataFrame) -> DataFrame:
         """Evicts the entries of the files ``df`` reads and lifts the NEVER marker of its
         sources; one row: ``entries, bytes`` evicted (their files go after
         ``spark.accelerator.cache.deleteGraceSeconds``)."""
-        return self.spark.createDataFrame([self._cache.uncache(df)], UNCACHE_SCHEMA)
+        return local_frame(self.spark, [self._cache.uncache(df)], UNCACHE_SCHEMA)
 
     def cacheEntries(self) -> DataFrame:
         """The cache's entries: ``source, file, columns, priority, ttl, bytes, created,
         lastUsed, hits, state`` (``EVICTED`` ones are no longer served; their files are
         deleted after the grace period)."""
-        return self.spark.createDataFrame(self._cache.entries(), ENTRIES_SCHEMA)
+        return local_frame(self.spark, self._cache.entries(), ENTRIES_SCHEMA)
 
     def cacheStats(self) -> DataFrame:
         """One row: ``capacityBytes`` (``spark.accelerator.cache.maxBytes``), ``usedBytes`` and
         ``entries`` (ACTIVE ones), ``hits``, ``misses`` (files read from the source by queries
         over cached sources), ``bytesServed`` (bytes of the entries served) and
         ``evictions``."""
-        return self.spark.createDataFrame([self._cache.stats()], STATS_SCHEMA)
+        return local_frame(self.spark, [self._cache.stats()], STATS_SCHEMA)
 
     def evictCache(self) -> DataFrame:
         """Runs the demoter now (expired entries, then the lowest priorities, least recently
         used first, while usage is above ``maxUsagePercent``, down to ``cleanupPercent``) and
         deletes files whose grace period is over; one row per entry evicted: ``source, file,
         priority, bytes, reason`` (``EXPIRED`` or ``SPACE``)."""
-        return self.spark.createDataFrame(self._cache.evict(), EVICTED_SCHEMA)
+        return local_frame(self.spark, self._cache.evict(), EVICTED_SCHEMA)
 
     # --- query history ------------------------------------------------------------------
     def history(self) -> DataFrame:
@@ -326,7 +327,7 @@ class Hyperspace:
         per rule, ``source, kind, columns, includedColumns, priority, ttl, line``."""
         rules = load_rules_file(path, self._advisor.columns_of)
         self.spark.conf.set(RULES_PATH, str(path))
-        return self.spark.createDataFrame([_rule_row(r) for r in rules.rules], _RULES_SCHEMA)
+        return local_frame(self.spark, [_rule_row(r) for r in rules.rules], _RULES_SCHEMA)
 
     def recommend(self, since: Any = None) -> DataFrame:
         """What the rule engine would do now, from the query history (since ``since``: a
@@ -337,7 +338,7 @@ class Hyperspace:
         ``estimatedBytes``, ``queries`` and a one-sentence ``reason``. Writes this process's
         buffered history first, so the queries just run count."""
         rows = [instruction_row(i) for i in self._advisor.recommend(since)]
-        return self.spark.createDataFrame(rows, RECOMMENDATIONS_SCHEMA)
+        return local_frame(self.spark, rows, RECOMMENDATIONS_SCHEMA)
 
     def applyRecommendations(self, recs: DataFrame | None = None,
                              dryRun: bool = False) -> DataFrame:
@@ -348,7 +349,7 @@ class Hyperspace:
         instructions = (self._advisor.recommend() if recs is None
                         else [instruction_of(r) for r in recs.collect()])
         rows = self._advisor.apply(instructions, dry_run=dryRun)
-        return self.spark.createDataFrame(rows, APPLIED_SCHEMA)
+        return local_frame(self.spark, rows, APPLIED_SCHEMA)
 
     # --- the scheduler ------------------------------------------------------------------
     def scheduler(self, path: str) -> Any:
