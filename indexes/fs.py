@@ -13,8 +13,12 @@ from __future__ import annotations
 import posixpath
 import threading
 import time
+import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
+
+from py4j.java_gateway import is_instance_of
+from py4j.protocol import Py4JJavaError
 
 
 @dataclass(frozen=True)
@@ -116,8 +120,18 @@ class HadoopFs:
     def __init__(self, spark: Any):
         self._jvm = spark.sparkContext._jvm
         self._conf = spark._jsparkSession.sessionState().newHadoopConf()
+        self._gateway = spark.sparkContext._gateway
         # resolved once: each step of a py4j package path is a round trip to the JVM
         self._path_class = self._jvm.org.apache.hadoop.fs.Path
+        self._io_utils = self._jvm.org.apache.commons.io.IOUtils
+        self._files = self._jvm.java.nio.file.Files
+
+    def _not_found(self, exc: BaseException) -> bool:
+        """Whether a py4j error is Java's FileNotFoundException (what Hadoop throws for a path
+        that does not exist)."""
+        cause = getattr(exc, "java_exception", None)
+        return cause is not None and is_instance_of(self._gateway, cause,
+                                                    "java.io.FileNotFoundException")
 
     def _path(self, path: str) -> Any:
         return self._path_class(path)
@@ -160,10 +174,12 @@ class HadoopFs:
     def list(self, path: str) -> list[FileInfo]:
         """Entries directly under ``path``; empty when it does not exist."""
         jpath = self._path(path)
-        fs = self._fs(jpath)
-        if not fs.exists(jpath):
-            return []
-        statuses = fs.listStatus(jpath)
+        try:
+            statuses = self._fs(jpath).listStatus(jpath)
+        except Py4JJavaError as exc:
+            if self._not_found(exc):
+                return []
+            raise
         out = []
         for i in range(len(statuses)):
             st = statuses[i]
@@ -172,12 +188,18 @@ class HadoopFs:
         return out
 
     def read_bytes(self, path: str) -> bytes:
+        """A whole file; FileNotFoundError when it does not exist (or was deleted meanwhile)."""
         jpath = self._path(path)
-        stream = self._fs(jpath).open(jpath)
         try:
-            return bytes(self._jvm.org.apache.commons.io.IOUtils.toByteArray(stream))
-        finally:
-            stream.close()
+            stream = self._fs(jpath).open(jpath)
+            try:
+                return bytes(self._io_utils.toByteArray(stream))
+            finally:
+                stream.close()
+        except Py4JJavaError as exc:
+            if self._not_found(exc):
+                raise FileNotFoundError(path) from None
+            raise
 
     def read_text(self, path: str) -> str:
         return self.read_bytes(path).decode("utf-8")
@@ -213,16 +235,17 @@ class HadoopFs:
         if fs.exists(jtarget):
             return False
         data = bytearray(text.encode("utf-8"))
-        if str(fs.getScheme()) == "s3a":
+        scheme = str(fs.getScheme())
+        if scheme == "s3a":
             return self._put_if_absent(fs, jtarget, data)
-        tmp = self._path(f"{path}.{self._jvm.java.util.UUID.randomUUID().toString()}.tmp")
+        tmp = self._path(f"{path}.{uuid.uuid4()}.tmp")
         stream = fs.create(tmp, False)
         try:
             stream.write(data)
         finally:
             stream.close()
         try:
-            won = self._link_or_rename(fs, tmp, jtarget)
+            won = self._link_or_rename(fs, scheme, tmp, jtarget)
         finally:
             if fs.exists(tmp):
                 fs.delete(tmp, False)
@@ -250,19 +273,18 @@ class HadoopFs:
                 if status != 409 or conflicts >= attempts:
                     raise
 
-    def _link_or_rename(self, fs: Any, tmp: Any, target: Any) -> bool:
+    def _link_or_rename(self, fs: Any, scheme: str, tmp: Any, target: Any) -> bool:
         """Moves ``tmp`` to ``target`` only if ``target`` does not exist, atomically.
 
         Local files: a hard link (``link(2)`` fails atomically when the target exists; a local
         rename would silently replace it). Other file systems: their rename, which refuses an
         existing target atomically on HDFS and ABFS.
         """
-        if str(fs.getScheme()) != "file":
+        if scheme != "file":
             return bool(fs.rename(tmp, target))
-        files = self._jvm.java.nio.file.Files
         local = fs.pathToFile
         try:
-            files.createLink(local(target).toPath(), local(tmp).toPath())
+            self._files.createLink(local(target).toPath(), local(tmp).toPath())
         except Exception as exc:  # py4j wraps FileAlreadyExistsException
             if "FileAlreadyExistsException" in str(exc):
                 return False

@@ -198,6 +198,19 @@ def test_create_exclusive_two_writers_one_winner(hadoop_fs, tmp_path):
     assert [n for n in os.listdir(tmp_path / "log") if not n.startswith(".")] == ["0.json"]
 
 
+def test_missing_paths_list_empty_and_read_as_file_not_found(site, fs):
+    """What a reader racing a deletion relies on (e.g. the cache manifest re-lists a key whose
+    old version was collected): the same answers from every file system."""
+    gone = f"{site.path}/gone"
+    assert fs.list(gone) == []
+    with pytest.raises(FileNotFoundError):
+        fs.read_text(f"{gone}/0.json")
+    assert fs.create_exclusive(f"{gone}/0.json", "x")
+    fs.delete(f"{gone}/0.json", recursive=False)
+    with pytest.raises(FileNotFoundError):
+        fs.read_text(f"{gone}/0.json")
+
+
 # ---------------------------------------------------------------------- IndexLogManager
 
 
