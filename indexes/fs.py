@@ -174,9 +174,12 @@ class HadoopFs:
     def list(self, path: str) -> list[FileInfo]:
         """Entries directly under ``path``; empty when it does not exist."""
         jpath = self._path(path)
+        fs = self._fs(jpath)
+        if not fs.exists(jpath):   # cheaper than the exception listStatus throws
+            return []
         try:
-            statuses = self._fs(jpath).listStatus(jpath)
-        except Py4JJavaError as exc:
+            statuses = fs.listStatus(jpath)
+        except Py4JJavaError as exc:   # deleted since
             if self._not_found(exc):
                 return []
             raise

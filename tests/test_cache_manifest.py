@@ -253,6 +253,36 @@ def test_collect_removes_orphan_data_and_old_temp_files(manifest, fs, clock):
     assert fs.exists(kept.data_path) and manifest.get(KEY) == kept
 
 
+class _CollectedWhileRead:
+    """A file system on which another process collects a key right after this one listed it:
+    the first read of one of the key's versions finds the whole key folder gone."""
+
+    def __init__(self, fs, key):
+        self._fs, self._folder, self.raced = fs, f"{CACHE}/_manifest/entries/{key}", False
+
+    def __getattr__(self, name):
+        return getattr(self._fs, name)
+
+    def read_text(self, path):
+        if path.startswith(self._folder + "/") and not self.raced:
+            self.raced = True
+            self._fs.delete(self._folder, recursive=True)
+        return self._fs.read_text(path)
+
+
+def test_collect_and_entries_survive_a_key_collected_meanwhile(fs, clock):
+    writer = CacheManifest(fs, CACHE, clock=lambda: clock.now / 1000.0)
+    gone, kept = warmed(writer), warmed(writer, key=OTHER)
+    writer.commit_all([(gone, ()), (kept, ())])
+    for read in (lambda m: m.entries(), lambda m: m.collect(now=clock.now / 1000.0)):
+        racing = _CollectedWhileRead(fs, KEY)
+        reader = CacheManifest(racing, CACHE, clock=lambda: clock.now / 1000.0)
+        read(reader)
+        assert racing.raced
+        assert [e.key for e in reader.entries()] == [OTHER]
+        writer.commit(gone)   # back for the next reader
+
+
 def test_recommit_after_eviction_retires_the_evicted_data(manifest, clock):
     first = warmed(manifest)
     manifest.commit(first)

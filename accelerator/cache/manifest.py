@@ -37,7 +37,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from accelerator.cache.model import CacheEntry, Priority, merge_ttl
 from indexes.errors import ConcurrentModificationError
-from indexes.fs import FileSystem
+from indexes.fs import FileInfo, FileSystem
 
 logger = logging.getLogger("accelerator.cache.manifest")
 
@@ -49,6 +49,10 @@ MAX_ATTEMPTS = 100
 #: threads reading or writing entries at once
 IO_THREADS = 8
 DEFAULT_GRACE_SECONDS = 3600.0
+
+
+def _is_temp(name: str) -> bool:
+    return name.endswith(".tmp")
 
 
 def in_parallel(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
@@ -107,9 +111,7 @@ class CacheManifest:
         return f"{self._data}/{uuid.uuid4().hex}"
 
     def _versions(self, folder: str) -> list[tuple[int, str]]:
-        found = [(int(m.group(1)), f.path) for f in self.fs.list(folder)
-                 if not f.is_dir and (m := _VERSION.fullmatch(f.name))]
-        return sorted(found)
+        return _versions_of(self.fs.list(folder))
 
     def _latest(self, folder: str) -> tuple[int, str | None]:
         """The highest version number in ``folder`` and its text (-1, None when there is none)."""
@@ -128,13 +130,29 @@ class CacheManifest:
         """The highest version number of ``key`` and its entry (-1, None when there is none; an
         unreadable version reads as None and is logged, so a new version replaces it)."""
         seq, text = self._latest(f"{self._entries}/{key}")
-        if text is None:
-            return seq, None
+        return seq, self._parsed(key, seq, text)
+
+    def _current_of(self, key: str, versions: list[tuple[int, str]]
+                    ) -> tuple[int, CacheEntry | None]:
+        """:meth:`_current` from a listing of the key's versions already made (listed again
+        when its latest version is gone meanwhile)."""
+        if not versions:
+            return -1, None
+        seq, path = versions[-1]
         try:
-            return seq, CacheEntry.from_json(text)
+            return seq, self._parsed(key, seq, self.fs.read_text(path))
+        except FileNotFoundError:
+            return self._current(key)
+
+    @staticmethod
+    def _parsed(key: str, seq: int, text: str | None) -> CacheEntry | None:
+        if text is None:
+            return None
+        try:
+            return CacheEntry.from_json(text)
         except ValueError as exc:
             logger.warning("unreadable cache entry %s/%s ignored: %s", key, seq, exc)
-            return seq, None
+            return None
 
     def _usage_records(self) -> dict[str, dict]:
         """Every usage record not yet deleted, by name (records deleted while they are read are
@@ -450,9 +468,6 @@ class CacheManifest:
                         if sub.is_dir and unused(sub.path) \
                                 and sub.modification_time / 1000.0 <= cutoff:
                             delete(sub.path)
-        for sub in self.fs.list(self._entries):
-            if sub.is_dir:
-                self._collect_old(sub.path, cutoff, delete)
         for folder in (self._usage, self.never_path):
             self._collect_old(folder, cutoff, delete)
         self._collect_old(self._changes, cutoff, delete, lambda name: True)
@@ -463,11 +478,13 @@ class CacheManifest:
 
     def _collect_key(self, key: str, cutoff: float, delete: Callable[[str], None],
                      removed: list[str]) -> set[str]:
-        """Collects one key (appending it to ``removed`` when its entry goes); the data paths it
-        still references."""
+        """Collects one key (appending it to ``removed`` when its entry goes) and its old temp
+        files; the data paths it still references."""
         folder = f"{self._entries}/{key}"
-        versions = self._versions(folder)
-        seq, current = self._current(key)
+        listed = self.fs.list(folder)
+        _delete_old(listed, cutoff, delete)
+        versions = _versions_of(listed)
+        seq, current = self._current_of(key, versions)
         if current is None:
             return set()
         if not current.active and current.evicted_at is not None \
@@ -495,9 +512,22 @@ class CacheManifest:
         return {current.data_path, *(p for p, _ in current.retired)}
 
     def _collect_old(self, folder: str, cutoff: float, delete: Callable[[str], None],
-                     doomed: Callable[[str], bool] = lambda name: name.endswith(".tmp")) -> None:
+                     doomed: Callable[[str], bool] = _is_temp) -> None:
         """Deletes the files of ``folder`` (temp files unless ``doomed`` says otherwise) last
         written at or before ``cutoff``."""
-        for f in self.fs.list(folder):
-            if not f.is_dir and doomed(f.name) and f.modification_time / 1000.0 <= cutoff:
-                delete(f.path)
+        _delete_old(self.fs.list(folder), cutoff, delete, doomed)
+
+
+def _versions_of(listed: list[FileInfo]) -> list[tuple[int, str]]:
+    """The versions (number, path) among the files of a listing, in order."""
+    return sorted((int(m.group(1)), f.path) for f in listed
+                  if not f.is_dir and (m := _VERSION.fullmatch(f.name)))
+
+
+def _delete_old(listed: list[FileInfo], cutoff: float, delete: Callable[[str], None],
+                doomed: Callable[[str], bool] = _is_temp) -> None:
+    """Deletes the files of a listing that ``doomed`` names (temp files) last written at or
+    before ``cutoff``."""
+    for f in listed:
+        if not f.is_dir and doomed(f.name) and f.modification_time / 1000.0 <= cutoff:
+            delete(f.path)
