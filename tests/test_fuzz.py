@@ -4,11 +4,12 @@ the seed and a minimized reproduction when one differs. ``python -m tests.fuzz``
 from __future__ import annotations
 
 import json
+import random
 import time
 
 import pytest
 
-from tests.fuzz import case, compare, minimize, runner
+from tests.fuzz import case, compare, data, minimize, runner
 from tests.fuzz.preds import Pred
 from tests.fuzz.queries import Query
 from tests.helpers import using_system_path
@@ -84,3 +85,63 @@ def test_the_minimizer_keeps_only_what_the_failure_needs(monkeypatch):
     assert "spark.table(\"t\")" not in code and "t.k = 3" in code and "t.id > 1" not in code
     assert code.count("hs.createIndex") + code.count("hs.cache(") == 1
     assert culprit.code(f"{culprit.dataset}_df") in code
+
+
+class _Reader:
+    """A stand-in for ``spark.read`` recording the calls made on it."""
+
+    def __init__(self):
+        self.calls = []
+
+    def __getattr__(self, name):
+        def call(*args, **kwargs):
+            self.calls.append((name, args, kwargs))
+            return self
+        return call
+
+
+def test_seeded_rounds_draw_json_sources_read_with_the_schema_everywhere():
+    formats = {seed: {n: d.format for n, d in runner.round_setup(seed).datasets.items()}
+               for seed in range(200)}
+    assert formats == {seed: {n: d.format for n, d in runner.round_setup(seed).datasets.items()}
+                       for seed in range(200)}   # deterministic
+    drawn = [f for by_name in formats.values() for f in by_name.values()]
+    assert {"parquet", "json", "json.gz"} <= set(drawn) and drawn.count("parquet") > len(drawn) / 2
+    seed = next(s for s, by_name in formats.items() if {"json", "json.gz"} <= set(by_name.values()))
+    setup = runner.round_setup(seed)
+    assert all(d.row_group_rows is None for d in setup.datasets.values() if d.format != "parquet")
+
+    class Spark:   # the reader case.build and the views use
+        read = _Reader()
+
+    data.read(Spark(), "json.gz", "/data/t")
+    assert Spark.read.calls == [("schema", (data.SCHEMA,), {}),
+                                ("options", (), data.JSON_OPTIONS), ("json", ("/data/t",), {})]
+    query = Query("select", "sql", ("id", "ts"), Pred("leaf", "t.k = 3"))
+    code = minimize.snippet(setup.datasets, setup.specs, query)
+    compile(code, "reproduction", "exec")
+    assert f"SCHEMA = {data.SCHEMA!r}" in code and f"JSON_OPTIONS = {data.JSON_OPTIONS!r}" in code
+    for name, dataset in setup.datasets.items():
+        reader = data.read_code(dataset.format, f"root + '/{name}'")
+        assert f"{reader}.createOrReplaceTempView({name!r})" in code
+        if dataset.format != "parquet":
+            assert reader == ("spark.read.schema(SCHEMA).options(**JSON_OPTIONS)"
+                              f".json(root + '/{name}')")
+            assert f"{dataset.partitioned}, {dataset.format!r}, row_group_rows=None)" in code
+    for spec in setup.specs:
+        source = data.read_code(setup.datasets[spec.dataset].format, f"root + '/{spec.dataset}'")
+        assert f"{spec.dataset}_df = {source}" in code
+
+
+@pytest.mark.parametrize("fmt", ["json", "json.gz"])
+def test_json_datasets_hold_the_generated_rows(spark, tmp_path, fmt):
+    dataset = data.generate(random.Random(5), "t")
+    path = str(tmp_path / "t")
+    written = data.write_files(spark, path, [dataset.files[0], [], dataset.files[1]], True,
+                               fmt=fmt)
+    assert written[1] is None
+    assert all(w.endswith(data.SUFFIXES[fmt]) for w in (written[0], written[2]))
+    df = data.read(spark, fmt, path)
+    assert df.columns == data.TOP_LEVEL + [data.PARTITION]
+    generated = spark.createDataFrame(dataset.files[0] + dataset.files[1], data.SCHEMA).collect()
+    assert compare.difference(df.drop(data.PARTITION).collect(), generated) is None

@@ -10,7 +10,7 @@ import tempfile
 
 from pyspark.sql import SparkSession
 
-from tests.fuzz import runner
+from tests.fuzz import data, runner
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -21,6 +21,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries-per-round", type=int, default=200)
     parser.add_argument("--batch", type=int, default=20, help="queries per Spark job")
     parser.add_argument("--minimize-seconds", type=float, default=300.0)
+    parser.add_argument("--formats", nargs="+", choices=list(data.FORMATS), default=[],
+                        help="run only the seeds whose rounds have a dataset in one of these "
+                             "source formats (e.g. json json.gz)")
     args = parser.parse_args(argv)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = (SparkSession.builder.master("local[2]").appName("accelerator-fuzz")
@@ -34,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
              .getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     summary = runner.run(spark, args.seed, args.seconds, args.queries_per_round, args.batch,
-                         minimize_seconds=args.minimize_seconds,
+                         minimize_seconds=args.minimize_seconds, formats=tuple(args.formats),
                          log=lambda m: print(m, file=sys.stderr, flush=True))
     print(json.dumps(summary.as_dict(), indent=2, default=str))
     spark.stop()

@@ -62,13 +62,19 @@ def build(spark, setup: Setup) -> Setup:
     for name, dataset in setup.datasets.items():
         setup.paths[name], written[name] = data.write(spark, dataset, setup.root)
     for spec in setup.specs:
-        df = spark.read.parquet(setup.paths[spec.dataset])
+        df = data.read(spark, setup.datasets[spec.dataset].format, setup.paths[spec.dataset])
         with conf_set(spark, {"spark.accelerator.index.lineage.enabled": str(spec.lineage).lower()}):
             indexes.create(spark, hs, df, spec)
     for name, dataset in setup.datasets.items():
         data.change(spark, dataset, setup.paths[name], written[name])
-        spark.read.parquet(setup.paths[name]).createOrReplaceTempView(name)
+    register_views(spark, setup)
     return setup
+
+
+def register_views(spark, setup: Setup) -> None:
+    """Registers each dataset of the built ``setup`` as a view named after it."""
+    for name, path in setup.paths.items():
+        data.read(spark, setup.datasets[name].format, path).createOrReplaceTempView(name)
 
 
 def teardown(setup: Setup) -> None:

@@ -1,6 +1,8 @@
 """Seeded random datasets: rows of a fixed schema with nested structs, nulls, NaN and +-0.0,
 unicode and empty strings, timestamps from several zones, decimals and JSON strings, split
-into a few files (optionally partitioned) and written as Parquet."""
+into a few files (optionally partitioned) and written as Parquet, JSON lines or gzip-compressed
+JSON lines; every reader of a dataset (index builds, the views, reproductions) uses
+:func:`read_code`."""
 from __future__ import annotations
 
 import datetime as dt
@@ -28,6 +30,12 @@ WORDS = ["error", "timeout", "db-7", "disk", "full", "retry", "ERR-4711", "Ünic
          "warn", "δ-delta", "connection", "reset", "user", "login"]
 DOUBLES = [0.0, -0.0, 1.5, -1.5, 2.0, float("nan"), float("inf"), float("-inf"), 1e-9, 3.25,
            100.0, -7.0]
+# Source formats with their weights (most rounds read Parquet) and the files' name endings.
+FORMATS = {"parquet": 70, "json": 15, "json.gz": 15}
+SUFFIXES = {"parquet": ".parquet", "json": ".json", "json.gz": ".json.gz"}
+# JSON reader and writer options: timestamps with microseconds (Spark's default keeps
+# milliseconds), so JSON files hold the generated values.
+JSON_OPTIONS = {"timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX"}
 ZONES = [dt.timezone.utc, dt.timezone(dt.timedelta(hours=5, minutes=30)),
          dt.timezone(dt.timedelta(hours=-8)), dt.timezone(dt.timedelta(hours=14)),
          dt.timezone(dt.timedelta(hours=-12))]
@@ -43,6 +51,7 @@ class Dataset:
     appended: list[list[tuple]] = field(default_factory=list)
     deleted: tuple = ()
     row_group_rows: int | None = None   # Parquet row groups of this many rows (None: one a file)
+    format: str = "parquet"             # a key of FORMATS
 
     @property
     def live_files(self) -> list[list[tuple]]:
@@ -106,8 +115,8 @@ def _row(rng: random.Random, i: int, null_rate: float) -> tuple:
 
 def generate(rng: random.Random, name: str, start_id: int = 0) -> Dataset:
     """A dataset of 100-400 rows in 3-6 files, clustered by a random column so that
-    per-file statistics differ; sometimes partitioned, sometimes with an appended file, often
-    in several row groups a file."""
+    per-file statistics differ; sometimes partitioned, sometimes with an appended file; mostly
+    Parquet, often in several row groups a file, else JSON lines (also gzip-compressed)."""
     n_rows = rng.randint(100, 400)
     null_rate = rng.choice([0.0, 0.05, 0.2])
     rows = [_row(rng, start_id + i, null_rate) for i in range(n_rows)]
@@ -121,8 +130,10 @@ def generate(rng: random.Random, name: str, start_id: int = 0) -> Dataset:
         appended = [[_row(rng, start_id + n_rows + i, null_rate) for i in range(rng.randint(1, 20))]]
     deleted = (rng.randrange(n_files),) if rng.random() < 0.15 else ()
     partitioned = rng.random() < 0.3
+    row_group_rows = rng.choice([None, None, 3, 10, 40])
+    fmt = rng.choices(list(FORMATS), list(FORMATS.values()))[0]
     return Dataset(name, files, partitioned=partitioned, appended=appended, deleted=deleted,
-                   row_group_rows=rng.choice([None, None, 3, 10, 40]))
+                   row_group_rows=row_group_rows if fmt == "parquet" else None, format=fmt)
 
 
 def _sort_key(value):
@@ -135,29 +146,49 @@ def _sort_key(value):
     return (0, value)
 
 
-def _parquet_files(path: str) -> set[str]:
+def read_code(fmt: str, path: str) -> str:
+    """Python code (over ``spark``, ``SCHEMA`` and ``JSON_OPTIONS``) reading the dataset of
+    format ``fmt`` at the path expression ``path``: Parquet as is, JSON with the schema
+    ``SCHEMA`` and ``JSON_OPTIONS`` (gzip files are recognized by their name)."""
+    if fmt == "parquet":
+        return f"spark.read.parquet({path})"
+    return f"spark.read.schema(SCHEMA).options(**JSON_OPTIONS).json({path})"
+
+
+def read(spark, fmt: str, path: str):
+    """The DataFrame reading the dataset of format ``fmt`` at ``path`` (see :func:`read_code`)."""
+    namespace = {"spark": spark, "SCHEMA": SCHEMA, "JSON_OPTIONS": JSON_OPTIONS, "path": path}
+    return eval(read_code(fmt, "path"), namespace)   # noqa: S307 (own code)
+
+
+def _data_files(path: str, fmt: str) -> set[str]:
     return {os.path.join(d, f) for d, _, names in os.walk(path) for f in names
-            if f.endswith(".parquet")}
+            if f.endswith(SUFFIXES[fmt])}
 
 
 def write_files(spark, path: str, files: list[list[tuple]], partitioned: bool,
-                first: int = 0, row_group_rows: int | None = None) -> list[str | None]:
-    """Appends each list of rows to ``path`` as one Parquet file (under ``p=<file number>``
-    when ``partitioned``, in row groups of ``row_group_rows`` rows when given); returns the
-    files' paths (None for an empty list)."""
+                first: int = 0, row_group_rows: int | None = None,
+                fmt: str = "parquet") -> list[str | None]:
+    """Appends each list of rows to ``path`` as one file of format ``fmt`` (under
+    ``p=<file number>`` when ``partitioned``; Parquet in row groups of ``row_group_rows`` rows
+    when given); returns the files' paths (None for an empty list)."""
     written: list[str | None] = []
     for number, rows in enumerate(files, start=first):
         if not rows:
             written.append(None)
             continue
-        before = _parquet_files(path)
+        before = _data_files(path, fmt)
         df = spark.createDataFrame(rows, SCHEMA).coalesce(1)
         target = os.path.join(path, f"{PARTITION}={number % 3}") if partitioned else path
         writer = df.write.mode("append")
-        if row_group_rows:
-            writer = writer.option("parquet.block.row.count.limit", row_group_rows)
-        writer.parquet(target)
-        (new,) = _parquet_files(path) - before
+        if fmt == "parquet":
+            if row_group_rows:
+                writer = writer.option("parquet.block.row.count.limit", row_group_rows)
+            writer.parquet(target)
+        else:
+            writer.options(**JSON_OPTIONS).option(
+                "compression", "gzip" if fmt == "json.gz" else "none").json(target)
+        (new,) = _data_files(path, fmt) - before
         written.append(new)
     return written
 
@@ -167,14 +198,14 @@ def write(spark, dataset: Dataset, root: str) -> tuple[str, list]:
     the files' paths."""
     path = os.path.join(root, dataset.name)
     return path, write_files(spark, path, dataset.files, dataset.partitioned,
-                             row_group_rows=dataset.row_group_rows)
+                             row_group_rows=dataset.row_group_rows, fmt=dataset.format)
 
 
 def change(spark, dataset: Dataset, path: str, files: list) -> None:
     """What happens after the indexes were built: the appended files are written next to the
     others, the deleted ones removed."""
     write_files(spark, path, dataset.appended, dataset.partitioned, first=len(dataset.files),
-                row_group_rows=dataset.row_group_rows)
+                row_group_rows=dataset.row_group_rows, fmt=dataset.format)
     for i in dataset.deleted:
         if i < len(files) and files[i]:
             os.remove(files[i])

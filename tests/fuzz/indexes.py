@@ -1,6 +1,12 @@
 """Random index sets over a generated dataset: covering indexes with random indexed and
 included columns, data-skipping indexes with random sketches, text indexes and the cache.
-Each index is a small spec that can be created in a session or written as Python code."""
+Each index is a small spec that can be created in a session or written as Python code.
+
+Every kind is drawn for every source format of :data:`tests.fuzz.data.FORMATS`: the README
+documents ``createIndex`` over ``spark.read.parquet/json/csv/orc`` for all kinds (data skipping
+computes statistics with a Spark job where no Parquet footer serves; a text index groups the
+rows of a JSON file without row groups) and ``hs.cache`` of JSON, also gzip-compressed. Only
+``hs.search(..., score=True)``, which the fuzzer does not call, needs a Parquet source."""
 from __future__ import annotations
 
 import random

@@ -39,8 +39,7 @@ def minimize(spark, setup: case.Setup, query: Query, seconds: float, log=print) 
                 datasets[name] = candidate
     # the original system path was replaced by the trials': restore a built setup for the caller
     spark.conf.set("spark.accelerator.system.path", setup.system_path())
-    for name, path in setup.paths.items():
-        spark.read.parquet(path).createOrReplaceTempView(name)
+    case.register_views(spark, setup)
     return snippet(datasets, specs, query)
 
 
@@ -72,6 +71,8 @@ def _smaller_datasets(dataset: data.Dataset):
         yield replace(dataset, partitioned=False)
     if dataset.row_group_rows:
         yield replace(dataset, row_group_rows=None)
+    if dataset.format != "parquet":   # a JSON source's failure that Parquet shows too
+        yield replace(dataset, format="parquet")
     for i in range(len(dataset.files)):
         rows = dataset.files[i]
         while len(rows) > 1:
@@ -107,32 +108,41 @@ def snippet(datasets: dict, specs: list, query: Query) -> str:
         "spark.conf.set('spark.accelerator.system.path', root + '/indexes')",
         "hs = Hyperspace(spark)",
         f"SCHEMA = {data.SCHEMA!r}",
-        "def write(name, files, partitioned, first=0, row_group_rows=None):",
+        f"JSON_OPTIONS = {data.JSON_OPTIONS!r}",
+        f"SUFFIXES = {data.SUFFIXES!r}",
+        "def write(name, files, partitioned, fmt, first=0, row_group_rows=None):",
         "    written = []",
+        "    pattern = root + '/' + name + '/**/*' + SUFFIXES[fmt]",
         "    for i, rows in enumerate(files, start=first):",
-        "        before = set(glob.glob(root + '/' + name + '/**/*.parquet', recursive=True))",
+        "        before = set(glob.glob(pattern, recursive=True))",
         "        if rows:",
         "            target = root + '/' + name + (f'/p={i % 3}' if partitioned else '')",
         "            writer = spark.createDataFrame(rows, SCHEMA).coalesce(1).write.mode('append')",
-        "            if row_group_rows:",
-        "                writer = writer.option('parquet.block.row.count.limit', row_group_rows)",
-        "            writer.parquet(target)",
-        "        written.append(set(glob.glob(root + '/' + name + '/**/*.parquet', recursive=True)) - before)",
+        "            if fmt == 'parquet':",
+        "                if row_group_rows:",
+        "                    writer = writer.option('parquet.block.row.count.limit', row_group_rows)",
+        "                writer.parquet(target)",
+        "            else:",
+        "                writer.options(**JSON_OPTIONS).option("
+        "'compression', 'gzip' if fmt == 'json.gz' else 'none').json(target)",
+        "        written.append(set(glob.glob(pattern, recursive=True)) - before)",
         "    return written",
     ]
     for name, ds in datasets.items():
         lines.append(f"{name}_files = write({name!r}, {_py(ds.files)}, {ds.partitioned}, "
-                     f"row_group_rows={ds.row_group_rows})")
+                     f"{ds.format!r}, row_group_rows={ds.row_group_rows})")
     for spec in specs:
-        lines.append(f"{spec.dataset}_df = spark.read.parquet(root + '/{spec.dataset}')")
+        source = data.read_code(datasets[spec.dataset].format, f"root + '/{spec.dataset}'")
+        lines.append(f"{spec.dataset}_df = {source}")
         lines.append(spec.code(f"{spec.dataset}_df"))
     for name, ds in datasets.items():
         if ds.appended:
-            lines.append(f"write({name!r}, {_py(ds.appended)}, {ds.partitioned}, "
+            lines.append(f"write({name!r}, {_py(ds.appended)}, {ds.partitioned}, {ds.format!r}, "
                          f"first={len(ds.files)}, row_group_rows={ds.row_group_rows})")
         for i in ds.deleted:
             lines.append(f"[os.remove(f) for f in {name}_files[{i}]]   # deleted after indexing")
-        lines.append(f"spark.read.parquet(root + '/{name}').createOrReplaceTempView({name!r})")
+        source = data.read_code(ds.format, f"root + '/{name}'")
+        lines.append(f"{source}.createOrReplaceTempView({name!r})")
     lines += [
         "def canon(v):",
         "    if isinstance(v, float):",

@@ -30,6 +30,8 @@ class Summary:
     queries: int = 0
     used: int = 0
     skipped: int = 0
+    json_rounds: int = 0   # rounds with a JSON source (json or json.gz)
+    passed_over: int = 0   # seeds whose rounds lacked the formats asked for
     build_seconds: float = 0.0
     seconds: float = 0.0
     failures: list = field(default_factory=list)
@@ -38,6 +40,7 @@ class Summary:
         """The summary as JSON-ready data."""
         return {"seed": self.seed, "rounds": self.rounds, "queries": self.queries,
                 "queriesUsingIndexes": self.used, "skippedBothRaised": self.skipped,
+                "roundsWithJson": self.json_rounds, "seedsPassedOver": self.passed_over,
                 "seconds": round(self.seconds, 1),
                 "buildSeconds": round(self.build_seconds, 1),
                 "failures": [vars(f) for f in self.failures]}
@@ -63,10 +66,12 @@ def round_query(setup: case.Setup, seed: int, number: int) -> Query:
 
 
 def run(spark, seed: int, seconds: float, queries_per_round: int = 60, batch: int = 12,
-        max_queries: int | None = None, minimize_seconds: float = 120.0, log=print) -> Summary:
+        max_queries: int | None = None, minimize_seconds: float = 120.0, log=print,
+        formats: tuple[str, ...] = ()) -> Summary:
     """Runs rounds with seeds ``seed``, ``seed + 1``, ... for about ``seconds`` (or until
     ``max_queries``), ``batch`` queries per Spark job (a tagged union); returns what happened.
-    Leaves the accelerator disabled."""
+    With ``formats``, passes over the seeds whose rounds have no dataset in one of them (the
+    seeds run reproduce as they are). Leaves the accelerator disabled."""
     summary = Summary(seed)
     start = time.monotonic()
     round_seed = seed
@@ -76,8 +81,15 @@ def run(spark, seed: int, seconds: float, queries_per_round: int = 60, batch: in
             max_queries is None or summary.queries < max_queries)
 
     while more():
+        planned = round_setup(round_seed)
+        present = {d.format for d in planned.datasets.values()}
+        if formats and not present & set(formats):
+            summary.passed_over += 1
+            round_seed += 1
+            continue
+        summary.json_rounds += any(f != "parquet" for f in present)
         built = time.monotonic()
-        setup = case.build(spark, round_setup(round_seed))
+        setup = case.build(spark, planned)
         summary.build_seconds += time.monotonic() - built
         try:
             number = 0
@@ -96,8 +108,9 @@ def run(spark, seed: int, seconds: float, queries_per_round: int = 60, batch: in
         finally:
             case.teardown(setup)
         summary.rounds += 1
-        log(f"round {round_seed}: {summary.queries} queries so far, {summary.used} used an index "
-            f"or the cache, {len(summary.failures)} failures, {time.monotonic() - start:.0f} s")
+        log(f"round {round_seed} ({', '.join(sorted(present))}): {summary.queries} queries so "
+            f"far, {summary.used} used an index or the cache, {len(summary.failures)} failures, "
+            f"{time.monotonic() - start:.0f} s")
         round_seed += 1
     summary.seconds = time.monotonic() - start
     return summary
