@@ -10,6 +10,7 @@ All paths are strings (URIs or local paths).
 """
 from __future__ import annotations
 
+import functools
 import posixpath
 import threading
 import time
@@ -123,8 +124,14 @@ class HadoopFs:
         self._gateway = spark.sparkContext._gateway
         # resolved once: each step of a py4j package path is a round trip to the JVM
         self._path_class = self._jvm.org.apache.hadoop.fs.Path
-        self._io_utils = self._jvm.org.apache.commons.io.IOUtils
-        self._files = self._jvm.java.nio.file.Files
+
+    @functools.cached_property
+    def _io_utils(self) -> Any:   # resolved on first use: most instances never read
+        return self._jvm.org.apache.commons.io.IOUtils
+
+    @functools.cached_property
+    def _files(self) -> Any:
+        return self._jvm.java.nio.file.Files
 
     def _not_found(self, exc: BaseException) -> bool:
         """Whether a py4j error is Java's FileNotFoundException (what Hadoop throws for a path
