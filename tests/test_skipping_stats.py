@@ -5,6 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from indexes.skipping import values as V
+from indexes.skipping.build import FILE_BLOOM, _scan_partition, fold_partials
 from indexes.skipping.stats import STRING_BOUND_BYTES, SketchSpec, StatsAccumulator
 
 
@@ -42,3 +43,52 @@ def test_value_list_and_bounds_survive_serialization():
     assert stats.max > long_value and len(stats.max.encode()) <= STRING_BOUND_BYTES   # a cut bound
     acc.add_values(["c", "d"])
     assert acc.result().values is None      # more than maxValues: unknown
+
+
+def _scan(specs, batches, layouts):
+    """The scan job's task function over Arrow batches (file, row index, values...), folded
+    as the driver does."""
+    out = list(_scan_partition(specs, layouts)(iter(batches)))[0]
+    partials = list(zip(*[out.column(c).to_pylist() for c in range(4)]))
+    return partials, fold_partials(specs, partials, set(layouts))
+
+
+def test_a_file_of_many_row_groups_sends_one_bloom_filter_per_task():
+    spec = SketchSpec("k", "string", minmax=True, bloom_capacity=5000, bloom_fpp=0.01)
+    values = [f"t{i:05d}" for i in range(4000)]
+    starts = list(range(0, 4000, 100))           # 40 row groups of 100 rows
+    batch = pa.RecordBatch.from_arrays(
+        [pa.array(["f"] * 4000), pa.array(range(4000), pa.int64()), pa.array(values)],
+        names=["file", "row", "s0"])
+    halves = [batch.slice(0, 1700), batch.slice(1700)]   # two tasks read the file
+    partials = []
+    for half in halves:
+        part, _ = _scan([spec], [half], {"f": starts})
+        partials += part
+    blooms = [p for p in partials if p[1] == FILE_BLOOM]
+    assert len(blooms) == 2                              # one per task, not one per row group
+    one_bloom = max(len(p[3]) for p in blooms)
+    assert sum(len(p[3]) for p in partials if p[1] != FILE_BLOOM and p[2] >= 0) < one_bloom
+    scanned = fold_partials([spec], [(f"/{p[0]}",) + tuple(p[1:]) for p in partials], {"/f"})
+    whole = StatsAccumulator(spec)
+    whole.add_arrow(pa.array(values))
+    stats, expected = scanned.files["/f"].columns["k"], whole.result()
+    assert (stats.min, stats.max, stats.null_count) == (expected.min, expected.max, 0)
+    assert all(V.bloom_key(v, "string") in stats.bloom for v in values)
+    assert scanned.files["/f"].rows == 4000
+    groups = scanned.groups["/f"]
+    assert sorted(groups) == list(range(40))
+    assert all(g.columns["k"].bloom is None for g in groups.values())
+    assert [(g.columns["k"].min, g.columns["k"].max, g.rows) for _, g in sorted(groups.items())] == [
+        (values[s], values[s + 99], 100) for s in starts]
+
+
+def test_a_file_bloom_overflowing_in_one_task_has_no_filter():
+    spec = SketchSpec("k", "string", max_values=10, bloom_capacity=300, bloom_fpp=0.01)
+    batches = [pa.RecordBatch.from_arrays(
+        [pa.array(["f"] * 200), pa.array([f"v{i + start}" for i in range(200)])], names=["file", "s0"])
+        for start in (0, 200)]
+    _, scanned = _scan([spec], batches, {})
+    stats = scanned.files["f"].columns["k"]
+    assert stats.bloom is None and stats.values is None and stats.null_count == 0
+    assert scanned.files["f"].rows == 400 and scanned.groups == {}

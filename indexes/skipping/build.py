@@ -230,15 +230,35 @@ def sketch_specs(sketches: list[ResolvedSketch]) -> list[SketchSpec]:
 
 
 # --- the Spark job over the sketched expressions ---------------------------------------------
+# A task's statistics of a file go to the driver as partials: per row group (``grp`` 0 for a
+# file without a layout) everything but the Bloom filter, and per file (``grp`` FILE_BLOOM) only
+# the Bloom filter, so that a file of many row groups sends one filter per task, not one each.
+FILE_BLOOM = -1
+
+
+def group_spec(spec: SketchSpec) -> SketchSpec:
+    """What a row group's partial computes of ``spec``: all but the Bloom filter."""
+    return replace(spec, bloom_capacity=None, bloom_fpp=None)
+
+
+def bloom_spec(spec: SketchSpec) -> SketchSpec | None:
+    """What a file's Bloom partial computes of ``spec`` (None when it has no Bloom filter)."""
+    return replace(spec, minmax=False, max_values=None) if spec.bloom_capacity else None
+
+
 def _scan_partition(specs: list[SketchSpec], layouts: dict[str, list[int]]):
-    """Task function: each file's partial statistics per row group (``group`` 0 for a file
-    without a layout). ``layouts``: by file URI, the first row of each row group; the batches
-    then carry the row's index in the file after its file."""
+    """Task function: each file's partial statistics (see FILE_BLOOM) and row counts per row
+    group (``sketch`` -1). ``layouts``: by file URI, the first row of each row group; the
+    batches then carry the row's index in the file after its file."""
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import numpy as np
         import pyarrow as pa
         import pyarrow.compute as pc
 
+        from indexes.skipping.stats import distinct_values
+
+        per_group = [group_spec(s) for s in specs]
+        per_file = [bloom_spec(s) for s in specs]
         accs: dict[tuple[str, int, int], StatsAccumulator] = {}
         counts: dict[tuple[str, int], int] = {}
         first = 2 if layouts else 1
@@ -257,10 +277,19 @@ def _scan_partition(specs: list[SketchSpec], layouts: dict[str, list[int]]):
                 for g, part in parts:
                     counts[(name, g)] = counts.get((name, g), 0) + part.num_rows
                     for i, spec in enumerate(specs):
-                        acc = accs.get((name, g, i))
-                        if acc is None:
-                            acc = accs[(name, g, i)] = StatsAccumulator(spec)
-                        acc.add_arrow(part.column(i + first))
+                        column = part.column(i + first)
+                        targets = [(g, per_group[i])] + (
+                            [(FILE_BLOOM, per_file[i])] if per_file[i] is not None else [])
+                        found = []
+                        for target, target_spec in targets:
+                            acc = accs.get((name, target, i))
+                            if acc is None:
+                                acc = accs[(name, target, i)] = StatsAccumulator(target_spec)
+                            found.append(acc)
+                        distinct = (distinct_values(column, spec.type)
+                                    if any(a.needs_values for a in found) else [])
+                        for acc in found:
+                            acc.add_distinct(len(column), column.null_count, distinct)
         out: list[tuple[str, int, int, bytes]] = [
             (name, g, i, acc.to_bytes()) for (name, g, i), acc in accs.items()]
         # files with no sketch still count rows
@@ -297,27 +326,28 @@ def scan_stats(df: DataFrame, sketches: list[ResolvedSketch], specs: list[Sketch
             .mapInArrow(_scan_partition(specs, first_rows),
                         "file string, grp int, sketch int, partial binary")
             .collect())
+    return fold_partials(specs, [(hadoop_path(r.file), r.grp, r.sketch, bytes(r.partial))
+                                 for r in rows], set(layouts))
+
+
+def fold_partials(specs: list[SketchSpec], partials: list[tuple[str, int, int, bytes]],
+                  layered: set[str]) -> Scanned:
+    """Each file's statistics, merged from the tasks' partials (``(path, grp, sketch,
+    partial)`` as :func:`_scan_partition` emits them), and the row groups' own (without Bloom
+    filters) for the ``layered`` files."""
     counts: dict[tuple[str, int], int] = {}
     accs: dict[tuple[str, int, int], StatsAccumulator] = {}
-    for r in rows:
-        path = hadoop_path(r.file)
-        if r.sketch < 0:
-            counts[(path, r.grp)] = counts.get((path, r.grp), 0) + int.from_bytes(r.partial, "little")
+    for path, g, i, data in partials:
+        if i < 0:
+            counts[(path, g)] = counts.get((path, g), 0) + int.from_bytes(data, "little")
             continue
-        part = StatsAccumulator.from_bytes(specs[r.sketch], bytes(r.partial))
-        acc = accs.get((path, r.grp, r.sketch))
+        part = StatsAccumulator.from_bytes(
+            bloom_spec(specs[i]) if g == FILE_BLOOM else group_spec(specs[i]), data)
+        acc = accs.get((path, g, i))
         if acc is None:
-            accs[(path, r.grp, r.sketch)] = part
+            accs[(path, g, i)] = part
         else:
             acc.merge(part)
-    return _fold_groups(specs, counts, accs, set(layouts))
-
-
-def _fold_groups(specs: list[SketchSpec], counts: dict[tuple[str, int], int],
-                 accs: dict[tuple[str, int, int], StatsAccumulator],
-                 layered: set[str]) -> Scanned:
-    """Each file's statistics, merged from its row groups', and the row groups' own (without
-    Bloom filters) for the ``layered`` files."""
     files: dict[str, FileStats] = {}
     groups: dict[str, dict[int, FileStats]] = {}
     by_path: dict[str, list[int]] = {}
@@ -328,15 +358,19 @@ def _fold_groups(specs: list[SketchSpec], counts: dict[tuple[str, int], int],
         for g in sorted(ordinals):
             parts = {i: accs[(path, g, i)] for i in range(len(specs)) if (path, g, i) in accs}
             if path in layered:   # taken before the parts are merged into the file's
-                groups.setdefault(path, {})[g] = FileStats(counts[(path, g)], {
-                    specs[i].key: replace(part.result(), bloom=None) for i, part in parts.items()})
+                groups.setdefault(path, {})[g] = FileStats(
+                    counts[(path, g)], {specs[i].key: part.result() for i, part in parts.items()})
             for i, part in parts.items():
                 if i in merged:
                     merged[i].merge(part)
                 else:
                     merged[i] = part
-        files[path] = FileStats(sum(counts[(path, g)] for g in ordinals),
-                                {specs[i].key: acc.result() for i, acc in merged.items()})
+        columns = {}
+        for i, acc in merged.items():
+            blooms = accs.get((path, FILE_BLOOM, i))
+            columns[specs[i].key] = replace(acc.result(),
+                                            bloom=blooms.bloom if blooms is not None else None)
+        files[path] = FileStats(sum(counts[(path, g)] for g in ordinals), columns)
     return Scanned(files, groups)
 
 

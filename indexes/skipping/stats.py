@@ -83,6 +83,16 @@ def estimated_count(bloom: BloomFilter) -> int:
     return int(math.ceil(-m * math.log1p(-filled / m)))
 
 
+def distinct_values(array: Any, spark_type: str) -> list:
+    """The distinct non-null values of a pyarrow Array, in normalized internal form."""
+    import pyarrow.compute as pc
+
+    if array.null_count == len(array):
+        return []
+    return [V.normalize(V.from_python(v, spark_type), spark_type)
+            for v in pc.unique(array.drop_null()).to_pylist()]
+
+
 def bloom_to_bytes(bloom: BloomFilter) -> bytes:
     out = io.BytesIO()
     bloom.tofile(out)
@@ -118,18 +128,23 @@ class StatsAccumulator:
                 present.append(V.normalize(v, self.spec.type))
         self._add_present(present, distinct=False)
 
+    @property
+    def needs_values(self) -> bool:
+        """Whether the non-null values matter (not only how many rows and nulls there were)."""
+        spec = self.spec
+        return spec.minmax or spec.max_values is not None or spec.bloom_capacity is not None
+
     def add_arrow(self, array: Any) -> None:
         """Adds the values of a pyarrow Array (what Spark's ``mapInArrow`` hands over)."""
-        import pyarrow.compute as pc
+        self.add_distinct(len(array), array.null_count,
+                          distinct_values(array, self.spec.type) if self.needs_values else [])
 
-        self.rows += len(array)
-        self.nulls += array.null_count
-        if array.null_count == len(array):
-            return
-        distinct = pc.unique(array.drop_null())
-        t = self.spec.type
-        self._add_present([V.normalize(V.from_python(v, t), t) for v in distinct.to_pylist()],
-                          distinct=True)
+    def add_distinct(self, rows: int, nulls: int, distinct: list) -> None:
+        """Adds ``rows`` rows, ``nulls`` of them null, whose other values are ``distinct``
+        (as :func:`distinct_values` gives them)."""
+        self.rows += rows
+        self.nulls += nulls
+        self._add_present(distinct, distinct=True)
 
     def _add_present(self, present: list, distinct: bool) -> None:
         spec = self.spec
