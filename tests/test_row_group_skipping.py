@@ -14,7 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import functions as F
 
-from accelerator import DataSkippingIndexConfig, MinMaxSketch, TextIndexConfig, ValueListSketch
+from accelerator import (BloomFilterSketch, DataSkippingIndexConfig, MinMaxSketch,
+                         TextIndexConfig, ValueListSketch)
 from indexes.skipping.build import row_group_layout
 from indexes.skipping.ir import Cmp, Lit, Sketched
 from indexes.skipping.match import kept_row_groups
@@ -162,6 +163,28 @@ def test_json_path_statistics_per_row_group_from_the_scan(spark, hs, clustered_p
     assert scan_rows(window()) == ROW_GROUP
     both = lambda: window().where("bucket = 5")   # noqa: E731
     assert rows(both()) == vanilla(spark, both)
+
+
+def test_bloom_filters_per_row_group_read_only_the_group_holding_the_value(spark, hs,
+                                                                          clustered_path):
+    """A hash of the id: unclustered, so no row group's min/max excludes it; each row group
+    has its own Bloom filter (sized by its rows), so a lookup reads the one holding it."""
+    df = spark.read.parquet(clustered_path).withColumn("h", F.sha1(F.col("id").cast("string")))
+    path = clustered_path + "_hashed"
+    df.write.option("parquet.block.row.count.limit", ROW_GROUP).parquet(path)
+    hs.createIndex(spark.read.parquet(path), DataSkippingIndexConfig(
+        "rg_bloom", BloomFilterSketch("h", expectedDistinctCountPerFile=20000, fpp=0.001)))
+    target = spark.read.parquet(path).where("id = 4321").first().h
+
+    def q(value):
+        return spark.read.parquet(path).where(F.col("h") == value)
+    with session_conf(spark, **{"spark.sql.parquet.filterPushdown": "false"}):
+        assert rows(q(target)) == vanilla(spark, lambda: q(target)) != []
+        assert scan_rows(q(target)) == ROW_GROUP
+        assert "1 row groups read in 1 files" in hs.explain(q(target), redirectFunc=lambda _: None)
+        missing = "0" * 40
+        assert rows(q(missing)) == [] == vanilla(spark, lambda: q(missing))
+        assert q(missing).inputFiles() == []
 
 
 @pytest.mark.parametrize("vectorized", ["true", "false"])

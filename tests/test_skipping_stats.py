@@ -53,22 +53,24 @@ def _scan(specs, batches, layouts):
     return partials, fold_partials(specs, partials, set(layouts))
 
 
-def test_a_file_of_many_row_groups_sends_one_bloom_filter_per_task():
+def test_a_file_of_many_row_groups_sends_its_filter_once_and_row_groups_small_ones():
     spec = SketchSpec("k", "string", minmax=True, bloom_capacity=5000, bloom_fpp=0.01)
     values = [f"t{i:05d}" for i in range(4000)]
     starts = list(range(0, 4000, 100))           # 40 row groups of 100 rows
+    bounds = starts + [4000]
     batch = pa.RecordBatch.from_arrays(
         [pa.array(["f"] * 4000), pa.array(range(4000), pa.int64()), pa.array(values)],
         names=["file", "row", "s0"])
     halves = [batch.slice(0, 1700), batch.slice(1700)]   # two tasks read the file
     partials = []
     for half in halves:
-        part, _ = _scan([spec], [half], {"f": starts})
+        part, _ = _scan([spec], [half], {"f": bounds})
         partials += part
     blooms = [p for p in partials if p[1] == FILE_BLOOM]
     assert len(blooms) == 2                              # one per task, not one per row group
     one_bloom = max(len(p[3]) for p in blooms)
-    assert sum(len(p[3]) for p in partials if p[1] != FILE_BLOOM and p[2] >= 0) < one_bloom
+    # the row groups' filters are sized for their 100 rows: together about one file's
+    assert sum(len(p[3]) for p in partials if p[1] != FILE_BLOOM and p[2] >= 0) < 2 * one_bloom
     scanned = fold_partials([spec], [(f"/{p[0]}",) + tuple(p[1:]) for p in partials], {"/f"})
     whole = StatsAccumulator(spec)
     whole.add_arrow(pa.array(values))
@@ -78,7 +80,11 @@ def test_a_file_of_many_row_groups_sends_one_bloom_filter_per_task():
     assert scanned.files["/f"].rows == 4000
     groups = scanned.groups["/f"]
     assert sorted(groups) == list(range(40))
-    assert all(g.columns["k"].bloom is None for g in groups.values())
+    for start in starts:
+        bloom = groups[start // 100].columns["k"].bloom
+        assert bloom.capacity == 100
+        assert all(V.bloom_key(v, "string") in bloom for v in values[start:start + 100])
+        assert sum(V.bloom_key(v, "string") in bloom for v in values) < 100 + 0.03 * 3900
     assert [(g.columns["k"].min, g.columns["k"].max, g.rows) for _, g in sorted(groups.items())] == [
         (values[s], values[s + 99], 100) for s in starts]
 

@@ -231,14 +231,20 @@ def sketch_specs(sketches: list[ResolvedSketch]) -> list[SketchSpec]:
 
 # --- the Spark job over the sketched expressions ---------------------------------------------
 # A task's statistics of a file go to the driver as partials: per row group (``grp`` 0 for a
-# file without a layout) everything but the Bloom filter, and per file (``grp`` FILE_BLOOM) only
-# the Bloom filter, so that a file of many row groups sends one filter per task, not one each.
+# file without a layout) with a Bloom filter sized for the row group's rows, and per file
+# (``grp`` FILE_BLOOM) only the file's Bloom filter. A file of many row groups then sends its
+# values' filters once at the file's size and once split over its row groups, not a file-sized
+# filter per row group.
 FILE_BLOOM = -1
 
 
-def group_spec(spec: SketchSpec) -> SketchSpec:
-    """What a row group's partial computes of ``spec``: all but the Bloom filter."""
-    return replace(spec, bloom_capacity=None, bloom_fpp=None)
+def group_spec(spec: SketchSpec, rows: int | None) -> SketchSpec:
+    """What a row group's partial computes of ``spec``: everything, with the Bloom filter
+    sized for the row group's ``rows`` (it cannot hold more values); no filter for a file
+    without a layout (``rows`` None: its file filter serves)."""
+    if not spec.bloom_capacity or rows is None:
+        return replace(spec, bloom_capacity=None, bloom_fpp=None)
+    return replace(spec, bloom_capacity=max(1, min(spec.bloom_capacity, rows)))
 
 
 def bloom_spec(spec: SketchSpec) -> SketchSpec | None:
@@ -246,10 +252,16 @@ def bloom_spec(spec: SketchSpec) -> SketchSpec | None:
     return replace(spec, minmax=False, max_values=None) if spec.bloom_capacity else None
 
 
+def _rows_between(bounds: list[int], g: int) -> int | None:
+    """Row group ``g``'s rows from the boundaries; None past the last (the file has changed)."""
+    return bounds[g + 1] - bounds[g] if g + 1 < len(bounds) else None
+
+
 def _scan_partition(specs: list[SketchSpec], layouts: dict[str, list[int]]):
     """Task function: each file's partial statistics (see FILE_BLOOM) and row counts per row
-    group (``sketch`` -1). ``layouts``: by file URI, the first row of each row group; the
-    batches then carry the row's index in the file after its file."""
+    group (``sketch`` -1). ``layouts``: by file URI, the row group boundaries (each one's first
+    row, then the file's row count); the batches then carry the row's index in the file after
+    its file."""
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import numpy as np
         import pyarrow as pa
@@ -257,7 +269,6 @@ def _scan_partition(specs: list[SketchSpec], layouts: dict[str, list[int]]):
 
         from indexes.skipping.stats import distinct_values
 
-        per_group = [group_spec(s) for s in specs]
         per_file = [bloom_spec(s) for s in specs]
         accs: dict[tuple[str, int, int], StatsAccumulator] = {}
         counts: dict[tuple[str, int], int] = {}
@@ -267,24 +278,24 @@ def _scan_partition(specs: list[SketchSpec], layouts: dict[str, list[int]]):
             names = pc.unique(files).to_pylist()
             for name in names:
                 rows = batch.filter(pc.equal(files, name)) if len(names) > 1 else batch
-                starts = layouts.get(name)
-                if starts is None:
-                    parts = [(0, rows)]
+                bounds = layouts.get(name)
+                if bounds is None:
+                    parts = [(0, None, rows)]
                 else:
-                    group = np.searchsorted(starts, rows.column(1).to_numpy(), side="right") - 1
-                    parts = [(int(g), rows.filter(pa.array(group == g)))
+                    group = np.searchsorted(bounds, rows.column(1).to_numpy(), side="right") - 1
+                    parts = [(int(g), _rows_between(bounds, g), rows.filter(pa.array(group == g)))
                              for g in np.unique(group)]
-                for g, part in parts:
+                for g, group_rows, part in parts:
                     counts[(name, g)] = counts.get((name, g), 0) + part.num_rows
                     for i, spec in enumerate(specs):
                         column = part.column(i + first)
-                        targets = [(g, per_group[i])] + (
-                            [(FILE_BLOOM, per_file[i])] if per_file[i] is not None else [])
                         found = []
-                        for target, target_spec in targets:
+                        for target in [g] + ([FILE_BLOOM] if per_file[i] is not None else []):
                             acc = accs.get((name, target, i))
                             if acc is None:
-                                acc = accs[(name, target, i)] = StatsAccumulator(target_spec)
+                                acc = accs[(name, target, i)] = StatsAccumulator(
+                                    per_file[i] if target == FILE_BLOOM
+                                    else group_spec(spec, group_rows))
                             found.append(acc)
                         distinct = (distinct_values(column, spec.type)
                                     if any(a.needs_values for a in found) else [])
@@ -321,9 +332,9 @@ def scan_stats(df: DataFrame, sketches: list[ResolvedSketch], specs: list[Sketch
         columns.append(F.col("_metadata.row_index"))
     columns += [F.expr(computed_expression(expr_of[spec.key], ansi)).alias(f"s{i}")
                 for i, spec in enumerate(specs)]
-    first_rows = {file_uri(p): list(layout.first_rows) for p, layout in layouts.items()}
+    bounds = {file_uri(p): [*layout.first_rows, layout.rows] for p, layout in layouts.items()}
     rows = (df.select(*columns)
-            .mapInArrow(_scan_partition(specs, first_rows),
+            .mapInArrow(_scan_partition(specs, bounds),
                         "file string, grp int, sketch int, partial binary")
             .collect())
     return fold_partials(specs, [(hadoop_path(r.file), r.grp, r.sketch, bytes(r.partial))
@@ -333,16 +344,17 @@ def scan_stats(df: DataFrame, sketches: list[ResolvedSketch], specs: list[Sketch
 def fold_partials(specs: list[SketchSpec], partials: list[tuple[str, int, int, bytes]],
                   layered: set[str]) -> Scanned:
     """Each file's statistics, merged from the tasks' partials (``(path, grp, sketch,
-    partial)`` as :func:`_scan_partition` emits them), and the row groups' own (without Bloom
-    filters) for the ``layered`` files."""
+    partial)`` as :func:`_scan_partition` emits them), and the row groups' own for the
+    ``layered`` files."""
     counts: dict[tuple[str, int], int] = {}
     accs: dict[tuple[str, int, int], StatsAccumulator] = {}
     for path, g, i, data in partials:
         if i < 0:
             counts[(path, g)] = counts.get((path, g), 0) + int.from_bytes(data, "little")
             continue
-        part = StatsAccumulator.from_bytes(
-            bloom_spec(specs[i]) if g == FILE_BLOOM else group_spec(specs[i]), data)
+        # a row group's filter keeps its own size (restored from the partial's bytes)
+        part = StatsAccumulator.from_bytes(bloom_spec(specs[i]) if g == FILE_BLOOM else group_spec(
+            specs[i], specs[i].bloom_capacity if path in layered else None), data)
         acc = accs.get((path, g, i))
         if acc is None:
             accs[(path, g, i)] = part
@@ -360,11 +372,10 @@ def fold_partials(specs: list[SketchSpec], partials: list[tuple[str, int, int, b
             if path in layered:   # taken before the parts are merged into the file's
                 groups.setdefault(path, {})[g] = FileStats(
                     counts[(path, g)], {specs[i].key: part.result() for i, part in parts.items()})
-            for i, part in parts.items():
-                if i in merged:
-                    merged[i].merge(part)
-                else:
-                    merged[i] = part
+            for i, part in parts.items():   # into a file's, whose filter is the FILE_BLOOM one
+                if i not in merged:
+                    merged[i] = StatsAccumulator(group_spec(specs[i], None))
+                merged[i].merge(part)
         columns = {}
         for i, acc in merged.items():
             blooms = accs.get((path, FILE_BLOOM, i))
@@ -400,10 +411,11 @@ def _footer_type_ok(column: Any, spark_type: str) -> bool:
 @dataclass(frozen=True)
 class Layout:
     """Where a Parquet file's row groups are: each one's first row (its index in the file) and
-    byte range (see :class:`indexes.skipping.store.RowGroup`)."""
+    byte range (see :class:`indexes.skipping.store.RowGroup`), and the file's row count."""
 
     first_rows: tuple[int, ...]
     ranges: tuple[tuple[int, int], ...]
+    rows: int
 
 
 def row_group_layout(meta: Any, size: int) -> Layout | None:
@@ -428,7 +440,7 @@ def row_group_layout(meta: Any, size: int) -> Layout | None:
     ends = starts[1:] + [size]
     if any(not a <= m < b for a, m, b in zip(starts, midpoints, ends)):
         return None
-    return Layout(tuple(first_rows), tuple(zip(starts, ends)))
+    return Layout(tuple(first_rows), tuple(zip(starts, ends)), row)
 
 
 def _read_footers(wanted: list[tuple[int, tuple[str, ...], str]]):

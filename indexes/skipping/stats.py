@@ -106,14 +106,16 @@ def bloom_from_bytes(data: bytes) -> BloomFilter:
 class StatsAccumulator:
     """Accumulates the statistics of one sketched expression over the rows of one file."""
 
-    def __init__(self, spec: SketchSpec):
+    def __init__(self, spec: SketchSpec, bloom: BloomFilter | None = None):
+        """``bloom``: the filter to add to (by default a new one when the spec asks for it)."""
         self.spec = spec
         self.rows = 0
         self.nulls = 0
         self.lo: Any = None
         self.hi: Any = None
         self.values: set | None = set() if spec.max_values is not None else None
-        self.bloom: BloomFilter | None = spec.new_bloom() if spec.bloom_capacity else None
+        self.bloom: BloomFilter | None = bloom if bloom is not None or not spec.bloom_capacity \
+            else spec.new_bloom()
         self.bloom_overflow = False
 
     # --- adding ---------------------------------------------------------------------------
@@ -209,9 +211,10 @@ class StatsAccumulator:
 
     @classmethod
     def from_bytes(cls, spec: SketchSpec, data: bytes) -> "StatsAccumulator":
-        acc = cls(spec)
         rows, nulls, lo, hi, values, bloom, overflow = pickle.loads(data)
+        acc = cls(spec, bloom_from_bytes(bloom) if bloom is not None else None)
         acc.rows, acc.nulls, acc.lo, acc.hi, acc.values = rows, nulls, lo, hi, values
-        acc.bloom = bloom_from_bytes(bloom) if bloom is not None else None
+        if bloom is None:   # the task kept none (too many values, or none asked for)
+            acc.bloom = None
         acc.bloom_overflow = overflow
         return acc
