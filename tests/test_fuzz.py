@@ -3,9 +3,13 @@ random queries (stopping there; at most 15 minutes on a loaded machine), each an
 the seed and a minimized reproduction when one differs. ``python -m tests.fuzz`` runs longer."""
 from __future__ import annotations
 
+import datetime as dt
 import json
+import math
 import random
+import re
 import time
+from decimal import Decimal
 
 import pytest
 
@@ -100,48 +104,111 @@ class _Reader:
         return call
 
 
-def test_seeded_rounds_draw_json_sources_read_with_the_schema_everywhere():
+def _reads(fmt: str) -> list:
+    """The calls :func:`data.read` makes on ``spark.read`` for a dataset of format ``fmt``."""
+
+    class Spark:
+        read = _Reader()
+
+    data.read(Spark(), fmt, "/data/t")
+    return Spark.read.calls
+
+
+def test_seeded_rounds_draw_json_and_csv_sources_read_with_their_schema_everywhere():
     formats = {seed: {n: d.format for n, d in runner.round_setup(seed).datasets.items()}
                for seed in range(200)}
     assert formats == {seed: {n: d.format for n, d in runner.round_setup(seed).datasets.items()}
                        for seed in range(200)}   # deterministic
     drawn = [f for by_name in formats.values() for f in by_name.values()]
-    assert {"parquet", "json", "json.gz"} <= set(drawn) and drawn.count("parquet") > len(drawn) / 2
-    seed = next(s for s, by_name in formats.items() if {"json", "json.gz"} <= set(by_name.values()))
-    setup = runner.round_setup(seed)
-    assert all(d.row_group_rows is None for d in setup.datasets.values() if d.format != "parquet")
+    assert set(drawn) == set(data.FORMATS) and drawn.count("parquet") > len(drawn) / 2
+    assert _reads("json.gz") == [("schema", (data.SCHEMA,), {}),
+                                 ("options", (), data.JSON_OPTIONS), ("json", ("/data/t",), {})]
+    assert _reads("csv.gz") == [("schema", (data.FLAT_SCHEMA,), {}),
+                                ("options", (), data.CSV_OPTIONS), ("csv", ("/data/t",), {})]
+    for kinds in ({"json", "json.gz"}, {"csv", "parquet"}):
+        seed = next(s for s, by_name in formats.items() if kinds <= set(by_name.values()))
+        setup = runner.round_setup(seed)
+        assert all(d.row_group_rows is None for d in setup.datasets.values()
+                   if d.format != "parquet")
+        query = Query("select", "sql", ("id", "ts"), Pred("leaf", "t.k = 3"))
+        code = minimize.snippet(setup.datasets, setup.specs, query)
+        compile(code, "reproduction", "exec")
+        assert all(f"{name} = {value!r}" in code for name, value in data.NAMES.items())
+        for name, dataset in setup.datasets.items():
+            reader = data.read_code(dataset.format, f"root + '/{name}'")
+            assert f"{reader}.createOrReplaceTempView({name!r})" in code
+            writer = data.write_code(dataset.format, dataset.row_group_rows)
+            assert (f"{dataset.partitioned}, {data.SUFFIXES[dataset.format]!r}, {writer})"
+                    in code)
+        for spec in setup.specs:
+            source = data.read_code(setup.datasets[spec.dataset].format,
+                                    f"root + '/{spec.dataset}'")
+            assert f"{spec.dataset}_df = {source}" in code
 
-    class Spark:   # the reader case.build and the views use
-        read = _Reader()
 
-    data.read(Spark(), "json.gz", "/data/t")
-    assert Spark.read.calls == [("schema", (data.SCHEMA,), {}),
-                                ("options", (), data.JSON_OPTIONS), ("json", ("/data/t",), {})]
-    query = Query("select", "sql", ("id", "ts"), Pred("leaf", "t.k = 3"))
-    code = minimize.snippet(setup.datasets, setup.specs, query)
-    compile(code, "reproduction", "exec")
-    assert f"SCHEMA = {data.SCHEMA!r}" in code and f"JSON_OPTIONS = {data.JSON_OPTIONS!r}" in code
-    for name, dataset in setup.datasets.items():
-        reader = data.read_code(dataset.format, f"root + '/{name}'")
-        assert f"{reader}.createOrReplaceTempView({name!r})" in code
-        if dataset.format != "parquet":
-            assert reader == ("spark.read.schema(SCHEMA).options(**JSON_OPTIONS)"
-                              f".json(root + '/{name}')")
-            assert f"{dataset.partitioned}, {dataset.format!r}, row_group_rows=None)" in code
-    for spec in setup.specs:
-        source = data.read_code(setup.datasets[spec.dataset].format, f"root + '/{spec.dataset}'")
-        assert f"{spec.dataset}_df = {source}" in code
+def _mentions_struct(text: str, alias: str) -> bool:
+    return re.search(rf"\b{alias}\.n\b", text) is not None
 
 
-@pytest.mark.parametrize("fmt", ["json", "json.gz"])
-def test_json_datasets_hold_the_generated_rows(spark, tmp_path, fmt):
-    dataset = data.generate(random.Random(5), "t")
+def test_generators_use_only_the_columns_of_each_dataset():
+    """Over CSV datasets (no ``n``) queries, predicates and indexes never name ``n``; in the
+    same rounds a Parquet or JSON dataset's side does."""
+    struct_uses = {"flat": 0, "nested": 0}
+    for seed in range(60):
+        setup = runner.round_setup(seed)
+        flat = {n for n, d in setup.datasets.items() if d.format in data.FLAT_FORMATS}
+        if not flat or len(flat) == 2:
+            continue
+        assert all(len(r) == len(data.FLAT.top_level) for n in flat
+                   for r in setup.datasets[n].rows)
+        for spec in setup.specs:
+            names = [a[1] if isinstance(a, tuple) else a for a in spec.args + spec.included]
+            uses = any(c == "n" or str(c).startswith("n.") for c in names)
+            struct_uses["flat" if spec.dataset in flat else "nested"] += uses
+        for number in range(40):
+            code = runner.round_query(setup, seed, number).code()
+            for alias in setup.datasets:
+                struct_uses["flat" if alias in flat else "nested"] += _mentions_struct(code, alias)
+    assert struct_uses["flat"] == 0 and struct_uses["nested"] > 0, struct_uses
+
+
+def test_the_minimizer_tries_a_csv_dataset_as_parquet_with_a_null_struct():
+    dataset = data.generate(random.Random(5), "t").in_format("csv")
+    (as_parquet,) = [d for d in minimize._smaller_datasets(dataset) if d.format == "parquet"]
+    assert as_parquet.files == [[r + (None,) for r in rows] for rows in dataset.files]
+    assert as_parquet.in_format("csv") == dataset
+
+
+UTC = dt.timezone.utc
+# Values a text format must keep intact or apart: "" and null, NaN, infinities, both zeros,
+# unicode, quotes, commas and backslashes in strings, whitespace, microseconds before 1970.
+EDGE_ROWS = [
+    (1, None, "", float("nan"), Decimal("-0.01"),
+     dt.datetime(1969, 12, 31, 23, 59, 59, 999999, tzinfo=UTC), dt.date(1969, 12, 31), True,
+     json.dumps({"a": 'x, "y"', "b": "日本"}, ensure_ascii=False), "", (None, "", (-0.0, None))),
+    (2, 0, None, float("inf"), Decimal("0.00"), dt.datetime(2038, 1, 19, 3, 14, 7, 1, tzinfo=UTC),
+     None, None, "", None, None),
+    (3, -1, "  ", float("-inf"), None, None, dt.date(2024, 2, 29), False,
+     'say "hi", then \\"bye\\"', " a, b ", (0, None, None)),
+    (4, 7, "emoji 😀 ünïcødé", -0.0, Decimal("999.99"),
+     dt.datetime(2024, 6, 1, 12, 0, 0, 1, tzinfo=UTC), None, None, '""', "ǅ,ß", (1, '"', None)),
+    (5, 8, '"', 0.0, Decimal("-999.99"), None, None, True, "{", "a\\b", None),
+]
+
+
+@pytest.mark.parametrize("fmt", list(data.FORMATS))
+def test_datasets_hold_the_generated_rows(spark, tmp_path, fmt):
+    dataset = data.generate(random.Random(5), "t").in_format(fmt)
+    files = data.fit([dataset.files[0], [], dataset.files[1] + EDGE_ROWS], fmt)
     path = str(tmp_path / "t")
-    written = data.write_files(spark, path, [dataset.files[0], [], dataset.files[1]], True,
-                               fmt=fmt)
+    written = data.write_files(spark, path, files, True, fmt=fmt)
     assert written[1] is None
     assert all(w.endswith(data.SUFFIXES[fmt]) for w in (written[0], written[2]))
     df = data.read(spark, fmt, path)
-    assert df.columns == data.TOP_LEVEL + [data.PARTITION]
-    generated = spark.createDataFrame(dataset.files[0] + dataset.files[1], data.SCHEMA).collect()
-    assert compare.difference(df.drop(data.PARTITION).collect(), generated) is None
+    assert tuple(df.columns) == dataset.columns.top_level + (data.PARTITION,)
+    got = df.drop(data.PARTITION).collect()
+    generated = spark.createDataFrame(files[0] + files[2], dataset.columns.schema).collect()
+    assert compare.difference(got, generated) is None
+    signs = {r.id: math.copysign(1.0, r.d) for r in got if r.d == 0.0}   # compared as equal
+    assert signs == {r.id: math.copysign(1.0, r.d) for r in generated if r.d == 0.0}
+    assert set(signs.values()) == {-1.0, 1.0}

@@ -23,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--minimize-seconds", type=float, default=300.0)
     parser.add_argument("--formats", nargs="+", choices=list(data.FORMATS), default=[],
                         help="run only the seeds whose rounds have a dataset in one of these "
-                             "source formats (e.g. json json.gz)")
+                             "source formats (e.g. csv csv.gz)")
     args = parser.parse_args(argv)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = (SparkSession.builder.master("local[2]").appName("accelerator-fuzz")

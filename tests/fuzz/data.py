@@ -1,28 +1,49 @@
 """Seeded random datasets: rows of a fixed schema with nested structs, nulls, NaN and +-0.0,
 unicode and empty strings, timestamps from several zones, decimals and JSON strings, split
-into a few files (optionally partitioned) and written as Parquet, JSON lines or gzip-compressed
-JSON lines; every reader of a dataset (index builds, the views, reproductions) uses
-:func:`read_code`."""
+into a few files (optionally partitioned) and written as Parquet, JSON lines, gzip-compressed
+JSON lines, CSV or gzip-compressed CSV (CSV without the struct column, see :data:`FLAT`);
+every writer and reader of a dataset (index builds, the views, reproductions) uses
+:func:`write_code` and :func:`read_code`."""
 from __future__ import annotations
 
 import datetime as dt
 import json
 import os
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
-SCHEMA = ("id long, k int, s string, d double, dec decimal(10,2), ts timestamp, day date, "
-          "b boolean, j string, msg string, "
-          "n struct<x:int, y:string, z:struct<w:double, v:string>>")
+FLAT_SCHEMA = ("id long, k int, s string, d double, dec decimal(10,2), ts timestamp, day date, "
+               "b boolean, j string, msg string")
+SCHEMA = FLAT_SCHEMA + ", n struct<x:int, y:string, z:struct<w:double, v:string>>"
 PARTITION = "p"
 
-# Top-level columns and the scalar fields under them, with their Spark types (for the query
-# and index generators).
+# Every scalar column and field under a struct, with its Spark type (for the query and index
+# generators; a dataset has those of its :class:`Columns`).
 SCALARS = {"id": "long", "k": "int", "s": "string", "d": "double", "dec": "decimal",
            "ts": "timestamp", "day": "date", "b": "boolean", "j": "string", "msg": "string",
            "n.x": "int", "n.y": "string", "n.z.w": "double", "n.z.v": "string"}
-TOP_LEVEL = ["id", "k", "s", "d", "dec", "ts", "day", "b", "j", "msg", "n"]
+
+
+@dataclass(frozen=True)
+class Columns:
+    """The columns of a dataset: its ``schema`` (DDL) and the name of that schema in the code
+    of :func:`read_code` and :func:`write_code`, its ``scalars`` (a sub-dict of
+    :data:`SCALARS`), ``top_level`` columns and ``structs`` (struct columns and fields)."""
+
+    schema: str
+    schema_name: str
+    scalars: dict
+    top_level: tuple
+    structs: tuple
+
+
+NESTED = Columns(SCHEMA, "SCHEMA", SCALARS,
+                 ("id", "k", "s", "d", "dec", "ts", "day", "b", "j", "msg", "n"), ("n", "n.z"))
+# CSV cannot hold a struct: CSV datasets have every column but ``n`` (rows without their last
+# value, see :func:`fit`).
+FLAT = Columns(FLAT_SCHEMA, "FLAT_SCHEMA", {c: t for c, t in SCALARS.items() if "." not in c},
+               NESTED.top_level[:-1], ())
 
 STRINGS = ["", "a", "ab", "abc", "abcd", "Abc", "ABC", "zeta", "ünïcødé", "日本語", "日本",
            "emoji 😀", "a%b", "a_b", "x.y", "  ", "naïve", "ß", "SS", "İstanbul", "ǅ"]
@@ -31,11 +52,31 @@ WORDS = ["error", "timeout", "db-7", "disk", "full", "retry", "ERR-4711", "Ünic
 DOUBLES = [0.0, -0.0, 1.5, -1.5, 2.0, float("nan"), float("inf"), float("-inf"), 1e-9, 3.25,
            100.0, -7.0]
 # Source formats with their weights (most rounds read Parquet) and the files' name endings.
-FORMATS = {"parquet": 70, "json": 15, "json.gz": 15}
-SUFFIXES = {"parquet": ".parquet", "json": ".json", "json.gz": ".json.gz"}
+FORMATS = {"parquet": 60, "json": 12, "json.gz": 12, "csv": 8, "csv.gz": 8}
+SUFFIXES = {fmt: "." + fmt for fmt in FORMATS}
+FLAT_FORMATS = ("csv", "csv.gz")   # formats whose datasets have the columns of FLAT
 # JSON reader and writer options: timestamps with microseconds (Spark's default keeps
 # milliseconds), so JSON files hold the generated values.
 JSON_OPTIONS = {"timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX"}
+# CSV reader and writer options, the same both ways, so CSV files hold the generated values
+# (tests/test_fuzz.py reads edge values back): a header; timestamps as in JSON; quotes doubled
+# inside fields (RFC 4180; JSON strings in ``j`` hold quotes, commas and backslashes);
+# whitespace kept ("  " is a value; the writer trims by default). Null is written as the
+# marker \N because the reader turns a field equal to ``nullValue`` into null after removing
+# quotes: with the default "", the empty string would read as null too. The empty string is
+# written as ``emptyValue`` "", which ``quoteAll`` turns into a quoted empty field (unquoted,
+# it would read as null), read back as ``emptyValue``. A string equal to \N would read as
+# null: the data has none. The writer writes doubles as Java does (NaN, Infinity, -Infinity,
+# -0.0), which the reader parses with these names. No value holds a line break, so files
+# need no ``multiLine``.
+CSV_OPTIONS = {"header": "true", "timestampFormat": JSON_OPTIONS["timestampFormat"],
+               "dateFormat": "yyyy-MM-dd", "quote": '"', "escape": '"', "quoteAll": "true",
+               "nullValue": "\\N", "emptyValue": "",
+               "ignoreLeadingWhiteSpace": "false", "ignoreTrailingWhiteSpace": "false",
+               "nanValue": "NaN", "positiveInf": "Infinity", "negativeInf": "-Infinity"}
+# The names read_code and write_code use besides spark (defined in reproductions too).
+NAMES = {"SCHEMA": SCHEMA, "FLAT_SCHEMA": FLAT_SCHEMA, "JSON_OPTIONS": JSON_OPTIONS,
+         "CSV_OPTIONS": CSV_OPTIONS}
 ZONES = [dt.timezone.utc, dt.timezone(dt.timedelta(hours=5, minutes=30)),
          dt.timezone(dt.timedelta(hours=-8)), dt.timezone(dt.timedelta(hours=14)),
          dt.timezone(dt.timedelta(hours=-12))]
@@ -52,6 +93,18 @@ class Dataset:
     deleted: tuple = ()
     row_group_rows: int | None = None   # Parquet row groups of this many rows (None: one a file)
     format: str = "parquet"             # a key of FORMATS
+
+    @property
+    def columns(self) -> Columns:
+        """The columns of the dataset (those its format holds)."""
+        return columns(self.format)
+
+    def in_format(self, fmt: str) -> Dataset:
+        """The same dataset written as ``fmt`` (its rows fitted to that format's columns: a
+        dataset without ``n`` gets a null ``n`` in a format that has it)."""
+        return replace(self, format=fmt, files=fit(self.files, fmt),
+                       appended=fit(self.appended, fmt),
+                       row_group_rows=self.row_group_rows if fmt == "parquet" else None)
 
     @property
     def live_files(self) -> list[list[tuple]]:
@@ -116,7 +169,8 @@ def _row(rng: random.Random, i: int, null_rate: float) -> tuple:
 def generate(rng: random.Random, name: str, start_id: int = 0) -> Dataset:
     """A dataset of 100-400 rows in 3-6 files, clustered by a random column so that
     per-file statistics differ; sometimes partitioned, sometimes with an appended file; mostly
-    Parquet, often in several row groups a file, else JSON lines (also gzip-compressed)."""
+    Parquet, often in several row groups a file, else JSON lines or CSV (both also
+    gzip-compressed). The format is the last draw from ``rng``."""
     n_rows = rng.randint(100, 400)
     null_rate = rng.choice([0.0, 0.05, 0.2])
     rows = [_row(rng, start_id + i, null_rate) for i in range(n_rows)]
@@ -133,7 +187,19 @@ def generate(rng: random.Random, name: str, start_id: int = 0) -> Dataset:
     row_group_rows = rng.choice([None, None, 3, 10, 40])
     fmt = rng.choices(list(FORMATS), list(FORMATS.values()))[0]
     return Dataset(name, files, partitioned=partitioned, appended=appended, deleted=deleted,
-                   row_group_rows=row_group_rows if fmt == "parquet" else None, format=fmt)
+                   row_group_rows=row_group_rows).in_format(fmt)
+
+
+def columns(fmt: str) -> Columns:
+    """The columns of a dataset of format ``fmt``."""
+    return FLAT if fmt in FLAT_FORMATS else NESTED
+
+
+def fit(files: list[list[tuple]], fmt: str) -> list[list[tuple]]:
+    """The rows of ``files`` with the values of the columns of ``fmt``: without ``n`` for a
+    flat format, with a null ``n`` added to a row without it otherwise."""
+    width = len(columns(fmt).top_level)
+    return [[row[:width] + (None,) * (width - len(row)) for row in rows] for rows in files]
 
 
 def _sort_key(value):
@@ -147,18 +213,39 @@ def _sort_key(value):
 
 
 def read_code(fmt: str, path: str) -> str:
-    """Python code (over ``spark``, ``SCHEMA`` and ``JSON_OPTIONS``) reading the dataset of
-    format ``fmt`` at the path expression ``path``: Parquet as is, JSON with the schema
-    ``SCHEMA`` and ``JSON_OPTIONS`` (gzip files are recognized by their name)."""
+    """Python code (over ``spark`` and :data:`NAMES`) reading the dataset of format ``fmt`` at
+    the path expression ``path``: Parquet as is, JSON and CSV with their schema and options
+    (gzip files are recognized by their name)."""
     if fmt == "parquet":
         return f"spark.read.parquet({path})"
-    return f"spark.read.schema(SCHEMA).options(**JSON_OPTIONS).json({path})"
+    kind = fmt.split(".")[0]
+    return (f"spark.read.schema({columns(fmt).schema_name})"
+            f".options(**{kind.upper()}_OPTIONS).{kind}({path})")
+
+
+def write_code(fmt: str, row_group_rows: int | None = None) -> str:
+    """Python code (over ``spark`` and :data:`NAMES`): a function of rows and a directory that
+    appends the rows to it as one file of format ``fmt`` (Parquet in row groups of
+    ``row_group_rows`` rows when given; JSON and CSV with their options)."""
+    df = (f"spark.createDataFrame(rows, {columns(fmt).schema_name})"
+          ".coalesce(1).write.mode('append')")
+    if fmt == "parquet":
+        limit = (f".option('parquet.block.row.count.limit', {row_group_rows})"
+                 if row_group_rows else "")
+        return f"lambda rows, target: {df}{limit}.parquet(target)"
+    kind = fmt.split(".")[0]
+    compression = "gzip" if fmt.endswith(".gz") else "none"
+    return (f"lambda rows, target: {df}.options(**{kind.upper()}_OPTIONS)"
+            f".option('compression', {compression!r}).{kind}(target)")
+
+
+def _run(spark, code: str, **names):
+    return eval(code, {"spark": spark, **NAMES, **names})   # noqa: S307 (own code)
 
 
 def read(spark, fmt: str, path: str):
     """The DataFrame reading the dataset of format ``fmt`` at ``path`` (see :func:`read_code`)."""
-    namespace = {"spark": spark, "SCHEMA": SCHEMA, "JSON_OPTIONS": JSON_OPTIONS, "path": path}
-    return eval(read_code(fmt, "path"), namespace)   # noqa: S307 (own code)
+    return _run(spark, read_code(fmt, "path"), path=path)
 
 
 def _data_files(path: str, fmt: str) -> set[str]:
@@ -169,25 +256,17 @@ def _data_files(path: str, fmt: str) -> set[str]:
 def write_files(spark, path: str, files: list[list[tuple]], partitioned: bool,
                 first: int = 0, row_group_rows: int | None = None,
                 fmt: str = "parquet") -> list[str | None]:
-    """Appends each list of rows to ``path`` as one file of format ``fmt`` (under
-    ``p=<file number>`` when ``partitioned``; Parquet in row groups of ``row_group_rows`` rows
-    when given); returns the files' paths (None for an empty list)."""
+    """Appends each list of rows (of the columns of ``fmt``) to ``path`` as one file of format
+    ``fmt`` (under ``p=<file number>`` when ``partitioned``; see :func:`write_code`); returns
+    the files' paths (None for an empty list)."""
+    save = _run(spark, write_code(fmt, row_group_rows))
     written: list[str | None] = []
     for number, rows in enumerate(files, start=first):
         if not rows:
             written.append(None)
             continue
         before = _data_files(path, fmt)
-        df = spark.createDataFrame(rows, SCHEMA).coalesce(1)
-        target = os.path.join(path, f"{PARTITION}={number % 3}") if partitioned else path
-        writer = df.write.mode("append")
-        if fmt == "parquet":
-            if row_group_rows:
-                writer = writer.option("parquet.block.row.count.limit", row_group_rows)
-            writer.parquet(target)
-        else:
-            writer.options(**JSON_OPTIONS).option(
-                "compression", "gzip" if fmt == "json.gz" else "none").json(target)
+        save(rows, os.path.join(path, f"{PARTITION}={number % 3}") if partitioned else path)
         (new,) = _data_files(path, fmt) - before
         written.append(new)
     return written

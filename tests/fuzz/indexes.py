@@ -1,23 +1,24 @@
 """Random index sets over a generated dataset: covering indexes with random indexed and
-included columns, data-skipping indexes with random sketches, text indexes and the cache.
-Each index is a small spec that can be created in a session or written as Python code.
+included columns, data-skipping indexes with random sketches, text indexes and the cache, on
+the columns the dataset has (see :class:`tests.fuzz.data.Columns`). Each index is a small spec
+that can be created in a session or written as Python code.
 
 Every kind is drawn for every source format of :data:`tests.fuzz.data.FORMATS`: the README
 documents ``createIndex`` over ``spark.read.parquet/json/csv/orc`` for all kinds (data skipping
 computes statistics with a Spark job where no Parquet footer serves; a text index groups the
-rows of a JSON file without row groups) and ``hs.cache`` of JSON, also gzip-compressed. Only
-``hs.search(..., score=True)``, which the fuzzer does not call, needs a Parquet source."""
+rows of a JSON or CSV file without row groups) and ``hs.cache`` of JSON and CSV, also
+gzip-compressed. Only ``hs.search(..., score=True)``, which the fuzzer does not call, needs a
+Parquet source."""
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass
 
-from tests.fuzz.data import SCALARS, TOP_LEVEL
+from tests.fuzz.data import SCALARS, Columns
 
 JSON_PATHS = ["get_json_object(j, '$.a')", "get_json_object(j, '$.b')",
               "cast(get_json_object(j, '$.a') as int)",
               "cast(get_json_object(j, '$.c.d') as double)"]
-STRING_COLUMNS = [c for c, t in SCALARS.items() if t == "string"]
 
 
 @dataclass(frozen=True)
@@ -60,8 +61,9 @@ def create(spark, hs, df, spec: IndexSpec) -> None:
     exec("from accelerator import *\n" + spec.code("df"), namespace)   # noqa: S102 (own code)
 
 
-def _covering(rng: random.Random, name: str, dataset: str, keys: list[str] | None) -> IndexSpec:
-    scalars = list(SCALARS)
+def _covering(rng: random.Random, name: str, dataset: str, columns: Columns,
+              keys: list[str] | None) -> IndexSpec:
+    scalars = list(columns.scalars)
     indexed = keys or rng.sample([c for c in scalars if SCALARS[c] != "boolean"],
                                  rng.choice([1, 1, 2]))
     rest = [c for c in scalars if c not in indexed and not any(c.startswith(i + ".") for i in indexed)]
@@ -69,15 +71,16 @@ def _covering(rng: random.Random, name: str, dataset: str, keys: list[str] | Non
         included = rest
     else:
         included = rng.sample(rest, rng.randint(0, len(rest)))
-    if rng.random() < 0.2 and "n" not in indexed and not any(c.startswith("n.") for c in indexed):
+    if ("n" in columns.top_level and rng.random() < 0.2
+            and not any(c.startswith("n.") for c in indexed)):   # the whole struct
         included = [c for c in included if not c.startswith("n.")] + ["n"]
     return IndexSpec("covering", name, dataset, tuple(indexed), tuple(included),
                      lineage=rng.random() < 0.3)
 
 
-def _skipping(rng: random.Random, name: str, dataset: str) -> IndexSpec:
+def _skipping(rng: random.Random, name: str, dataset: str, columns: Columns) -> IndexSpec:
     sketches = []
-    for expr in rng.sample(list(SCALARS) + JSON_PATHS, rng.randint(1, 4)):
+    for expr in rng.sample(list(columns.scalars) + JSON_PATHS, rng.randint(1, 4)):
         kinds = ["MinMaxSketch"]
         if SCALARS.get(expr) != "boolean":
             kinds += ["BloomFilterSketch", "ValueListSketch"]
@@ -85,26 +88,30 @@ def _skipping(rng: random.Random, name: str, dataset: str) -> IndexSpec:
     return IndexSpec("skipping", name, dataset, tuple(sketches))
 
 
-def random_set(rng: random.Random, dataset: str, join_keys: list[str] | None = None) -> list[IndexSpec]:
-    """One to four indexes of random kinds over ``dataset`` (named ``<dataset>_<n>``); with
-    ``join_keys``, the first is a covering index on them (for the join rule)."""
+def random_set(rng: random.Random, dataset: str, columns: Columns,
+               join_keys: list[str] | None = None) -> list[IndexSpec]:
+    """One to four indexes of random kinds over ``dataset`` (named ``<dataset>_<n>``) on its
+    ``columns``; with ``join_keys``, the first is a covering index on them (for the join
+    rule)."""
     specs: list[IndexSpec] = []
     if join_keys:
-        specs.append(_covering(rng, f"{dataset}_c0", dataset, join_keys))
+        specs.append(_covering(rng, f"{dataset}_c0", dataset, columns, join_keys))
     for i in range(rng.randint(1, 3)):
         name = f"{dataset}_{i + 1}"
         kind = rng.choice(["covering", "covering", "skipping", "skipping", "text", "cache"])
         if kind == "covering":
-            specs.append(_covering(rng, name, dataset, None))
+            specs.append(_covering(rng, name, dataset, columns, None))
         elif kind == "skipping":
-            specs.append(_skipping(rng, name, dataset))
+            specs.append(_skipping(rng, name, dataset, columns))
         elif kind == "text":
             if not any(s.kind == "text" for s in specs):
+                strings = [c for c, t in columns.scalars.items() if t == "string"]
                 specs.append(IndexSpec("text", name, dataset,
-                                       (rng.choice(STRING_COLUMNS), rng.random() < 0.3)))
+                                       (rng.choice(strings), rng.random() < 0.3)))
         elif not any(s.kind == "cache" for s in specs):
-            columns = () if rng.random() < 0.5 else tuple(rng.sample(TOP_LEVEL, rng.randint(1, 6)))
-            specs.append(IndexSpec("cache", name, dataset, columns))
+            cached = (() if rng.random() < 0.5
+                      else tuple(rng.sample(columns.top_level, rng.randint(1, 6))))
+            specs.append(IndexSpec("cache", name, dataset, cached))
     return specs
 
 

@@ -71,8 +71,8 @@ def _smaller_datasets(dataset: data.Dataset):
         yield replace(dataset, partitioned=False)
     if dataset.row_group_rows:
         yield replace(dataset, row_group_rows=None)
-    if dataset.format != "parquet":   # a JSON source's failure that Parquet shows too
-        yield replace(dataset, format="parquet")
+    if dataset.format != "parquet":   # a JSON or CSV source's failure that Parquet shows too
+        yield dataset.in_format("parquet")
     for i in range(len(dataset.files)):
         rows = dataset.files[i]
         while len(rows) > 1:
@@ -93,6 +93,12 @@ def _py(value) -> str:
     return repr(value)
 
 
+def _write_args(dataset: data.Dataset) -> str:
+    """The arguments after the rows of the reproduction's ``write`` for ``dataset``."""
+    return (f"{dataset.partitioned}, {data.SUFFIXES[dataset.format]!r}, "
+            f"{data.write_code(dataset.format, dataset.row_group_rows)}")
+
+
 def snippet(datasets: dict, specs: list, query: Query) -> str:
     """A standalone Python program that writes the datasets, builds the indexes, runs the query
     with and without the accelerator and fails when the rows differ."""
@@ -107,38 +113,28 @@ def snippet(datasets: dict, specs: list, query: Query) -> str:
         "root = tempfile.mkdtemp()",
         "spark.conf.set('spark.accelerator.system.path', root + '/indexes')",
         "hs = Hyperspace(spark)",
-        f"SCHEMA = {data.SCHEMA!r}",
-        f"JSON_OPTIONS = {data.JSON_OPTIONS!r}",
-        f"SUFFIXES = {data.SUFFIXES!r}",
-        "def write(name, files, partitioned, fmt, first=0, row_group_rows=None):",
+        *(f"{name} = {value!r}" for name, value in data.NAMES.items()),
+        "def write(name, files, partitioned, suffix, save, first=0):",
+        "    # each list of rows saved as one file by save(rows, directory); the new files' names",
         "    written = []",
-        "    pattern = root + '/' + name + '/**/*' + SUFFIXES[fmt]",
+        "    pattern = root + '/' + name + '/**/*' + suffix",
         "    for i, rows in enumerate(files, start=first):",
         "        before = set(glob.glob(pattern, recursive=True))",
         "        if rows:",
-        "            target = root + '/' + name + (f'/p={i % 3}' if partitioned else '')",
-        "            writer = spark.createDataFrame(rows, SCHEMA).coalesce(1).write.mode('append')",
-        "            if fmt == 'parquet':",
-        "                if row_group_rows:",
-        "                    writer = writer.option('parquet.block.row.count.limit', row_group_rows)",
-        "                writer.parquet(target)",
-        "            else:",
-        "                writer.options(**JSON_OPTIONS).option("
-        "'compression', 'gzip' if fmt == 'json.gz' else 'none').json(target)",
+        "            save(rows, root + '/' + name + (f'/p={i % 3}' if partitioned else ''))",
         "        written.append(set(glob.glob(pattern, recursive=True)) - before)",
         "    return written",
     ]
     for name, ds in datasets.items():
-        lines.append(f"{name}_files = write({name!r}, {_py(ds.files)}, {ds.partitioned}, "
-                     f"{ds.format!r}, row_group_rows={ds.row_group_rows})")
+        lines.append(f"{name}_files = write({name!r}, {_py(ds.files)}, {_write_args(ds)})")
     for spec in specs:
         source = data.read_code(datasets[spec.dataset].format, f"root + '/{spec.dataset}'")
         lines.append(f"{spec.dataset}_df = {source}")
         lines.append(spec.code(f"{spec.dataset}_df"))
     for name, ds in datasets.items():
         if ds.appended:
-            lines.append(f"write({name!r}, {_py(ds.appended)}, {ds.partitioned}, {ds.format!r}, "
-                         f"first={len(ds.files)}, row_group_rows={ds.row_group_rows})")
+            lines.append(f"write({name!r}, {_py(ds.appended)}, {_write_args(ds)}, "
+                         f"first={len(ds.files)})")
         for i in ds.deleted:
             lines.append(f"[os.remove(f) for f in {name}_files[{i}]]   # deleted after indexing")
         source = data.read_code(ds.format, f"root + '/{name}'")

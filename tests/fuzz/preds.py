@@ -1,6 +1,7 @@
 """Random filter predicates as trees of SQL text (AND/OR/NOT over leaves) that the minimizer
 can prune: comparisons, null-safe equality, ranges, IN with nulls, LIKE, rlike, casts and
-arithmetic over columns, nested fields and JSON paths, with literals taken from the data."""
+arithmetic over a dataset's columns, its nested fields (where its format has them) and JSON
+paths, with literals taken from the data."""
 from __future__ import annotations
 
 import datetime as dt
@@ -9,9 +10,10 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal
 
-from tests.fuzz.data import DOUBLES, PARTITION, SCALARS, STRINGS, ZONES
+from tests.fuzz.data import DOUBLES, PARTITION, SCALARS, STRINGS, ZONES, Dataset
 
-# Where each scalar column sits in a generated row (see data.SCHEMA).
+# Where each scalar column sits in a generated row (see data.SCHEMA; a row of a dataset without
+# ``n`` ends before it).
 POSITIONS = {"id": (0,), "k": (1,), "s": (2,), "d": (3,), "dec": (4,), "ts": (5,), "day": (6,),
              "b": (7,), "j": (8,), "msg": (9,), "n.x": (10, 0), "n.y": (10, 1),
              "n.z.w": (10, 2, 0), "n.z.v": (10, 2, 1)}
@@ -92,14 +94,15 @@ def _substring(rng: random.Random, text: str) -> str:
 
 
 class PredicateGenerator:
-    """Makes random predicates over the columns of ``rows`` referred to as ``alias.column``."""
+    """Makes random predicates over the columns of a dataset (only those it has, see
+    :attr:`Dataset.columns`) referred to as ``alias.column``, with literals from its rows."""
 
-    def __init__(self, rng: random.Random, rows: list[tuple], alias: str, partitioned: bool,
-                 focus: tuple = ()):
+    def __init__(self, rng: random.Random, dataset: Dataset, alias: str, focus: tuple = ()):
         """``focus``: columns (and ``j`` for JSON paths) that indexes cover, filtered on more
         often so that most queries give the rewrite something to do."""
-        self.rng, self.rows, self.alias, self.partitioned = rng, rows, alias, partitioned
-        self.focus = tuple(focus)
+        self.rng, self.alias, self.focus = rng, alias, tuple(focus)
+        self.rows, self.partitioned = dataset.rows, dataset.partitioned
+        self.columns = dataset.columns
 
     def value(self, column: str):
         """A value of ``column`` from the data, sometimes one that is not there."""
@@ -142,11 +145,11 @@ class PredicateGenerator:
         column = rng.choice(self.focus) if self.focus and rng.random() < 0.5 else None
         if column == "j" or (column is None and rng.random() < 0.12):
             return self._json_leaf()
-        if rng.random() < 0.05:
-            struct = rng.choice(["n", "n.z"])
+        if self.columns.structs and rng.random() < 0.05:
+            struct = rng.choice(self.columns.structs)
             return rng.choice([f"{self.alias}.{struct} IS NULL", f"{self.alias}.{struct} IS NOT NULL",
                                f"isnull({self.alias}.{struct})"])
-        column = column or rng.choice(list(SCALARS))
+        column = column or rng.choice(list(self.columns.scalars))
         ref = f"{self.alias}.{column}"
         kind = SCALARS[column]
         special = {"string": self._string_leaf, "timestamp": self._time_leaf,

@@ -1,6 +1,8 @@
 """Random queries over one or two registered datasets (views ``t`` and ``u``): filters and
 projections, aggregates, equi-joins on the indexed keys, unions and IN/EXISTS subqueries, each
-written as SQL or with the DataFrame API."""
+written as SQL or with the DataFrame API. Each side uses only the columns its dataset has (a
+CSV dataset has no struct column); joins, IN and EXISTS relate the two on ``k``, which every
+dataset has."""
 from __future__ import annotations
 
 import random
@@ -8,12 +10,13 @@ from dataclasses import dataclass, replace
 
 from pyspark.sql import functions as F
 
-from tests.fuzz.data import PARTITION, SCALARS, TOP_LEVEL
+from tests.fuzz.data import PARTITION, SCALARS, Dataset
 from tests.fuzz.preds import Pred, PredicateGenerator
 
 # filters and projections, the cheapest to run, are the most common
 SHAPES = ["select"] * 6 + ["agg", "join", "union", "in", "exists", "semi"]
 JOIN_KEYS = ["k"]
+GROUPED_DOUBLES = ["n.z.w"]   # the double columns aggregates group by (where a dataset has them)
 
 
 @dataclass(frozen=True)
@@ -128,35 +131,38 @@ def _aggregates(columns: tuple) -> list[str]:
     return out
 
 
-def random_query(rng: random.Random, t_rows, u_rows, t_partitioned: bool,
-                 u_partitioned: bool, t_focus: tuple = (), u_focus: tuple = (),
-                 t_covered: tuple = ()) -> Query:
-    """A random query over ``t`` (rows ``t_rows``) and ``u``, filtering more often on the
+def random_query(rng: random.Random, t: Dataset, u: Dataset, t_focus: tuple = (),
+                 u_focus: tuple = (), t_covered: tuple = ()) -> Query:
+    """A random query over the datasets ``t`` and ``u``, filtering more often on the
     ``focus`` columns of each and often projecting only ``t_covered`` columns (those a
     covering index holds)."""
     shape = rng.choice(SHAPES)
     api = "df" if rng.random() < 0.4 else "sql"
-    gen_t = PredicateGenerator(rng, t_rows, "t", t_partitioned, t_focus)
-    gen_u = PredicateGenerator(rng, u_rows, "u", u_partitioned, u_focus)
-    columns = _columns(rng, t_partitioned)
+    gen_t = PredicateGenerator(rng, t, "t", t_focus)
+    gen_u = PredicateGenerator(rng, u, "u", u_focus)
+    columns = _columns(rng, t)
     if t_covered and rng.random() < 0.5:
         columns = tuple(rng.sample(t_covered, rng.randint(1, min(4, len(t_covered)))))
     pred = gen_t.tree() if rng.random() < 0.85 else None
     if shape == "agg":
-        group = rng.choice([c for c in SCALARS if SCALARS[c] != "double"] + ["n.z.w"])
-        return Query("agg", api, tuple(rng.sample(list(SCALARS), rng.randint(0, 3))), pred,
+        scalars = t.columns.scalars
+        group = rng.choice([c for c in scalars if scalars[c] != "double"]
+                           + [c for c in GROUPED_DOUBLES if c in scalars])
+        return Query("agg", api, tuple(rng.sample(list(scalars), rng.randint(0, 3))), pred,
                      group=group)
     if shape == "select":
         return Query("select", api, columns, pred)
     if shape == "union":
         return Query("union", api, columns, pred, pred2=gen_t.tree() if rng.random() < 0.8 else None)
     pred2 = gen_u.tree() if rng.random() < 0.6 else None
-    other = _columns(rng, u_partitioned)[:rng.randint(0, 3)] if shape == "join" else ()
+    other = _columns(rng, u)[:rng.randint(0, 3)] if shape == "join" else ()
     return Query(shape, api, columns, pred, other=other, pred2=pred2)
 
 
-def _columns(rng: random.Random, partitioned: bool) -> tuple:
-    pool = list(SCALARS) + ["n", "n.z"] + ([PARTITION] if partitioned else [])
+def _columns(rng: random.Random, dataset: Dataset) -> tuple:
+    """Columns of ``dataset`` to project: all top-level ones or a few of any kind."""
+    columns = dataset.columns
+    pool = [*columns.scalars, *columns.structs] + ([PARTITION] if dataset.partitioned else [])
     if rng.random() < 0.1:
-        return tuple(TOP_LEVEL)
+        return columns.top_level
     return tuple(rng.sample(pool, rng.randint(1, 5)))

@@ -30,7 +30,7 @@ class Summary:
     queries: int = 0
     used: int = 0
     skipped: int = 0
-    json_rounds: int = 0   # rounds with a JSON source (json or json.gz)
+    text_rounds: int = 0   # rounds with a JSON or CSV source (also gzip-compressed)
     passed_over: int = 0   # seeds whose rounds lacked the formats asked for
     build_seconds: float = 0.0
     seconds: float = 0.0
@@ -40,7 +40,7 @@ class Summary:
         """The summary as JSON-ready data."""
         return {"seed": self.seed, "rounds": self.rounds, "queries": self.queries,
                 "queriesUsingIndexes": self.used, "skippedBothRaised": self.skipped,
-                "roundsWithJson": self.json_rounds, "seedsPassedOver": self.passed_over,
+                "roundsWithJsonOrCsv": self.text_rounds, "seedsPassedOver": self.passed_over,
                 "seconds": round(self.seconds, 1),
                 "buildSeconds": round(self.build_seconds, 1),
                 "failures": [vars(f) for f in self.failures]}
@@ -51,16 +51,16 @@ def round_setup(seed: int) -> case.Setup:
     rng = random.Random(seed)
     datasets = {"t": data.generate(rng, "t"), "u": data.generate(rng, "u", start_id=100_000)}
     join = rng.random() < 0.7
-    specs = (indexes.random_set(rng, "t", JOIN_KEYS if join else None)
-             + indexes.random_set(rng, "u", JOIN_KEYS if join else None))
+    keys = JOIN_KEYS if join else None
+    specs = [spec for name, dataset in datasets.items()
+             for spec in indexes.random_set(rng, name, dataset.columns, keys)]
     return case.Setup(datasets, specs)
 
 
 def round_query(setup: case.Setup, seed: int, number: int) -> Query:
     """Query ``number`` of the round with ``seed``."""
     rng = random.Random(seed * 1_000_003 + number)
-    t, u = setup.datasets["t"], setup.datasets["u"]
-    return random_query(rng, t.rows, u.rows, t.partitioned, u.partitioned,
+    return random_query(rng, setup.datasets["t"], setup.datasets["u"],
                         indexes.focus(setup.specs, "t"), indexes.focus(setup.specs, "u"),
                         indexes.covered(setup.specs, "t"))
 
@@ -87,7 +87,7 @@ def run(spark, seed: int, seconds: float, queries_per_round: int = 60, batch: in
             summary.passed_over += 1
             round_seed += 1
             continue
-        summary.json_rounds += any(f != "parquet" for f in present)
+        summary.text_rounds += any(f != "parquet" for f in present)
         built = time.monotonic()
         setup = case.build(spark, planned)
         summary.build_seconds += time.monotonic() - built
