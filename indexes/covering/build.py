@@ -19,8 +19,11 @@ DELTA_PREFIX = "delta-"
 BUCKET_FILES = "part-*"
 DELTA_FILES = DELTA_PREFIX + "*"
 # Small Parquet pages: with the rows sorted, Spark's page index then reads only the few pages
-# that can hold a looked-up key instead of the whole column chunk of a bucket.
-PAGE_OPTIONS = {"parquet.page.row.count.limit": "1000", "parquet.page.size": "65536"}
+# that can hold a looked-up key instead of the whole column chunk of a bucket. Row groups of
+# at most 8 MB: their statistics pick the one row group that can hold a key first, so a lookup
+# reads the page indexes of that row group only, not those of a whole bucket file.
+PAGE_OPTIONS = {"parquet.page.row.count.limit": "1000", "parquet.page.size": "65536",
+                "parquet.block.size": str(8 * 1024 * 1024)}
 
 
 def bucket_file_name(name: str) -> str | None:
