@@ -22,7 +22,7 @@ DELTA_FILES = DELTA_PREFIX + "*"
 # that can hold a looked-up key instead of the whole column chunk of a bucket. Row groups of
 # at most 8 MB: their statistics pick the one row group that can hold a key first, so a lookup
 # reads the page indexes of that row group only, not those of a whole bucket file.
-PAGE_OPTIONS = {"parquet.page.row.count.limit": "1000", "parquet.page.size": "65536",
+WRITE_OPTIONS = {"parquet.page.row.count.limit": "1000", "parquet.page.size": "65536",
                 "parquet.block.size": str(8 * 1024 * 1024)}
 
 
@@ -77,7 +77,7 @@ def write_buckets(rows: DataFrame, keys: list[str], num_buckets: int, data_path:
     columns = [F.col(f"`{k}`") for k in keys]
     (rows.repartition(num_buckets, *columns)
          .sortWithinPartitions(*columns)
-         .write.mode("errorifexists").options(**PAGE_OPTIONS).parquet(data_path))
+         .write.mode("errorifexists").options(**WRITE_OPTIONS).parquet(data_path))
     for info in fs.list(data_path):
         target = bucket_file_name(info.name) if not info.is_dir else None
         if target is not None:
@@ -96,7 +96,7 @@ def write_delta(rows: DataFrame, keys: list[str], data_path: str, fs: HadoopFs) 
     the bucket files (see :data:`BUCKET_FILES`); ``optimizeIndex`` folds them into buckets.
     """
     (rows.sortWithinPartitions(*[F.col(f"`{k}`") for k in keys])
-         .write.mode("errorifexists").options(**PAGE_OPTIONS).parquet(data_path))
+         .write.mode("errorifexists").options(**WRITE_OPTIONS).parquet(data_path))
     version = data_path.rstrip("/").rsplit("/", 1)[-1]
     files = []
     for info in fs.list(data_path):

@@ -353,8 +353,9 @@ def fold_partials(specs: list[SketchSpec], partials: list[tuple[str, int, int, b
             counts[(path, g)] = counts.get((path, g), 0) + int.from_bytes(data, "little")
             continue
         # a row group's filter keeps its own size (restored from the partial's bytes)
-        part = StatsAccumulator.from_bytes(bloom_spec(specs[i]) if g == FILE_BLOOM else group_spec(
-            specs[i], specs[i].bloom_capacity if path in layered else None), data)
+        part = StatsAccumulator.from_bytes(
+            bloom_spec(specs[i]) if g == FILE_BLOOM
+            else specs[i] if path in layered else group_spec(specs[i], None), data)
         acc = accs.get((path, g, i))
         if acc is None:
             accs[(path, g, i)] = part

@@ -103,19 +103,24 @@ def bloom_from_bytes(data: bytes) -> BloomFilter:
     return BloomFilter.fromfile(io.BytesIO(data))
 
 
+_NEW_BLOOM = object()   # StatsAccumulator's default: a new filter when the spec asks for one
+
+
 class StatsAccumulator:
     """Accumulates the statistics of one sketched expression over the rows of one file."""
 
-    def __init__(self, spec: SketchSpec, bloom: BloomFilter | None = None):
-        """``bloom``: the filter to add to (by default a new one when the spec asks for it)."""
+    def __init__(self, spec: SketchSpec, bloom: Any = _NEW_BLOOM):
+        """``bloom``: the filter to add to, or None (by default a new one when the spec asks
+        for it)."""
         self.spec = spec
         self.rows = 0
         self.nulls = 0
         self.lo: Any = None
         self.hi: Any = None
         self.values: set | None = set() if spec.max_values is not None else None
-        self.bloom: BloomFilter | None = bloom if bloom is not None or not spec.bloom_capacity \
-            else spec.new_bloom()
+        if bloom is _NEW_BLOOM:
+            bloom = spec.new_bloom() if spec.bloom_capacity else None
+        self.bloom: BloomFilter | None = bloom
         self.bloom_overflow = False
 
     # --- adding ---------------------------------------------------------------------------
@@ -214,7 +219,5 @@ class StatsAccumulator:
         rows, nulls, lo, hi, values, bloom, overflow = pickle.loads(data)
         acc = cls(spec, bloom_from_bytes(bloom) if bloom is not None else None)
         acc.rows, acc.nulls, acc.lo, acc.hi, acc.values = rows, nulls, lo, hi, values
-        if bloom is None:   # the task kept none (too many values, or none asked for)
-            acc.bloom = None
         acc.bloom_overflow = overflow
         return acc
