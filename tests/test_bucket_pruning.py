@@ -220,3 +220,28 @@ def test_joins_of_two_indexes_stay_unshuffled(spark, hs, tmp_path, condition):
             assert build()._jdf.queryExecution().executedPlan().toString().count("Exchange") == 2
         finally:
             Hyperspace.enable(spark)
+
+
+def test_a_lookup_reads_a_small_part_of_a_large_bucket_file(spark, hs, tmp_path):
+    """One bucket file of ~14 MB whose included column has 500,000 distinct values, four rows
+    each: the file is written in row groups of at most 8 MB, and a key lookup reads the page
+    indexes, the dictionary page (at most 64 KB) and the data pages of one row group only, not
+    a 1 MB dictionary page per row group."""
+    import pyarrow.parquet as pq
+    from bench.harness import scan_stats
+    path = str(tmp_path / "large")
+    value = lambda ids: F.xxhash64(F.floor(ids / 4))
+    (spark.range(2_000_000).select(F.col("id").alias("k"), value(F.col("id")).alias("v"))
+     .repartition(2).write.parquet(path))
+    hs.createIndex(spark.read.parquet(path), IndexConfig("idx_large", ["k"], ["v"], numBuckets=1))
+    query = lambda: lookup(spark, path, "k = 777777")
+    buckets, others = scanned(query(), "idx_large")
+    assert (buckets, others) == ({0}, [])
+    files = [f for f in query().inputFiles() if "/idx_large/v__=" in f]
+    local = [f.replace("file://", "").replace("file:", "") for f in files]
+    size = sum(os.path.getsize(f) for f in local)
+    assert size > 12 * 1024 * 1024
+    assert all(pq.ParquetFile(f).metadata.num_row_groups >= 2 for f in local)
+    expected = spark.range(777777, 777778).select("id", value(F.col("id")))
+    assert rows(query()) == vanilla(spark, query) == rows(expected)
+    assert scan_stats(spark, query())["bytes_read"] < 512 * 1024     # 1.3 MB before

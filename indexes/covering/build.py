@@ -21,9 +21,14 @@ DELTA_FILES = DELTA_PREFIX + "*"
 # Small Parquet pages: with the rows sorted, Spark's page index then reads only the few pages
 # that can hold a looked-up key instead of the whole column chunk of a bucket. Row groups of
 # at most 8 MB: their statistics pick the one row group that can hold a key first, so a lookup
-# reads the page indexes of that row group only, not those of a whole bucket file.
+# reads the page indexes of that row group only, not those of a whole bucket file. Dictionary
+# pages of at most 64 KB: a lookup reads each column chunk's dictionary page whatever pages it
+# selects, and a column of many distinct values (a price, a foreign key) would otherwise carry
+# a 1 MB dictionary per row group before it falls back to plain pages; small dictionaries of
+# few-valued columns are unaffected.
 WRITE_OPTIONS = {"parquet.page.row.count.limit": "1000", "parquet.page.size": "65536",
-                "parquet.block.size": str(8 * 1024 * 1024)}
+                 "parquet.block.size": str(8 * 1024 * 1024),
+                 "parquet.dictionary.page.size": "65536"}
 
 
 def bucket_file_name(name: str) -> str | None:
