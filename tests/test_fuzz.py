@@ -9,13 +9,14 @@ import math
 import random
 import re
 import time
+from dataclasses import replace
 from decimal import Decimal
 
 import pytest
 
-from tests.fuzz import case, compare, data, minimize, runner
+from tests.fuzz import case, compare, data, minimize, queries, runner
 from tests.fuzz.preds import Pred
-from tests.fuzz.queries import Query
+from tests.fuzz.queries import LATER_SHAPES, Query
 from tests.helpers import using_system_path
 
 SEED = 20261124
@@ -89,6 +90,143 @@ def test_the_minimizer_keeps_only_what_the_failure_needs(monkeypatch):
     assert "spark.table(\"t\")" not in code and "t.k = 3" in code and "t.id > 1" not in code
     assert code.count("hs.createIndex") + code.count("hs.cache(") == 1
     assert culprit.code(f"{culprit.dataset}_df") in code
+
+
+def _drawn(seeds=range(30), per_round=60):
+    """(setup, query) of the seeded rounds' first queries (no session needed)."""
+    for seed in seeds:
+        setup = runner.round_setup(seed)
+        for number in range(per_round):
+            yield setup, runner.round_query(setup, seed, number)
+
+
+def _later(shape: str, **kwargs):
+    """The drawn queries of ``shape`` with their setups."""
+    return [(s, q) for s, q in _drawn(**kwargs) if q.shape == shape]
+
+
+def test_later_shapes_replace_a_share_of_queries_and_leave_the_others_as_drawn(monkeypatch):
+    drawn = [q for _, q in _drawn()]
+    monkeypatch.setattr(queries, "LATER_SHARE", 0.0)
+    before = [q for _, q in _drawn()]
+    kept = [(q, b) for q, b in zip(drawn, before) if q.shape not in LATER_SHAPES]
+    assert all(q == b for q, b in kept) and 0.6 < len(kept) / len(drawn) < 0.9
+    shapes = {shape: sum(q.shape == shape for q in drawn) for shape in {q.shape for q in drawn}}
+    assert set(shapes) == set(queries.SHAPES) | set(LATER_SHAPES)
+    assert max(shapes, key=shapes.get) == "select"
+    variants = {(q.shape, q.variant, q.right) for q in drawn if q.shape in ("outer", "setop")}
+    assert variants == ({("outer", j, "") for j in queries.OUTER_JOINS}
+                        | {("setop", o, r) for o in queries.SET_OPERATORS for r in "tu"})
+
+
+def _ordered_sql(query: Query) -> list[str]:
+    """The ORDER BY columns (``t.c ASC NULLS FIRST``) of a top-n or window query's SQL."""
+    (order,) = set(re.findall(r"ORDER BY (.*?)(?: LIMIT \d+$|\) AS w_)", query.sql()))
+    return order.split(", ")
+
+
+def _orders_every_column(query: Query) -> bool:
+    expected = [f"t.{c} {o}" for c, o in zip(query.columns, query.order)]
+    code = query.dataframe_code()
+    return (len(query.order) == len(query.columns) and _ordered_sql(query) == expected
+            and all(o in queries.DIRECTIONS for o in query.order)
+            and all(f"F.expr('t.{c}').{o.lower().replace(' ', '_')}()" in code
+                    for c, o in zip(query.columns, query.order)))
+
+
+def _scalar_columns(setup, query: Query) -> bool:
+    dataset = setup.datasets["t"]
+    return all(c in dataset.columns.scalars or (c == data.PARTITION and dataset.partitioned)
+               for c in query.columns)
+
+
+def test_top_n_orders_by_every_projected_column_of_a_scalar_type():
+    drawn = _later("topn")
+    assert len(drawn) > 30 and {q.limit for _, q in drawn} == set(queries.LIMITS)
+    for setup, query in drawn:
+        assert re.fullmatch(rf"SELECT {query._cols_sql()} FROM t( WHERE .+)? ORDER BY .+ "
+                            rf"LIMIT {query.limit}", query.sql())
+        assert query.dataframe_code().endswith(f".limit({query.limit})")
+        assert _scalar_columns(setup, query) and _orders_every_column(query), query.sql()
+        for smaller in query.smaller():   # minimizing keeps the order total
+            assert _orders_every_column(smaller), smaller.sql()
+
+
+def test_window_functions_are_aggregates_and_ranks_over_every_projected_column():
+    drawn = _later("window")
+    assert len(drawn) > 30
+    for setup, query in drawn:
+        sql, code = query.sql(), query.dataframe_code()
+        assert "row_number" not in sql + code and "ROWS" not in sql
+        assert sql.count(f"OVER (PARTITION BY t.{query.group})") == len(
+            queries._aggregates(query.columns))
+        assert all(f"{f}() OVER (" in sql and f"F.{f}().over(" in code
+                   for f in ("rank", "dense_rank"))
+        assert re.search(r"\bsum\(t\.(d|n\.z\.w)\)", sql) is None   # no sums of doubles
+        assert query.group in setup.datasets["t"].columns.scalars
+        assert _scalar_columns(setup, query) and _orders_every_column(query), sql
+        for smaller in query.smaller():
+            assert _orders_every_column(smaller), smaller.sql()
+
+
+def test_outer_joins_put_each_filter_in_on_or_where():
+    t_filter, u_filter = Pred("leaf", "t.id > 1"), Pred("leaf", "u.s IS NULL")
+    query = Query("outer", "sql", ("id",), t_filter, other=("s",), pred2=u_filter,
+                  variant="LEFT", on=("pred2",))
+    assert query.sql() == ("SELECT t.id, u.s FROM t LEFT OUTER JOIN u ON t.k = u.k AND "
+                           "u.s IS NULL WHERE t.id > 1")
+    assert ("join(spark.table(\"u\").alias(\"u\"), F.expr('t.k = u.k AND u.s IS NULL'), "
+            "'left').filter(F.expr('t.id > 1'))") in query.dataframe_code()
+    both_on = replace(query, variant="FULL", on=("pred", "pred2"))
+    assert both_on.sql().endswith("FULL OUTER JOIN u ON t.k = u.k AND t.id > 1 AND u.s IS NULL")
+    assert ".filter(" not in both_on.dataframe_code()
+    drawn = [q for _, q in _later("outer")]
+    placements = {(q.variant, p in q.on) for q in drawn for p in ("pred", "pred2")}
+    assert placements == {(j, on) for j in queries.OUTER_JOINS for on in (True, False)}
+
+
+def test_set_operations_relate_columns_of_the_same_types():
+    for setup, query in _later("setop"):
+        t, u = (setup.datasets[n].columns.scalars for n in "tu")
+        first, second = re.split(rf" {query.variant} ", query.sql())
+        assert first.startswith(f"SELECT {query._cols_sql()} FROM t")
+        assert second.startswith(f"SELECT {query._cols_sql(query.right)} FROM {query.right}")
+        if query.right == "u":
+            assert query.columns[0] == "k" and all(c in t and c in u for c in query.columns)
+        assert queries.SET_OPERATORS[query.variant].split("(")[0] in query.dataframe_code()
+
+
+def _register_empty_views(spark, setup) -> None:
+    """Views ``t`` and ``u`` without rows, of the setup's datasets' columns."""
+    for name, dataset in setup.datasets.items():
+        df = spark.createDataFrame([], dataset.columns.schema)
+        if dataset.partitioned:
+            df = df.withColumn(data.PARTITION, df.k)
+        df.createOrReplaceTempView(name)
+
+
+def test_later_shapes_resolve_to_the_same_columns_in_sql_and_dataframes(spark):
+    """A drawn query of each later shape and variant, over flat and nested datasets, is valid
+    Spark SQL over views of its datasets' columns, and its DataFrame code has the same column
+    types (analysis only, no job)."""
+    checked = set()
+    for seed in range(12):
+        setup = runner.round_setup(seed)
+        flat = tuple(d.format in data.FLAT_FORMATS for d in setup.datasets.values())
+        fresh = {}
+        for number in range(80):
+            query = runner.round_query(setup, seed, number)
+            key = (query.shape, query.variant, query.right, flat)
+            if query.shape in LATER_SHAPES and key not in checked | set(fresh):
+                fresh[key] = query
+        _register_empty_views(spark, setup)
+        for key, query in fresh.items():
+            schemas = [replace(query, api=api).build(spark).schema for api in ("sql", "df")]
+            assert ([f.dataType for f in schemas[0]]
+                    == [f.dataType for f in schemas[1]]), query.sql()
+            checked.add(key)
+    assert {key[0] for key in checked} == set(LATER_SHAPES)
+    assert {key[3] for key in checked} >= {(True, False), (False, True), (False, False)}
 
 
 class _Reader:

@@ -106,7 +106,7 @@ def snippet(datasets: dict, specs: list, query: Query) -> str:
         "import datetime, glob, os, tempfile",
         "from collections import Counter",
         "from decimal import Decimal",
-        "from pyspark.sql import SparkSession, functions as F",
+        "from pyspark.sql import SparkSession, Window, functions as F",
         "from accelerator import *",
         "spark = (SparkSession.builder.master('local[2]')"
         ".config('spark.accelerator.index.numBuckets', '4').getOrCreate())",
