@@ -144,8 +144,8 @@ def test_top_n_orders_by_every_projected_column_of_a_scalar_type():
     drawn = _later("topn")
     assert len(drawn) > 30 and {q.limit for _, q in drawn} == set(queries.LIMITS)
     for setup, query in drawn:
-        assert re.fullmatch(rf"SELECT {query._cols_sql()} FROM t( WHERE .+)? ORDER BY .+ "
-                            rf"LIMIT {query.limit}", query.sql())
+        assert re.fullmatch(rf"SELECT {re.escape(query._cols_sql())} FROM t( WHERE .+)? "
+                            rf"ORDER BY .+ LIMIT {query.limit}", query.sql())
         assert query.dataframe_code().endswith(f".limit({query.limit})")
         assert _scalar_columns(setup, query) and _orders_every_column(query), query.sql()
         for smaller in query.smaller():   # minimizing keeps the order total
@@ -196,12 +196,14 @@ def test_set_operations_relate_columns_of_the_same_types():
         assert queries.SET_OPERATORS[query.variant].split("(")[0] in query.dataframe_code()
 
 
-def _register_empty_views(spark, setup) -> None:
-    """Views ``t`` and ``u`` without rows, of the setup's datasets' columns."""
+def _register_views(spark, setup, rows: int = 0) -> None:
+    """Views ``t`` and ``u`` of the setup's datasets' columns and first ``rows`` rows, without
+    files (a partitioned one's partition column: ``id % 3``)."""
     for name, dataset in setup.datasets.items():
-        df = spark.createDataFrame([], dataset.columns.schema)
+        df = spark.createDataFrame(dataset.rows[:rows], dataset.columns.schema)
+        df = df.localCheckpoint() if rows else df   # then scanned without Python workers
         if dataset.partitioned:
-            df = df.withColumn(data.PARTITION, df.k)
+            df = df.withColumn(data.PARTITION, (df.id % 3).cast("int"))
         df.createOrReplaceTempView(name)
 
 
@@ -219,7 +221,7 @@ def test_later_shapes_resolve_to_the_same_columns_in_sql_and_dataframes(spark):
             key = (query.shape, query.variant, query.right, flat)
             if query.shape in LATER_SHAPES and key not in checked | set(fresh):
                 fresh[key] = query
-        _register_empty_views(spark, setup)
+        _register_views(spark, setup)
         for key, query in fresh.items():
             schemas = [replace(query, api=api).build(spark).schema for api in ("sql", "df")]
             assert ([f.dataType for f in schemas[0]]
@@ -227,6 +229,22 @@ def test_later_shapes_resolve_to_the_same_columns_in_sql_and_dataframes(spark):
             checked.add(key)
     assert {key[0] for key in checked} == set(LATER_SHAPES)
     assert {key[3] for key in checked} >= {(True, False), (False, True), (False, False)}
+
+
+def test_later_shapes_answer_alike_alone_and_in_a_batch(spark):
+    """A batch (one tagged union) answers each query of a later shape as the query alone."""
+    setup = runner.round_setup(3)
+    _register_views(spark, setup, rows=80)
+    drawn = {}
+    for number in range(60):
+        query = runner.round_query(setup, 3, number)
+        drawn.setdefault(query.shape, query)
+    batch = [drawn[shape] for shape in LATER_SHAPES]
+    together = case._answers(case._tagged(spark, batch).collect(), len(batch))
+    for query, rows in zip(batch, together):
+        alone = case._answers(case._tagged(spark, [query]).collect(), 1)[0]
+        assert compare.difference(rows, alone) is None, query.code()
+    assert any(together), together
 
 
 class _Reader:

@@ -117,7 +117,9 @@ _TAG_LINE = re.compile(rf"\b(\d+) AS {TAG}#")
 
 
 def _tagged(spark, queries: list[Query]):
-    """One DataFrame: the union of the queries' rows as JSON, each tagged with its number."""
+    """One DataFrame: the union of the queries' rows as JSON, each tagged with its number (a
+    union of the queries' DataFrames, so each keeps its own plan: an ORDER BY ... LIMIT or a
+    set operation stays inside its member)."""
     parts = []
     for number, query in enumerate(queries):
         df = query.build(spark)

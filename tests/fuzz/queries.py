@@ -70,8 +70,7 @@ class Query:
         """The query as Spark SQL over the views ``t`` and ``u``."""
         if self.shape in LATER_SHAPES:
             return getattr(self, f"_{self.shape}_sql")()
-        where = f" WHERE {self.pred.sql()}" if self.pred else ""
-        where2 = f" WHERE {self.pred2.sql()}" if self.pred2 else ""
+        where, where2 = _where(self.pred), _where(self.pred2)
         cols = self._cols_sql()
         if self.shape == "select":
             return f"SELECT {cols} FROM t{where}"
@@ -118,26 +117,22 @@ class Query:
                 + (f" WHERE {' AND '.join(where)}" if where else ""))
 
     def _setop_sql(self) -> str:
-        where = f" WHERE {self.pred.sql()}" if self.pred else ""
-        where2 = f" WHERE {self.pred2.sql()}" if self.pred2 else ""
-        return (f"SELECT {self._cols_sql()} FROM t{where} {self.variant} "
-                f"SELECT {self._cols_sql(self.right)} FROM {self.right}{where2}")
+        return (f"SELECT {self._cols_sql()} FROM t{_where(self.pred)} {self.variant} "
+                f"SELECT {self._cols_sql(self.right)} FROM {self.right}{_where(self.pred2)}")
 
     def _order_sql(self) -> str:
         return ", ".join(f"t.{c} {o}" for c, o in zip(self.columns, self.order))
 
     def _topn_sql(self) -> str:
-        where = f" WHERE {self.pred.sql()}" if self.pred else ""
-        return (f"SELECT {self._cols_sql()} FROM t{where} ORDER BY {self._order_sql()} "
-                f"LIMIT {self.limit}")
+        return (f"SELECT {self._cols_sql()} FROM t{_where(self.pred)} "
+                f"ORDER BY {self._order_sql()} LIMIT {self.limit}")
 
     def _window_sql(self) -> str:
-        where = f" WHERE {self.pred.sql()}" if self.pred else ""
         partition = f"PARTITION BY t.{self.group}"
         ordered = f"{partition} ORDER BY {self._order_sql()}"
         functions = [f"{e} OVER ({partition}) AS w_{a}" for e, a in _aggregates(self.columns)]
         functions += [f"{f}() OVER ({ordered}) AS w_{f}" for f in ("rank", "dense_rank")]
-        return f"SELECT {self._cols_sql()}, {', '.join(functions)} FROM t{where}"
+        return f"SELECT {self._cols_sql()}, {', '.join(functions)} FROM t{_where(self.pred)}"
 
     def dataframe_code(self) -> str:
         """Python code (over ``spark``, ``F`` and ``Window``) building the query with the
@@ -151,13 +146,16 @@ class Query:
         if self.shape == "select":
             return f"{t_filtered}.select({cols})"
         if self.shape == "agg":
-            measures = ", ".join(f"F.expr({e!r}).alias({a!r})" for e, a in _aggregates(self.columns))
+            measures = ", ".join(f"F.expr({e!r}).alias({a!r})"
+                                 for e, a in _aggregates(self.columns))
             return (f"{t_filtered}.groupBy(F.expr({'t.' + self.group!r}).alias('g'))"
                     f".agg({measures})")
         if self.shape == "join":
-            return f"{t_filtered}.join({u_filtered}, F.expr('t.k = u.k')).select({self._joined_code()})"
+            return (f"{t_filtered}.join({u_filtered}, F.expr('t.k = u.k'))"
+                    f".select({self._joined_code()})")
         if self.shape == "union":
-            return f"{t_filtered}.select({cols}).unionAll({_filtered_code('t', self.pred2)}.select({cols}))"
+            second = _filtered_code("t", self.pred2)
+            return f"{t_filtered}.select({cols}).unionAll({second}.select({cols}))"
         keys = f"{u_filtered}.select(F.col('u.k').alias('key'))"
         if self.shape == "in":
             return f"{t_filtered}.join({keys}, F.expr('t.k = key'), 'left_semi').select({cols})"
@@ -201,7 +199,8 @@ class Query:
         functions = [f"F.expr({e!r}).over({partition}).alias('w_{a}')"
                      for e, a in _aggregates(self.columns)]
         functions += [f"F.{f}().over({ordered}).alias('w_{f}')" for f in ("rank", "dense_rank")]
-        return f"{_filtered_code('t', self.pred)}.select({self._cols_code()}, {', '.join(functions)})"
+        return (f"{_filtered_code('t', self.pred)}"
+                f".select({self._cols_code()}, {', '.join(functions)})")
 
     def build(self, spark):
         """The DataFrame of this query in its ``api``."""
@@ -236,6 +235,11 @@ class Query:
 
 def _without(values: tuple, i: int) -> tuple:
     return values[:i] + values[i + 1:]
+
+
+def _where(pred: Pred | None) -> str:
+    """The WHERE clause of ``pred`` (empty without it)."""
+    return f" WHERE {pred.sql()}" if pred else ""
 
 
 def _view_code(view: str) -> str:
