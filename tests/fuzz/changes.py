@@ -57,7 +57,8 @@ class Step:
                           f"({sum(len(r) for r in self.rows)} rows)"
                           + (f" into p={list(self.partitions)}" if self.partitions else ""),
                 "delete": f"delete file {self.file}",
-                "overwrite": f"overwrite file {self.file} ({len(self.rows[0]) if self.rows else 0} rows)",
+                "overwrite": f"overwrite file {self.file} "
+                             f"({len(self.rows[0]) if self.rows else 0} rows)",
                 "": "files unchanged"}[self.source]
         ops = ", ".join(" ".join(x for x in op if x) for op in self.operations) or "indexes stale"
         return f"{self.dataset}: {what}; {ops}"

@@ -109,7 +109,8 @@ def _smaller_datasets(dataset: data.Dataset):
         while len(rows) > 1:
             half = len(rows) // 2
             for part in (rows[:half], rows[half:]):
-                yield replace(dataset, files=dataset.files[:i] + [part] + dataset.files[i + 1:]), set()
+                files = dataset.files[:i] + [part] + dataset.files[i + 1:]
+                yield replace(dataset, files=files), set()
             rows = rows[:half]
 
 
