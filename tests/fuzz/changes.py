@@ -12,6 +12,7 @@ without lineage after deletions) is the operation's expected status ``refused``.
 from __future__ import annotations
 
 import random
+import sys
 from dataclasses import dataclass, replace
 
 from tests.fuzz import data
@@ -160,10 +161,11 @@ def operation_code(operation: tuple, specs: list[IndexSpec], datasets: dict) -> 
 
 def run_operation(spark, hs, root: str, code: str) -> str:
     """Runs the operation ``code`` (see :func:`operation_code`) over the case under ``root``;
-    its status."""
+    its status (what it prints goes to stderr: the fuzzer's summary is on stdout)."""
     from accelerator import InvalidIndexConfigError
     namespace = {"spark": spark, "hs": hs, "root": root,
-                 "InvalidIndexConfigError": InvalidIndexConfigError, **data.NAMES}
+                 "InvalidIndexConfigError": InvalidIndexConfigError, **data.NAMES,
+                 "print": lambda *args: print(*args, file=sys.stderr)}
     exec(OPERATE_CODE, namespace)   # noqa: S102 (own code)
     return eval(code, namespace)    # noqa: S307 (own code)
 
