@@ -1,6 +1,8 @@
 """The differential fuzzer in CI: random datasets, index sets of every kind and at least 1,000
-random queries (stopping there; at most 15 minutes on a loaded machine), each answer compared with vanilla Spark's; fails with
-the seed and a minimized reproduction when one differs. ``python -m tests.fuzz`` runs longer."""
+random queries (stopping there; at most 15 minutes on a loaded machine), with change steps
+between batches (files appended, deleted, overwritten; indexes refreshed, optimized or left
+stale), each answer compared with vanilla Spark's; fails with the seed and a minimized
+reproduction when one differs. ``python -m tests.fuzz`` runs longer."""
 from __future__ import annotations
 
 import datetime as dt
@@ -14,7 +16,8 @@ from decimal import Decimal
 
 import pytest
 
-from tests.fuzz import case, compare, data, minimize, queries, runner
+from tests.fuzz import case, changes, compare, data, minimize, queries, runner
+from tests.fuzz.indexes import IndexSpec
 from tests.fuzz.preds import Pred
 from tests.fuzz.queries import LATER_SHAPES, Query
 from tests.helpers import using_system_path
@@ -330,7 +333,7 @@ def test_generators_use_only_the_columns_of_each_dataset():
 
 def test_the_minimizer_tries_a_csv_dataset_as_parquet_with_a_null_struct():
     dataset = data.generate(random.Random(5), "t").in_format("csv")
-    (as_parquet,) = [d for d in minimize._smaller_datasets(dataset) if d.format == "parquet"]
+    (as_parquet,) = [d for d, _ in minimize._smaller_datasets(dataset) if d.format == "parquet"]
     assert as_parquet.files == [[r + (None,) for r in rows] for rows in dataset.files]
     assert as_parquet.in_format("csv") == dataset
 
@@ -368,3 +371,169 @@ def test_datasets_hold_the_generated_rows(spark, tmp_path, fmt):
     signs = {r.id: math.copysign(1.0, r.d) for r in got if r.d == 0.0}   # compared as equal
     assert signs == {r.id: math.copysign(1.0, r.d) for r in generated if r.d == 0.0}
     assert set(signs.values()) == {-1.0, 1.0}
+
+
+def _draw_steps(seed: int, count: int) -> tuple[case.Setup, list]:
+    """The round of ``seed`` with ``count`` change steps drawn (not applied) one after another."""
+    setup = runner.round_setup(seed)
+    rng = runner.change_rng(seed)
+    for _ in range(count):
+        setup.steps.append(changes.random_step(rng, setup.datasets, setup.specs, setup.steps))
+    return setup, setup.steps
+
+
+def test_change_steps_are_seeded_apart_from_the_rounds_other_draws():
+    drawn = {seed: _draw_steps(seed, 6)[1] for seed in range(40)}
+    assert drawn == {seed: _draw_steps(seed, 6)[1] for seed in range(40)}   # deterministic
+    for seed in (0, 3):   # the round's setup and queries do not depend on the change draws
+        setup = runner.round_setup(seed)
+        before = [runner.round_query(setup, seed, n) for n in range(10)]
+        _draw_steps(seed, 6)
+        assert [runner.round_query(setup, seed, n) for n in range(10)] == before
+        assert changes.current(setup.datasets, []) == setup.datasets
+    steps = [s for by_seed in drawn.values() for s in by_seed]
+    assert {s.source for s in steps} == set(changes.SOURCE_CHANGES)
+    assert {op[0] + ":" + op[2] for s in steps for op in s.operations} == {
+        *(f"refresh:{m}" for m in changes.REFRESH_MODES),
+        *(f"optimize:{m}" for m in changes.OPTIMIZE_MODES), "cache:"}
+    assert any(not s.operations for s in steps) and all(s.source or s.operations for s in steps)
+    assert any(changes.NEW_PARTITION in s.partitions for s in steps)
+
+
+def test_change_steps_name_live_files_and_indexes_of_their_dataset():
+    for seed in range(40):
+        setup, steps = _draw_steps(seed, 8)
+        for i, step in enumerate(steps):
+            dataset = setup.datasets[step.dataset]
+            live, following = changes.live_files(dataset, steps[:i])
+            if step.source in ("delete", "overwrite"):
+                assert step.file in live
+            if step.source == "delete":
+                assert len(live) >= 2   # a dataset keeps a file
+            if step.source == "append":
+                ids = {r[0] for rows in live.values() for r in rows}
+                assert not ids & {r[0] for rows in step.rows for r in rows}
+                assert bool(step.partitions) == dataset.partitioned
+                assert changes.live_files(dataset, steps[:i + 1])[1] == following + len(step.rows)
+            assert all(len(r) == len(dataset.columns.top_level) for f in step.rows for r in f)
+            own = {s.name: s.kind for s in setup.specs if s.dataset == step.dataset}
+            for operation, name, _ in step.operations:
+                assert name in own and (operation == "cache") == (own[name] == "cache")
+                assert operation != "optimize" or own[name] == "covering"
+
+
+def test_live_files_follow_appends_deletes_and_overwrites():
+    dataset = data.Dataset("t", [[(1,)], [(2,)], [(3,)]], appended=[[(4,)]], deleted=(1,))
+    steps = [changes.Step("t", "append", rows=([(5,)], [(6,)])),
+             changes.Step("u", "delete", file=0),
+             changes.Step("t", "delete", file=4),
+             changes.Step("t", "overwrite", file=0, rows=([(7,), (1,)],))]
+    live, following = changes.live_files(dataset, steps)
+    assert live == {0: [(7,), (1,)], 2: [(3,)], 3: [(4,)], 5: [(6,)]} and following == 6
+    (current,) = changes.current({"t": dataset}, steps).values()
+    assert sorted(current.rows) == [(1,), (3,), (4,), (6,), (7,)]
+
+
+def test_the_reproduction_applies_the_change_steps_before_the_query():
+    setup, steps = _draw_steps(4, 8)
+    query = Query("select", "sql", ("id",), Pred("leaf", "t.k = 3"))
+    code = minimize.snippet(setup.datasets, setup.specs, query, steps)
+    compile(code, "reproduction", "exec")
+    assert data.REPLACE_CODE.rstrip() in code and changes.OPERATE_CODE.rstrip() in code
+    positions = [code.index(f"# change step {n}: {s.describe()}\n")
+                 for n, s in enumerate(steps, start=1)]
+    assert positions == sorted(positions)
+    assert positions[-1] < code.index("createOrReplaceTempView") < code.index("Hyperspace.enable")
+    for step in steps:
+        name = step.dataset
+        if step.source == "append":
+            assert f"{name}_files += write({name!r}, " in code
+            assert f"partitions={step.partitions!r})" in code
+        elif step.source == "delete":
+            assert f"[os.remove(f) for f in {name}_files[{step.file}]]" in code
+        elif step.source == "overwrite":
+            assert f"for f in {name}_files[{step.file}]]" in code
+        for op in step.operations:
+            assert changes.operation_code(op, setup.specs, setup.datasets) in code
+    assert "replace_file(" in code and "hs.refreshIndex(" in code
+    ended = minimize.snippet(setup.datasets, setup.specs, None, steps)
+    compile(ended, "reproduction", "exec")
+    assert code.startswith(ended + "\n") and "createOrReplaceTempView" not in ended
+    assert ended.endswith(changes.operation_code(steps[-1].operations[-1], setup.specs,
+                                                 setup.datasets) + ")")
+    assert "replace_file" not in minimize.snippet(setup.datasets, setup.specs, query)
+
+
+def test_the_minimizer_keeps_only_the_change_steps_the_failure_needs(monkeypatch):
+    setup = runner.round_setup(8)
+    setup.paths = {}
+    rng = runner.change_rng(8)
+    for _ in range(5):
+        setup.steps.append(changes.random_step(rng, setup.datasets, setup.specs, setup.steps))
+    t = setup.datasets["t"]
+    victim = max(i for i in range(len(t.files)) if i not in t.deleted and i > 0)
+    lost = t.files[victim][0][0]   # the failure needs this row deleted by a step
+    culprit = changes.Step("t", "delete", file=victim, operations=(("refresh", "t_c0", "quick"),))
+    setup.steps.insert(2, culprit)
+    query = Query("select", "df", ("id", "s"), Pred("leaf", "t.k = 3"))
+
+    def fails(trial):
+        base = {r[0] for r in trial.datasets["t"].rows}
+        now = {r[0] for r in changes.current(trial.datasets, trial.steps)["t"].rows}
+        return lost in base - now
+
+    monkeypatch.setattr(case, "build", lambda spark, s: s)
+    monkeypatch.setattr(case, "replay", lambda spark, s, steps: s.steps.extend(steps))
+    monkeypatch.setattr(case, "teardown", lambda s: None)
+    monkeypatch.setattr(case, "register_views", lambda spark, s: None)
+    monkeypatch.setattr(case, "run", lambda spark, s, q: case.Outcome(
+        failure="differs" if fails(s) else None))
+
+    class Conf:
+        def set(self, key, value):
+            pass
+
+    class Spark:
+        conf = Conf()
+
+    code = minimize.minimize(Spark(), setup, query, seconds=60, log=lambda m: None)
+    compile(code, "reproduction", "exec")
+    (kept,) = [line for line in code.splitlines() if line.startswith("# change step")]
+    assert kept.startswith("# change step 1: t: delete file ")
+    number = int(kept.split()[7].rstrip(";"))   # the victim (renumbered if files before it went)
+    assert code.splitlines()[code.splitlines().index(kept) + 1] == (
+        f"[os.remove(f) for f in t_files[{number}]]")
+    assert "hs.refreshIndex" not in code
+    assert "u_files += write" not in code and "replace_file(f," not in code
+
+
+def test_change_steps_applied_to_a_case_match_the_model_and_vanilla(spark, system_path):
+    """Appends into a new partition, an overwrite and a deletion read back as the model says;
+    an incremental refresh of a covering index without lineage after the deletion is refused
+    (documented), a full one succeeds, and the index then answers as vanilla Spark does."""
+    rng = random.Random(3)
+    dataset = replace(data.generate(rng, "t"), partitioned=True, appended=[], deleted=(),
+                      row_group_rows=None, format="parquet")
+    spec = IndexSpec("covering", "t_1", "t", ("k",), ("id", "s"))
+    setup = case.build(spark, case.Setup({"t": dataset}, [spec]))
+    try:
+        first = changes.Step("t", "append", rows=(data.draw_rows(rng, "parquet", 10_000, 5),),
+                             partitions=(changes.NEW_PARTITION,))
+        second = changes.Step("t", "overwrite", file=0,
+                              rows=(data.draw_rows(rng, "parquet", 20_000, 4),))
+        third = changes.Step("t", "delete", file=1, operations=(("refresh", "t_1", "incremental"),
+                                                                ("refresh", "t_1", "full")))
+        assert case.apply(spark, setup, first) == []
+        assert case.apply(spark, setup, second) == []
+        assert case.apply(spark, setup, third) == ["refused", "succeeded"]
+        want = spark.createDataFrame(changes.current(setup.datasets, setup.steps)["t"].rows,
+                                     data.SCHEMA).collect()
+        got = spark.table("t").drop(data.PARTITION).collect()
+        assert compare.difference(got, want) is None
+        assert {r.p for r in spark.table("t").where("id >= 10000 AND id < 20000").collect()} == {
+            changes.NEW_PARTITION}
+        query = Query("select", "sql", ("id", "s"), Pred("leaf", "t.k >= 3"))
+        outcome = case.run(spark, setup, query)
+        assert outcome.failure is None and outcome.used
+    finally:
+        case.teardown(setup)

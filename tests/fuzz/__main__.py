@@ -1,5 +1,6 @@
 """``python -m tests.fuzz --seconds 1800 --seed 7``: fuzz for that long in a local[2] session
-and print a JSON summary (queries run, failures with their seeds and reproductions)."""
+and print a JSON summary (queries run, change steps applied and their operations' statuses,
+failures with their seeds and reproductions)."""
 from __future__ import annotations
 
 import argparse
@@ -24,6 +25,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--formats", nargs="+", choices=list(data.FORMATS), default=[],
                         help="run only the seeds whose rounds have a dataset in one of these "
                              "source formats (e.g. csv csv.gz)")
+    parser.add_argument("--change-rate", type=float, default=runner.CHANGE_RATE,
+                        help="the chance of a change step (files appended, deleted or "
+                             "overwritten; indexes refreshed or optimized) before each batch "
+                             "of a round but its first")
     args = parser.parse_args(argv)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = (SparkSession.builder.master("local[2]").appName("accelerator-fuzz")
@@ -38,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     spark.sparkContext.setLogLevel("ERROR")
     summary = runner.run(spark, args.seed, args.seconds, args.queries_per_round, args.batch,
                          minimize_seconds=args.minimize_seconds, formats=tuple(args.formats),
+                         change_rate=args.change_rate,
                          log=lambda m: print(m, file=sys.stderr, flush=True))
     print(json.dumps(summary.as_dict(), indent=2, default=str))
     spark.stop()

@@ -1,6 +1,7 @@
 """A fuzz case (two datasets, their indexes, a query) set up in a session: files written
-under a fresh directory, indexes built in a fresh system path, views ``t`` and ``u``; and one
-query run with and without the accelerator."""
+under a fresh directory, indexes built in a fresh system path, views ``t`` and ``u``; change
+steps applied to it (see :mod:`tests.fuzz.changes`); and one query run with and without the
+accelerator."""
 from __future__ import annotations
 
 import json
@@ -14,7 +15,7 @@ from pyspark.sql import functions as F
 
 from accelerator import Hyperspace
 from accelerator.session import conf_set
-from tests.fuzz import compare, data, indexes
+from tests.fuzz import changes, compare, data, indexes
 from tests.fuzz.queries import Query
 
 INDEX_MARKERS = ("PrunedFileIndex", "CachedFileIndex")
@@ -40,12 +41,16 @@ class Outcome:
 
 @dataclass
 class Setup:
-    """The datasets and index specs of a case, and where they were written."""
+    """The datasets and index specs of a case, where they were written (each dataset's
+    directory in ``paths``, its files by number in ``files``: None for one not written) and
+    the change steps applied since."""
 
     datasets: dict
     specs: list
     root: str = ""
     paths: dict = field(default_factory=dict)
+    files: dict = field(default_factory=dict)
+    steps: list = field(default_factory=list)
 
     def system_path(self) -> str:
         """The case's accelerator system path."""
@@ -66,9 +71,39 @@ def build(spark, setup: Setup) -> Setup:
         with conf_set(spark, {"spark.accelerator.index.lineage.enabled": str(spec.lineage).lower()}):
             indexes.create(spark, hs, df, spec)
     for name, dataset in setup.datasets.items():
-        data.change(spark, dataset, setup.paths[name], written[name])
+        setup.files[name] = written[name] + data.change(spark, dataset, setup.paths[name],
+                                                        written[name])
     register_views(spark, setup)
     return setup
+
+
+def apply(spark, setup: Setup, step: changes.Step) -> list[str]:
+    """Applies change ``step`` to the built ``setup`` (its source change, then its operations)
+    and registers the views again (reading the files present now); returns the operations'
+    statuses. An operation's unexpected error is raised."""
+    dataset, files = setup.datasets[step.dataset], setup.files[step.dataset]
+    if step.source == "append":
+        files += data.write_files(spark, setup.paths[step.dataset], list(step.rows),
+                                  dataset.partitioned, first=len(files),
+                                  row_group_rows=dataset.row_group_rows, fmt=dataset.format,
+                                  partitions=step.partitions)
+    elif step.source == "delete":
+        os.remove(files[step.file])
+    elif step.source == "overwrite":
+        data.replace_file(spark, dataset, files[step.file], step.rows[0])
+    setup.steps.append(step)
+    hs = Hyperspace(spark)
+    statuses = [changes.run_operation(spark, hs, setup.root,
+                                      changes.operation_code(op, setup.specs, setup.datasets))
+                for op in step.operations]
+    register_views(spark, setup)
+    return statuses
+
+
+def replay(spark, setup: Setup, steps: list) -> None:
+    """Applies ``steps`` in order to the built ``setup``."""
+    for step in steps:
+        apply(spark, setup, step)
 
 
 def register_views(spark, setup: Setup) -> None:

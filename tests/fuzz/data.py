@@ -2,14 +2,17 @@
 unicode and empty strings, timestamps from several zones, decimals and JSON strings, split
 into a few files (optionally partitioned) and written as Parquet, JSON lines, gzip-compressed
 JSON lines, CSV or gzip-compressed CSV (CSV without the struct column, see :data:`FLAT`);
-every writer and reader of a dataset (index builds, the views, reproductions) uses
-:func:`write_code` and :func:`read_code`."""
+every writer and reader of a dataset (index builds, the views, change steps, reproductions)
+uses :func:`write_code` and :func:`read_code`; change steps append rows drawn like a
+dataset's (:func:`draw_rows`) and overwrite files in place (:data:`REPLACE_CODE`)."""
 from __future__ import annotations
 
 import datetime as dt
 import json
 import os
 import random
+import shutil
+import tempfile
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
 
@@ -166,6 +169,13 @@ def _row(rng: random.Random, i: int, null_rate: float) -> tuple:
     )
 
 
+def draw_rows(rng: random.Random, fmt: str, first_id: int, count: int) -> list[tuple]:
+    """``count`` new rows drawn like a dataset's (ids from ``first_id``, a random null rate),
+    with the columns of format ``fmt``."""
+    null_rate = rng.choice([0.0, 0.05, 0.2])
+    return fit([[_row(rng, first_id + i, null_rate) for i in range(count)]], fmt)[0]
+
+
 def generate(rng: random.Random, name: str, start_id: int = 0) -> Dataset:
     """A dataset of 100-400 rows in 3-6 files, clustered by a random column so that
     per-file statistics differ; sometimes partitioned, sometimes with an appended file; mostly
@@ -255,10 +265,11 @@ def _data_files(path: str, fmt: str) -> set[str]:
 
 def write_files(spark, path: str, files: list[list[tuple]], partitioned: bool,
                 first: int = 0, row_group_rows: int | None = None,
-                fmt: str = "parquet") -> list[str | None]:
+                fmt: str = "parquet", partitions: tuple = ()) -> list[str | None]:
     """Appends each list of rows (of the columns of ``fmt``) to ``path`` as one file of format
-    ``fmt`` (under ``p=<file number>`` when ``partitioned``; see :func:`write_code`); returns
-    the files' paths (None for an empty list)."""
+    ``fmt`` (when ``partitioned``, under ``p=<its number in partitions>``, by default
+    ``p=<file number % 3>``; see :func:`write_code`); returns the files' paths (None for an
+    empty list)."""
     save = _run(spark, write_code(fmt, row_group_rows))
     written: list[str | None] = []
     for number, rows in enumerate(files, start=first):
@@ -266,7 +277,8 @@ def write_files(spark, path: str, files: list[list[tuple]], partitioned: bool,
             written.append(None)
             continue
         before = _data_files(path, fmt)
-        save(rows, os.path.join(path, f"{PARTITION}={number % 3}") if partitioned else path)
+        partition = partitions[number - first] if partitions else number % 3
+        save(rows, os.path.join(path, f"{PARTITION}={partition}") if partitioned else path)
         (new,) = _data_files(path, fmt) - before
         written.append(new)
     return written
@@ -280,11 +292,43 @@ def write(spark, dataset: Dataset, root: str) -> tuple[str, list]:
                              row_group_rows=dataset.row_group_rows, fmt=dataset.format)
 
 
-def change(spark, dataset: Dataset, path: str, files: list) -> None:
+def change(spark, dataset: Dataset, path: str, files: list) -> list[str | None]:
     """What happens after the indexes were built: the appended files are written next to the
-    others, the deleted ones removed."""
-    write_files(spark, path, dataset.appended, dataset.partitioned, first=len(dataset.files),
-                row_group_rows=dataset.row_group_rows, fmt=dataset.format)
+    others (their paths returned), the deleted ones removed."""
     for i in dataset.deleted:
         if i < len(files) and files[i]:
             os.remove(files[i])
+    return write_files(spark, path, dataset.appended, dataset.partitioned,
+                       first=len(dataset.files), row_group_rows=dataset.row_group_rows,
+                       fmt=dataset.format)
+
+
+# A function that overwrites a data file with other rows under the same name (defined in
+# reproductions too): ``save`` writes them into a fresh directory, the new file replaces the
+# old one and its Hadoop checksum file (the old one would no longer match), and its
+# modification time is set at least 2 s after the old file's, as a later write on a file
+# system with a coarse clock would leave it (the accelerator tells files apart by path, size
+# and modification time).
+REPLACE_CODE = """def replace_file(path, rows, save):
+    scratch = tempfile.mkdtemp()
+    out = scratch + '/out'
+    save(rows, out)
+    (new,) = [f for f in os.listdir(out) if f.startswith('part-')]
+    old_mtime = os.stat(path).st_mtime
+    os.replace(os.path.join(out, new), path)
+    crc = os.path.join(os.path.dirname(path), '.' + os.path.basename(path) + '.crc')
+    if os.path.exists(crc):
+        os.remove(crc)
+    mtime = max(os.stat(path).st_mtime, old_mtime + 2)
+    os.utime(path, (mtime, mtime))
+    shutil.rmtree(scratch)
+"""
+
+
+def replace_file(spark, dataset: Dataset, path: str, rows: list[tuple]) -> None:
+    """Overwrites the data file at ``path`` of ``dataset`` with ``rows`` (see
+    :data:`REPLACE_CODE`)."""
+    namespace = {"os": os, "shutil": shutil, "tempfile": tempfile}
+    exec(REPLACE_CODE, namespace)   # noqa: S102 (own code)
+    namespace["replace_file"](path, rows, _run(spark, write_code(dataset.format,
+                                                                  dataset.row_group_rows)))

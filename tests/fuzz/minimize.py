@@ -1,27 +1,31 @@
-"""Shrinking a failing case: fewer predicate parts and columns, fewer indexes, files and rows,
-as long as the answers still differ; then a standalone Python snippet reproducing it."""
+"""Shrinking a failing case: fewer predicate parts and columns, fewer change steps and index
+operations, fewer indexes, files and rows, as long as the answers still differ; then a
+standalone Python snippet reproducing it (the change steps applied before the failing query
+included)."""
 from __future__ import annotations
 
 import time
 from dataclasses import replace
 
-from tests.fuzz import case, data
+from tests.fuzz import case, changes, data
 from tests.fuzz.queries import Query
 
 
 def minimize(spark, setup: case.Setup, query: Query, seconds: float, log=print) -> str:
-    """The reproduction of ``query`` failing over ``setup`` (already built), shrunk for at most
-    about ``seconds``: Python code that prints the difference and fails."""
+    """The reproduction of ``query`` failing over ``setup`` (already built, its change steps
+    applied), shrunk for at most about ``seconds``: Python code that prints the difference and
+    fails."""
     deadline = time.monotonic() + seconds
     query = _shrink_query(spark, setup, query, deadline)
-    datasets, specs = dict(setup.datasets), list(setup.specs)
+    datasets, specs, steps = dict(setup.datasets), list(setup.specs), list(setup.steps)
 
-    def fails(candidate_datasets, candidate_specs) -> bool:
-        if time.monotonic() > deadline:
+    def fails(candidate_datasets, candidate_specs, candidate_steps) -> bool:
+        if time.monotonic() > deadline or candidate_steps is None:
             return False
         trial = case.Setup(candidate_datasets, candidate_specs)
         try:
             case.build(spark, trial)
+            case.replay(spark, trial, candidate_steps)
             return case.run(spark, trial, query).failure is not None
         except Exception as e:   # noqa: BLE001 (a smaller case that cannot be built)
             log(f"minimize: candidate not built: {type(e).__name__}: {str(e)[:200]}")
@@ -29,18 +33,41 @@ def minimize(spark, setup: case.Setup, query: Query, seconds: float, log=print) 
         finally:
             case.teardown(trial)
 
-    for spec in list(specs):
-        candidate = [s for s in specs if s is not spec]
-        if fails(datasets, candidate):
-            specs = candidate
-    for name in list(datasets):
-        for candidate in _smaller_datasets(datasets[name]):
-            if fails({**datasets, name: candidate}, specs):
-                datasets[name] = candidate
+    note = ""
+    if steps and not fails(datasets, specs, steps):
+        note = ("# NOTE: a fresh build with these change steps did not fail: the failure also "
+                "needs the queries run between the changes (not minimized)\n")
+    else:
+        steps = _shrink_steps(steps, datasets,
+                              lambda candidate: fails(datasets, specs, candidate))
+        for spec in list(specs):
+            candidate = [s for s in specs if s is not spec]
+            candidate_steps = changes.without_index(steps, spec.name)
+            if fails(datasets, candidate, candidate_steps):
+                specs, steps = candidate, candidate_steps
+        for name in list(datasets):
+            original = steps   # the candidates change the dataset as it was before this loop
+            for candidate, removed in _smaller_datasets(datasets[name]):
+                candidate_steps = changes.refit(original, candidate, removed)
+                if fails({**datasets, name: candidate}, specs, candidate_steps):
+                    datasets[name], steps = candidate, candidate_steps
     # the original system path was replaced by the trials': restore a built setup for the caller
     spark.conf.set("spark.accelerator.system.path", setup.system_path())
     case.register_views(spark, setup)
-    return snippet(datasets, specs, query)
+    return note + snippet(datasets, specs, query, steps)
+
+
+def _shrink_steps(steps: list, datasets: dict, fails) -> list:
+    """The smallest list of change steps over ``datasets`` found (one change less at a time)
+    that ``fails``."""
+    improved = True
+    while improved:
+        improved = False
+        for candidate in changes.smaller(steps, datasets):
+            if fails(candidate):
+                steps, improved = candidate, True
+                break
+    return steps
 
 
 def _shrink_query(spark, setup: case.Setup, query: Query, deadline: float) -> Query:
@@ -57,28 +84,33 @@ def _shrink_query(spark, setup: case.Setup, query: Query, deadline: float) -> Qu
 
 
 def _smaller_datasets(dataset: data.Dataset):
-    """Candidates, each tried against the current best: without the appended files, each file
-    dropped, unpartitioned, in one row group a file, then each file halved repeatedly."""
+    """Candidates, each a change of ``dataset`` (the last one that still fails is kept), with
+    the numbers of the files they drop (see :func:`tests.fuzz.changes.refit`): without the
+    appended files, each file dropped, unpartitioned, in one row group a file, then each file
+    halved repeatedly."""
     if dataset.appended:
-        yield replace(dataset, appended=[])
+        count = len(dataset.files)
+        yield replace(dataset, appended=[]), set(range(count, count + len(dataset.appended)))
     if dataset.deleted:
-        yield replace(dataset, deleted=())
+        yield replace(dataset, deleted=()), set()
     for i in range(len(dataset.files)):
         if len(dataset.files) > 1 and i not in dataset.deleted:
             deleted = tuple(d - (d > i) for d in dataset.deleted)
-            yield replace(dataset, files=dataset.files[:i] + dataset.files[i + 1:], deleted=deleted)
+            yield (replace(dataset, files=dataset.files[:i] + dataset.files[i + 1:],
+                           deleted=deleted), {i})
     if dataset.partitioned:
-        yield replace(dataset, partitioned=False)
+        yield replace(dataset, partitioned=False), set()
     if dataset.row_group_rows:
-        yield replace(dataset, row_group_rows=None)
+        yield replace(dataset, row_group_rows=None), set()
     if dataset.format != "parquet":   # a JSON or CSV source's failure that Parquet shows too
-        yield dataset.in_format("parquet")
+        yield dataset.in_format("parquet"), set()
     for i in range(len(dataset.files)):
         rows = dataset.files[i]
         while len(rows) > 1:
             half = len(rows) // 2
-            yield replace(dataset, files=dataset.files[:i] + [rows[:half]] + dataset.files[i + 1:])
-            yield replace(dataset, files=dataset.files[:i] + [rows[half:]] + dataset.files[i + 1:])
+            for part in (rows[:half], rows[half:]):
+                files = dataset.files[:i] + [part] + dataset.files[i + 1:]
+                yield replace(dataset, files=files), set()
             rows = rows[:half]
 
 
@@ -99,11 +131,12 @@ def _write_args(dataset: data.Dataset) -> str:
             f"{data.write_code(dataset.format, dataset.row_group_rows)}")
 
 
-def snippet(datasets: dict, specs: list, query: Query) -> str:
-    """A standalone Python program that writes the datasets, builds the indexes, runs the query
-    with and without the accelerator and fails when the rows differ."""
+def snippet(datasets: dict, specs: list, query: Query | None, steps: list = ()) -> str:
+    """A standalone Python program that writes the datasets, builds the indexes, applies the
+    change ``steps``, runs the query with and without the accelerator and fails when the rows
+    differ (without a query: ends after the steps, the last of which raised)."""
     lines = [
-        "import datetime, glob, os, tempfile",
+        "import datetime, glob, os, shutil, tempfile",
         "from collections import Counter",
         "from decimal import Decimal",
         "from pyspark.sql import SparkSession, Window, functions as F",
@@ -114,17 +147,21 @@ def snippet(datasets: dict, specs: list, query: Query) -> str:
         "spark.conf.set('spark.accelerator.system.path', root + '/indexes')",
         "hs = Hyperspace(spark)",
         *(f"{name} = {value!r}" for name, value in data.NAMES.items()),
-        "def write(name, files, partitioned, suffix, save, first=0):",
-        "    # each list of rows saved as one file by save(rows, directory); the new files' names",
+        "def write(name, files, partitioned, suffix, save, first=0, partitions=()):",
+        "    # each list of rows saved as one file by save(rows, directory) (partition p=i % 3,",
+        "    # or the i-th of partitions); the new files' names",
         "    written = []",
         "    pattern = root + '/' + name + '/**/*' + suffix",
         "    for i, rows in enumerate(files, start=first):",
         "        before = set(glob.glob(pattern, recursive=True))",
+        "        p = partitions[i - first] if partitions else i % 3",
         "        if rows:",
-        "            save(rows, root + '/' + name + (f'/p={i % 3}' if partitioned else ''))",
+        "            save(rows, root + '/' + name + (f'/p={p}' if partitioned else ''))",
         "        written.append(set(glob.glob(pattern, recursive=True)) - before)",
         "    return written",
     ]
+    if steps:
+        lines += [data.REPLACE_CODE.rstrip(), changes.OPERATE_CODE.rstrip()]
     for name, ds in datasets.items():
         lines.append(f"{name}_files = write({name!r}, {_py(ds.files)}, {_write_args(ds)})")
     for spec in specs:
@@ -132,11 +169,16 @@ def snippet(datasets: dict, specs: list, query: Query) -> str:
         lines.append(f"{spec.dataset}_df = {source}")
         lines.append(spec.code(f"{spec.dataset}_df"))
     for name, ds in datasets.items():
-        if ds.appended:
-            lines.append(f"write({name!r}, {_py(ds.appended)}, {_write_args(ds)}, "
-                         f"first={len(ds.files)})")
         for i in ds.deleted:
             lines.append(f"[os.remove(f) for f in {name}_files[{i}]]   # deleted after indexing")
+        if ds.appended:
+            lines.append(f"{name}_files += write({name!r}, {_py(ds.appended)}, "
+                         f"{_write_args(ds)}, first={len(ds.files)})")
+    for number, step in enumerate(steps, start=1):
+        lines += _step_lines(number, step, datasets, specs)
+    if query is None:
+        return "\n".join(lines)
+    for name, ds in datasets.items():
         source = data.read_code(ds.format, f"root + '/{name}'")
         lines.append(f"{source}.createOrReplaceTempView({name!r})")
     lines += [
@@ -153,3 +195,22 @@ def snippet(datasets: dict, specs: list, query: Query) -> str:
         f"assert got in (want, Counter(canon(tuple(r)) for r in {query.code()}.collect()))",
     ]
     return "\n".join(lines)
+
+
+def _step_lines(number: int, step: changes.Step, datasets: dict, specs: list) -> list[str]:
+    """The reproduction's code of change step ``number``: its source change, then its
+    operations (each printing its status)."""
+    name, ds = step.dataset, datasets[step.dataset]
+    lines = [f"# change step {number}: {step.describe()}"]
+    if step.source == "append":
+        lines.append(f"{name}_files += write({name!r}, {_py(list(step.rows))}, "
+                     f"{_write_args(ds)}, partitions={step.partitions!r})")
+    elif step.source == "delete":
+        lines.append(f"[os.remove(f) for f in {name}_files[{step.file}]]")
+    elif step.source == "overwrite":
+        save = data.write_code(ds.format, ds.row_group_rows)
+        lines.append(f"[replace_file(f, {_py(step.rows[0])}, {save}) "
+                     f"for f in {name}_files[{step.file}]]")
+    for op in step.operations:
+        lines.append(f"print({op!r}, {changes.operation_code(op, specs, datasets)})")
+    return lines

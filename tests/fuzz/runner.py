@@ -1,24 +1,32 @@
 """The fuzz loop: rounds of random datasets and index sets, each answering random queries that
-are compared with vanilla Spark; a failure is minimized and reported with its seeds."""
+are compared with vanilla Spark; between batches of queries a round sometimes applies a change
+step to its sources and indexes (see :mod:`tests.fuzz.changes`; drawn from an RNG of its own,
+so a round that draws no change runs as it would without them); a failure is minimized and
+reported with its seeds and the change steps before it."""
 from __future__ import annotations
 
 import random
 import time
 from dataclasses import dataclass, field
 
-from tests.fuzz import case, data, indexes, minimize
+from tests.fuzz import case, changes, data, indexes, minimize
 from tests.fuzz.queries import JOIN_KEYS, Query, random_query
+
+CHANGE_RATE = 0.2   # the chance of a change step before each batch of queries but the first
 
 
 @dataclass
 class Failure:
-    """A query whose answer differed: the round's seed, the query's number in the round, what
-    differed and the minimized reproduction (Python code)."""
+    """A query whose answer differed (or a change step that raised): the round's seed, the
+    query's number in the round (the next one's for a change step), what differed, the number
+    of change steps applied before and the minimized reproduction (Python code, those steps
+    included)."""
 
     seed: int
     query: int
     failure: str
     reproduction: str = ""
+    changes: int = 0
 
 
 @dataclass
@@ -31,8 +39,11 @@ class Summary:
     used: int = 0
     skipped: int = 0
     text_rounds: int = 0   # rounds with a JSON or CSV source (also gzip-compressed)
+    changes: int = 0       # change steps applied
+    operations: dict = field(default_factory=dict)   # index operations' statuses, counted
     passed_over: int = 0   # seeds whose rounds lacked the formats asked for
     build_seconds: float = 0.0
+    change_seconds: float = 0.0   # spent applying change steps
     seconds: float = 0.0
     failures: list = field(default_factory=list)
 
@@ -41,8 +52,10 @@ class Summary:
         return {"seed": self.seed, "rounds": self.rounds, "queries": self.queries,
                 "queriesUsingIndexes": self.used, "skippedBothRaised": self.skipped,
                 "roundsWithJsonOrCsv": self.text_rounds, "seedsPassedOver": self.passed_over,
+                "changeSteps": self.changes, "operationStatuses": self.operations,
                 "seconds": round(self.seconds, 1),
                 "buildSeconds": round(self.build_seconds, 1),
+                "changeSeconds": round(self.change_seconds, 1),
                 "failures": [vars(f) for f in self.failures]}
 
 
@@ -58,20 +71,28 @@ def round_setup(seed: int) -> case.Setup:
 
 
 def round_query(setup: case.Setup, seed: int, number: int) -> Query:
-    """Query ``number`` of the round with ``seed``."""
+    """Query ``number`` of the round with ``seed`` (over the datasets as its change steps so
+    far left them)."""
     rng = random.Random(seed * 1_000_003 + number)
-    return random_query(rng, setup.datasets["t"], setup.datasets["u"],
+    datasets = changes.current(setup.datasets, setup.steps)
+    return random_query(rng, datasets["t"], datasets["u"],
                         indexes.focus(setup.specs, "t"), indexes.focus(setup.specs, "u"),
                         indexes.covered(setup.specs, "t"))
 
 
+def change_rng(seed: int) -> random.Random:
+    """The RNG of the change steps of the round with ``seed`` (apart from its other draws)."""
+    return random.Random(f"{seed}:changes")
+
+
 def run(spark, seed: int, seconds: float, queries_per_round: int = 60, batch: int = 12,
         max_queries: int | None = None, minimize_seconds: float = 120.0, log=print,
-        formats: tuple[str, ...] = ()) -> Summary:
+        formats: tuple[str, ...] = (), change_rate: float = CHANGE_RATE) -> Summary:
     """Runs rounds with seeds ``seed``, ``seed + 1``, ... for about ``seconds`` (or until
-    ``max_queries``), ``batch`` queries per Spark job (a tagged union); returns what happened.
-    With ``formats``, passes over the seeds whose rounds have no dataset in one of them (the
-    seeds run reproduce as they are). Leaves the accelerator disabled."""
+    ``max_queries``), ``batch`` queries per Spark job (a tagged union); before each batch but
+    a round's first, applies a random change step with probability ``change_rate``; returns
+    what happened. With ``formats``, passes over the seeds whose rounds have no dataset in one
+    of them (the seeds run reproduce as they are). Leaves the accelerator disabled."""
     summary = Summary(seed)
     start = time.monotonic()
     round_seed = seed
@@ -91,9 +112,13 @@ def run(spark, seed: int, seconds: float, queries_per_round: int = 60, batch: in
         built = time.monotonic()
         setup = case.build(spark, planned)
         summary.build_seconds += time.monotonic() - built
+        rng = change_rng(round_seed)
         try:
             number = 0
             while number < queries_per_round and more():
+                if number and rng.random() < change_rate and not _change(
+                        spark, setup, rng, summary, round_seed, number, log):
+                    break
                 numbers = range(number, min(number + batch, queries_per_round))
                 number = numbers[-1] + 1
                 queries = [round_query(setup, round_seed, n) for n in numbers]
@@ -116,6 +141,34 @@ def run(spark, seed: int, seconds: float, queries_per_round: int = 60, batch: in
     return summary
 
 
+def _change(spark, setup: case.Setup, rng: random.Random, summary: Summary, seed: int,
+            number: int, log) -> bool:
+    """Applies a random change step to ``setup``, counted in ``summary``; False when it
+    raised (recorded as a failure: the round cannot go on)."""
+    step = changes.random_step(rng, setup.datasets, setup.specs, setup.steps)
+    before = list(setup.steps)
+    log(f"  change step {len(before) + 1} before query {number}: {step.describe()}")
+    started = time.monotonic()
+    try:
+        statuses = case.apply(spark, setup, step)
+    except Exception as e:   # noqa: BLE001 (an unexpected error of an operation: a finding)
+        failure = f"change step raised {type(e).__name__}: {str(e)[:500]}"
+        log(f"FAILURE seed={seed} before query {number}: {failure}")
+        summary.failures.append(Failure(
+            seed, number, failure,
+            minimize.snippet(setup.datasets, setup.specs, None, before + [step]),
+            changes=len(before)))
+        return False
+    finally:
+        summary.change_seconds += time.monotonic() - started
+    if statuses:
+        log(f"    statuses: {', '.join(statuses)}")
+    summary.changes += 1
+    for status in statuses:
+        summary.operations[status] = summary.operations.get(status, 0) + 1
+    return True
+
+
 def _report(spark, setup, seed: int, number: int, query: Query, outcome, seconds: float,
             log) -> Failure:
     log(f"FAILURE seed={seed} query={number}: {outcome.failure}")
@@ -124,7 +177,10 @@ def _report(spark, setup, seed: int, number: int, query: Query, outcome, seconds
         log("  (the query alone gives vanilla's answer: it differs only inside its batch)")
         return Failure(seed, number, outcome.failure + " (only inside a batch of queries)",
                        f"# the round's setup: tests.fuzz.runner.round_setup({seed}); "
-                       f"its queries {number} and neighbours, batched\n{query.code()}")
+                       f"its queries {number} and neighbours, batched, after its change "
+                       "steps; the query alone after them:\n"
+                       + minimize.snippet(setup.datasets, setup.specs, query, setup.steps),
+                       changes=len(setup.steps))
     repro = minimize.minimize(spark, setup, query, seconds, log)
     log(repro)
-    return Failure(seed, number, alone.failure, repro)
+    return Failure(seed, number, alone.failure, repro, changes=len(setup.steps))
