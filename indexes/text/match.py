@@ -118,14 +118,16 @@ def _kept_row_groups(condition: Any, entry: Any, reader: Any, looked_up: dict[st
         return {}
     judged = {}
     for path, layout in layouts.items():
-        ordered = {key: found.get(path, []) for key, found in ranges.items()}
-        groups = []
-        for i, (first, start, end) in enumerate(layout):
-            end_row = layout[i + 1][0] if i + 1 < len(layout) else None
-            groups.append(RowGroup(start, end, FileStats(None, {
-                key: ColumnStats("boolean", False, _meets(at, first, end_row))
-                for key, at in ordered.items()})))
-        judged[path] = FileEntry(0, 0, FileStats(None, {}), tuple(groups))
+        meets = {key: [_meets(found.get(path, []), first,
+                              layout[i + 1][0] if i + 1 < len(layout) else None)
+                       for i, (first, _, _) in enumerate(layout)]
+                 for key, found in ranges.items()}
+        if all(all(met) for met in meets.values()):
+            continue   # each row group may hold each literal: the filter can skip none of them
+        groups = tuple(RowGroup(start, end, FileStats(None, {
+            key: ColumnStats("boolean", False, met[i]) for key, met in meets.items()}))
+            for i, (_, start, end) in enumerate(layout))
+        judged[path] = FileEntry(0, 0, FileStats(None, {}), groups)
     return kept_row_groups(condition, judged, list(judged))
 
 
