@@ -29,6 +29,17 @@ MIN_QUERIES = 1000
 MIN_USED_SHARE = 0.2   # observed 27-60% per round; a round whose indexes suit few queries stays above it
 
 
+
+class _NoSpark:
+    """A stand-in session for the minimizer's tests (builds and runs are monkeypatched): it
+    only takes the settings the minimizer restores."""
+
+    class conf:   # noqa: N801 (mirrors SparkSession.conf)
+        @staticmethod
+        def set(key, value):
+            pass
+
+
 @pytest.mark.fuzz
 def test_random_queries_over_random_indexes_equal_vanilla(spark, tmp_path):
     started = time.monotonic()
@@ -81,14 +92,7 @@ def test_the_minimizer_keeps_only_what_the_failure_needs(monkeypatch):
     monkeypatch.setattr(case, "run", lambda spark, s, q: case.Outcome(
         failure="differs" if fails(s, q) else None))
 
-    class Conf:
-        def set(self, key, value):
-            pass
-
-    class Spark:
-        conf = Conf()
-
-    code = minimize.minimize(Spark(), setup, query, seconds=60, log=lambda m: None)
+    code = minimize.minimize(_NoSpark(), setup, query, seconds=60, log=lambda m: None)
     compile(code, "reproduction", "exec")
     assert "spark.table(\"t\")" not in code and "t.k = 3" in code and "t.id > 1" not in code
     assert code.count("hs.createIndex") + code.count("hs.cache(") == 1
@@ -489,14 +493,7 @@ def test_the_minimizer_keeps_only_the_change_steps_the_failure_needs(monkeypatch
     monkeypatch.setattr(case, "run", lambda spark, s, q: case.Outcome(
         failure="differs" if fails(s) else None))
 
-    class Conf:
-        def set(self, key, value):
-            pass
-
-    class Spark:
-        conf = Conf()
-
-    code = minimize.minimize(Spark(), setup, query, seconds=60, log=lambda m: None)
+    code = minimize.minimize(_NoSpark(), setup, query, seconds=60, log=lambda m: None)
     compile(code, "reproduction", "exec")
     (kept,) = [line for line in code.splitlines() if line.startswith("# change step")]
     assert kept.startswith("# change step 1: t: delete file ")
