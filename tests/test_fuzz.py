@@ -399,7 +399,8 @@ def test_change_steps_are_seeded_apart_from_the_rounds_other_draws():
     assert {s.source for s in steps} == set(changes.SOURCE_CHANGES)
     assert {op[0] + ":" + op[2] for s in steps for op in s.operations} == {
         *(f"refresh:{m}" for m in changes.REFRESH_MODES),
-        *(f"optimize:{m}" for m in changes.OPTIMIZE_MODES), "cache:"}
+        *(f"optimize:{m}" for m in changes.OPTIMIZE_MODES),
+        "cache:", "uncache:", "delete:", "restore:", "vacuum:"}
     assert any(not s.operations for s in steps) and all(s.source or s.operations for s in steps)
     assert any(changes.NEW_PARTITION in s.partitions for s in steps)
 
@@ -422,8 +423,25 @@ def test_change_steps_name_live_files_and_indexes_of_their_dataset():
             assert all(len(r) == len(dataset.columns.top_level) for f in step.rows for r in f)
             own = {s.name: s.kind for s in setup.specs if s.dataset == step.dataset}
             for operation, name, _ in step.operations:
-                assert name in own and (operation == "cache") == (own[name] == "cache")
+                caching = operation in ("cache", "uncache")
+                assert name in own and caching == (own[name] == "cache")
                 assert operation != "optimize" or own[name] == "covering"
+                state = changes.index_state(name, steps[:i])   # what the operation finds
+                assert state != "gone"
+                if state == "deleted":
+                    assert operation in ("restore", "vacuum")
+                else:
+                    assert operation != "restore"
+
+
+def test_index_states_follow_delete_restore_and_vacuum():
+    ops = lambda *names: changes.Step("t", operations=tuple((n, "t_1", "") for n in names))  # noqa: E731
+    assert changes.index_state("t_1", []) == "active"
+    assert changes.index_state("t_1", [ops("vacuum"), ops("refresh")]) == "active"
+    assert changes.index_state("t_1", [ops("delete")]) == "deleted"
+    assert changes.index_state("t_1", [ops("delete"), ops("restore")]) == "active"
+    assert changes.index_state("t_1", [ops("delete"), ops("vacuum")]) == "gone"
+    assert changes.index_state("t_2", [ops("delete")]) == "active"
 
 
 def test_live_files_follow_appends_deletes_and_overwrites():
@@ -534,3 +552,40 @@ def test_change_steps_applied_to_a_case_match_the_model_and_vanilla(spark, syste
         assert outcome.failure is None and outcome.used
     finally:
         case.teardown(setup)
+
+
+def test_lifecycle_steps_stop_and_resume_the_use_of_indexes_and_the_cache(spark, system_path):
+    """deleteIndex stops an index's use and restoreIndex brings it back; vacuumIndex of an
+    active index (after a refresh left a replaced version) keeps it answering; a deleted index
+    vacuumed is gone; hs.uncache stops the cache serving until hs.cache again. Every answer is
+    vanilla Spark's."""
+    rng = random.Random(5)
+    plain = dict(partitioned=False, appended=[], deleted=(), row_group_rows=None)
+    query = Query("select", "sql", ("id", "s"), Pred("leaf", "t.k >= 3"))
+
+    def run_steps(dataset, spec, steps):
+        setup = case.build(spark, case.Setup({"t": dataset}, [spec]))
+        try:
+            assert case.run(spark, setup, query) == case.Outcome(used=True)
+            for step, statuses, used in steps:
+                assert case.apply(spark, setup, step) == statuses, step.describe()
+                assert case.run(spark, setup, query) == case.Outcome(used=used), step.describe()
+        finally:
+            case.teardown(setup)
+
+    ops = lambda name, *kinds: tuple((k, name, "full" if k == "refresh" else "") for k in kinds)  # noqa: E731
+    step = lambda name, *kinds: changes.Step("t", operations=ops(name, *kinds))  # noqa: E731
+    appended = changes.Step("t", "append", rows=(data.draw_rows(rng, "parquet", 10_000, 5),),
+                            operations=ops("t_1", "refresh"))
+    run_steps(replace(data.generate(rng, "t"), format="parquet", **plain),
+              IndexSpec("covering", "t_1", "t", ("k",), ("id", "s")), [
+                  (step("t_1", "delete"), ["succeeded"], False),
+                  (step("t_1", "restore"), ["succeeded"], True),
+                  (appended, ["succeeded"], True),
+                  (step("t_1", "vacuum"), ["succeeded"], True),
+                  (step("t_1", "delete"), ["succeeded"], False),
+                  (step("t_1", "vacuum"), ["succeeded"], False)])
+    run_steps(replace(data.generate(rng, "t"), format="json", **plain),
+              IndexSpec("cache", "t_cache", "t", ()), [
+                  (step("t_cache", "uncache"), ["uncached"], False),
+                  (step("t_cache", "cache"), ["cached"], True)])

@@ -4,11 +4,14 @@ existing or a new partition of a partitioned dataset; deletes a file; or overwri
 the same name with other rows: the accelerator tells files apart by path, size and
 modification time) and then, or instead, runs index operations of the public API on that
 dataset's indexes: ``refreshIndex`` in a random mode (full, incremental, quick),
-``optimizeIndex`` of a covering index, ``hs.cache`` again for the cache; or leaves them stale
-(hybrid scan, statistics of unknown files, stale-index fallback). Every operation is Python
-code (:func:`operation_code`) run as it is by the fuzzer and in reproductions. A refusal
-documented as ``InvalidIndexConfigError`` (an incremental or quick refresh of a covering index
-without lineage after deletions) is the operation's expected status ``refused``."""
+``optimizeIndex`` of a covering index, ``hs.cache`` or ``hs.uncache`` for the cache, and the
+lifecycle: ``deleteIndex`` (no longer used), then ``restoreIndex`` or ``vacuumIndex`` (gone
+for good; no operation follows), and ``vacuumIndex`` of an active index (its replaced data
+versions, retention 0); or leaves them stale (hybrid scan, statistics of unknown files,
+stale-index fallback). Every operation is Python code (:func:`operation_code`) run as it is by
+the fuzzer and in reproductions. A refusal documented as ``InvalidIndexConfigError`` (an
+incremental or quick refresh of a covering index without lineage after deletions) is the
+operation's expected status ``refused``."""
 from __future__ import annotations
 
 import random
@@ -24,15 +27,18 @@ REFRESH_MODES = ("full", "incremental", "quick")
 OPTIMIZE_MODES = ("quick", "full")
 STALE = 0.35         # share of source changes after which no index operation runs
 NEW_PARTITION = 3    # appended files go to p=0..2 (existing) or p=3 (a new partition)
+LIFECYCLE = 0.15     # share of an active index's operations that delete or vacuum it
+UNCACHE = 0.3        # share of the cache's operations that uncache
 # The function running one operation (defined in reproductions too): its status is the
-# summary's (succeeded or noop), "cached" for hs.cache, "refused" for the documented refusal.
-OPERATE_CODE = """def operate(action):
+# summary's (succeeded or noop), ``done`` for hs.cache and hs.uncache ("cached", "uncached"),
+# "refused" for the documented refusal.
+OPERATE_CODE = """def operate(action, done='cached'):
     try:
         row = action().collect()[0].asDict()
     except InvalidIndexConfigError as e:   # documented refusal, e.g. incremental without lineage
         print('refused:', str(e)[:300])
         return 'refused'
-    return row.get('status', 'cached')
+    return row.get('status', done)
 """
 
 
@@ -43,7 +49,7 @@ class Step:
     its appended ones, then those of earlier steps) with ``rows`` (one list per appended file,
     or the overwriting file's rows) into ``partitions`` (appended files of a partitioned
     dataset), then its ``operations``: ``(operation, index name, mode)`` with operation
-    ``refresh``, ``optimize`` or ``cache``."""
+    ``refresh``, ``optimize``, ``delete``, ``restore``, ``vacuum``, ``cache`` or ``uncache``."""
 
     dataset: str
     source: str = ""
@@ -93,6 +99,18 @@ def current(datasets: dict, steps: list[Step]) -> dict:
             for name, d in datasets.items()}
 
 
+def index_state(name: str, steps: list[Step]) -> str:
+    """Index ``name`` after ``steps``: ``active``, ``deleted`` or ``gone`` (vacuumed after its
+    deletion)."""
+    state = "active"
+    for step in steps:
+        for operation, index, _ in step.operations:
+            if index == name:
+                state = {"delete": "deleted", "restore": "active",
+                         "vacuum": "gone" if state == "deleted" else state}.get(operation, state)
+    return state
+
+
 def _next_id(dataset: data.Dataset, steps: list[Step]) -> int:
     rows = [r for f in dataset.files + dataset.appended for r in f]
     rows += [r for s in steps if s.dataset == dataset.name for f in s.rows for r in f]
@@ -102,11 +120,14 @@ def _next_id(dataset: data.Dataset, steps: list[Step]) -> int:
 def random_step(rng: random.Random, datasets: dict, specs: list[IndexSpec],
                 steps: list[Step]) -> Step:
     """A random change of one of ``datasets`` after ``steps`` (only deleting a file of a
-    dataset that keeps one), then random operations on its indexes among ``specs``."""
+    dataset that keeps one; files unchanged only where an index is left), then random
+    operations on its indexes among ``specs`` that are not gone."""
     dataset = datasets[rng.choice(sorted(datasets))]
     live, _ = live_files(dataset, steps)
+    own = {s: index_state(s.name, steps) for s in specs if s.dataset == dataset.name}
+    own = {s: state for s, state in own.items() if state != "gone"}
     source = rng.choices(list(SOURCE_CHANGES), list(SOURCE_CHANGES.values()))[0]
-    if source == "delete" and len(live) < 2:
+    if (source == "delete" and len(live) < 2) or not (source or own):
         source = "append"
     first_id = _next_id(dataset, steps)
     step = Step(dataset.name, source)
@@ -125,22 +146,26 @@ def random_step(rng: random.Random, datasets: dict, specs: list[IndexSpec],
             kept = [old[i] for i in sorted(rng.sample(range(len(old)), rng.randint(0, len(old))))]
             step = replace(step, rows=(kept + data.draw_rows(rng, dataset.format, first_id,
                                                              rng.randint(1, 10)),))
-    own = [s for s in specs if s.dataset == dataset.name]
     return replace(step, operations=_operations(rng, own, required=not source))
 
 
-def _operations(rng: random.Random, specs: list[IndexSpec], required: bool) -> tuple:
-    """Operations on some of ``specs`` (none at all with probability :data:`STALE` unless
-    ``required``)."""
+def _operations(rng: random.Random, specs: dict, required: bool) -> tuple:
+    """Operations on some of ``specs`` (each with its state; none at all with probability
+    :data:`STALE` unless ``required``)."""
     if not specs or (not required and rng.random() < STALE):
         return ()
-    chosen = [spec for spec in specs if rng.random() < 0.5] or [rng.choice(specs)]
-    return tuple(_operation(rng, spec) for spec in chosen)
+    chosen = [spec for spec in specs if rng.random() < 0.5] or [rng.choice(list(specs))]
+    return tuple(_operation(rng, spec, specs[spec]) for spec in chosen)
 
 
-def _operation(rng: random.Random, spec: IndexSpec) -> tuple:
+def _operation(rng: random.Random, spec: IndexSpec, state: str) -> tuple:
     if spec.kind == "cache":
-        return ("cache", spec.name, "")
+        return ("uncache" if rng.random() < UNCACHE else "cache", spec.name, "")
+    if state == "deleted":
+        return (rng.choice(("restore", "vacuum")), spec.name, "")
+    draw = rng.random()
+    if draw < LIFECYCLE:
+        return ("delete" if draw < LIFECYCLE / 2 else "vacuum", spec.name, "")
     if spec.kind == "covering" and rng.random() < 0.3:
         return ("optimize", spec.name, rng.choice(OPTIMIZE_MODES))
     return ("refresh", spec.name, rng.choice(REFRESH_MODES))
@@ -154,8 +179,14 @@ def operation_code(operation: tuple, specs: list[IndexSpec], datasets: dict) -> 
         return f"operate(lambda: hs.refreshIndex({name!r}, {mode!r}))"
     if kind == "optimize":
         return f"operate(lambda: hs.optimizeIndex({name!r}, {mode!r}))"
+    if kind in ("delete", "restore"):
+        return f"operate(lambda: hs.{kind}Index({name!r}))"
+    if kind == "vacuum":
+        return f"operate(lambda: hs.vacuumIndex({name!r}, 0))"
     spec = next(s for s in specs if s.name == name)
     source = data.read_code(datasets[spec.dataset].format, f"root + '/{spec.dataset}'")
+    if kind == "uncache":
+        return f"operate(lambda: hs.uncache({source}), 'uncached')"
     return f"operate(lambda: {spec.code(source)})"
 
 
