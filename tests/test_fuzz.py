@@ -557,7 +557,7 @@ def test_change_steps_applied_to_a_case_match_the_model_and_vanilla(spark, syste
 def test_lifecycle_steps_stop_and_resume_the_use_of_indexes_and_the_cache(spark, system_path):
     """deleteIndex stops an index's use and restoreIndex brings it back; vacuumIndex of an
     active index (after a refresh left a replaced version) keeps it answering; a deleted index
-    vacuumed is gone; hs.uncache stops the cache serving until hs.cache again. Every answer is
+    vacuumed stays unused; hs.uncache stops the cache serving until hs.cache again. Every answer is
     vanilla Spark's."""
     rng = random.Random(5)
     plain = dict(partitioned=False, appended=[], deleted=(), row_group_rows=None)
