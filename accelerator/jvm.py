@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from indexes.errors import JvmSetupError
+from indexes.fs import HadoopFs
 
 log = logging.getLogger("accelerator.jvm")
 
@@ -38,6 +39,7 @@ class JvmHelpers:
     plans: Any          # PlanRewrite
     cache: Any          # CacheServing
     metrics: Any        # QueryMetrics: the listener of what executed queries cost
+    files: Any          # BulkFiles: many small files listed or read in one call
     preinstalled: bool  # the rule came with spark.sql.extensions when the session was built
 
 
@@ -150,10 +152,17 @@ def helpers(spark: Any) -> JvmHelpers:
 
         found = JvmHelpers(builder=new("AcceleratorRuleBuilder"), plans=new("PlanRewrite"),
                            cache=new("CacheServing"), metrics=new("QueryMetrics"),
+                           files=new("BulkFiles"),
                            preinstalled=preinstalled)
         _loaded[key] = found
         _quick_answers(gateway, new)
         return found
+
+
+def hadoop_fs(spark: Any) -> HadoopFs:
+    """The session's file system, listing and reading many small files (a cache manifest's
+    entries) in one py4j call each."""
+    return HadoopFs(spark, bulk=helpers(spark).files)
 
 
 def _quick_answers(gateway: Any, new: Callable[[str], Any]) -> None:

@@ -27,7 +27,6 @@ from accelerator.settings import Settings
 from indexes import kinds
 from indexes.covering import join_match, match as covering_match
 from indexes.covering.build import BUCKET_FILES, DELTA_FILES, data_dirs, delta_dirs
-from indexes.fs import HadoopFs
 from indexes.kind import MatchContext, Serving
 from indexes.lifecycle import IndexLifecycle
 from indexes.log import IndexState
@@ -145,7 +144,7 @@ class Rewriter:
     def __init__(self, spark: Any):
         self._spark = spark
         self._helpers = jvm.helpers(spark)
-        self._fs = HadoopFs(spark)
+        self._fs = jvm.hadoop_fs(spark)
         # relations over index data and kinds' query-time states, per index version
         self._versions = VersionCache(VERSIONS_CACHED)
         # fingerprint → files of a source whose files no index recorded (oldest dropped first)

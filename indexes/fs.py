@@ -11,15 +11,31 @@ All paths are strings (URIs or local paths).
 from __future__ import annotations
 
 import functools
+import json
+import os
 import posixpath
 import threading
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
 
 from py4j.java_gateway import is_instance_of
 from py4j.protocol import Py4JJavaError
+
+
+#: threads doing file-system round trips at once
+IO_THREADS = 8
+
+
+def in_parallel(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
+    """``fn`` of each item, in order, several at once: each is a few file-system round trips
+    (py4j calls to Hadoop, network calls under them), so thousands are made in parallel."""
+    if len(items) < 2 * IO_THREADS:
+        return [fn(i) for i in items]
+    with ThreadPoolExecutor(IO_THREADS, thread_name_prefix="accelerator-fs-io") as pool:
+        return list(pool.map(fn, items))
 
 
 @dataclass(frozen=True)
@@ -57,12 +73,21 @@ class FileSystem(Protocol):
         does not exist."""
         ...
 
+    def list_each(self, paths: list[str]) -> list[list[FileInfo]]:
+        """:meth:`list` of each path, in order (one call for many small folders)."""
+        ...
+
     def read_bytes(self, path: str) -> bytes:
         """The content of a file."""
         ...
 
     def read_text(self, path: str) -> str:
         """The content of a file, decoded as UTF-8."""
+        ...
+
+    def read_each(self, paths: list[str]) -> list[str | None]:
+        """:meth:`read_text` of each path, in order, None for a file that does not exist (one
+        call for many small files)."""
         ...
 
     def write_bytes(self, path: str, data: bytes, overwrite: bool = False) -> None:
@@ -100,6 +125,40 @@ class FileSystem(Protocol):
         ...
 
 
+def _local_path(path: str) -> str | None:
+    """The local path a ``file:`` URI names (None for a path without that scheme)."""
+    if path.startswith("file:///"):
+        return path[len("file://"):]
+    if path.startswith("file:/") and not path.startswith("file://"):
+        return path[len("file:"):]
+    return None
+
+
+def _create_local(path: str, data: bytes) -> bool:
+    """:meth:`HadoopFs.create_exclusive` of a local file (see there)."""
+    if os.path.lexists(path):
+        return False
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    tmp = f"{path}.{uuid.uuid4()}.tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        return False
+    finally:
+        os.unlink(tmp)
+    return True
+
+
+def _text_or_none(fs: FileSystem, path: str) -> str | None:
+    """The text of a file, None when it does not exist."""
+    try:
+        return fs.read_text(path)
+    except FileNotFoundError:
+        return None
+
+
 CONDITIONAL_OVERWRITE = "fs.option.create.conditional.overwrite"
 S3A_CONDITIONAL_CREATE = "fs.s3a.create.conditional.enabled"
 
@@ -116,9 +175,16 @@ def _s3_status(exc: BaseException) -> int | None:
 
 class HadoopFs:
     """Thin wrapper over ``org.apache.hadoop.fs.FileSystem`` for one SparkSession; a
-    :class:`FileSystem`."""
+    :class:`FileSystem`. ``bulk``, a JVM object with ``listEach`` and ``readEach`` (the
+    accelerator's ``BulkFiles``), serves :meth:`list`, :meth:`read_text`, :meth:`list_each` and
+    :meth:`read_each` in one py4j call each; without it a listing costs several calls per entry,
+    and
+    :meth:`list_each` and :meth:`read_each` make the calls of :meth:`list` and
+    :meth:`read_text`, several at once.
+    """
 
-    def __init__(self, spark: Any):
+    def __init__(self, spark: Any, bulk: Any = None):
+        self._bulk = bulk
         self._jvm = spark.sparkContext._jvm
         self._conf = spark._jsparkSession.sessionState().newHadoopConf()
         self._gateway = spark.sparkContext._gateway
@@ -128,10 +194,6 @@ class HadoopFs:
     @functools.cached_property
     def _io_utils(self) -> Any:   # resolved on first use: most instances never read
         return self._jvm.org.apache.commons.io.IOUtils
-
-    @functools.cached_property
-    def _files(self) -> Any:
-        return self._jvm.java.nio.file.Files
 
     def _not_found(self, exc: BaseException) -> bool:
         """Whether a py4j error is Java's FileNotFoundException (what Hadoop throws for a path
@@ -180,6 +242,8 @@ class HadoopFs:
 
     def list(self, path: str) -> list[FileInfo]:
         """Entries directly under ``path``; empty when it does not exist."""
+        if self._bulk is not None:   # one round trip instead of several per entry
+            return self.list_each([path])[0]
         jpath = self._path(path)
         fs = self._fs(jpath)
         if not fs.exists(jpath):   # cheaper than the exception listStatus throws
@@ -212,7 +276,28 @@ class HadoopFs:
             raise
 
     def read_text(self, path: str) -> str:
-        return self.read_bytes(path).decode("utf-8")
+        if self._bulk is None:
+            return self.read_bytes(path).decode("utf-8")
+        text = self.read_each([path])[0]   # one round trip instead of several
+        if text is None:
+            raise FileNotFoundError(path)
+        return text
+
+    def list_each(self, paths: list[str]) -> list[list[FileInfo]]:
+        if self._bulk is None:
+            return in_parallel(self.list, paths)
+        if not paths:
+            return []
+        found = json.loads(self._bulk.listEach(json.dumps(paths), self._conf))
+        return [[FileInfo(p, int(size), int(mtime), bool(is_dir))
+                 for p, size, mtime, is_dir in listed] for listed in found]
+
+    def read_each(self, paths: list[str]) -> list[str | None]:
+        if self._bulk is None:
+            return in_parallel(functools.partial(_text_or_none, self), paths)
+        if not paths:
+            return []
+        return json.loads(self._bulk.readEach(json.dumps(paths), self._conf))
 
     def write_bytes(self, path: str, data: bytes, overwrite: bool = False) -> None:
         """Writes a whole file; with ``overwrite=False`` fails if it exists."""
@@ -231,7 +316,9 @@ class HadoopFs:
         call created it. Of two racing writers exactly one wins, by what the file system offers:
 
         - local files: a temporary file next to it, hard-linked into place (``link(2)`` fails
-          atomically when the target exists);
+          atomically when the target exists; a local rename would replace it), written by this
+          Python process, which shares its machine with the driver's JVM (no py4j round trip
+          for a ``file:`` path);
         - S3 (``s3a://``): no temporary file, since an S3 rename is a copy and a delete: one PUT
           with ``If-None-Match: *`` (S3A's create option ``fs.option.create.conditional.overwrite``,
           which needs ``fs.s3a.create.conditional.enabled``, on by default), which S3 refuses
@@ -240,26 +327,30 @@ class HadoopFs:
         - other file systems: a temporary file renamed into place, which refuses an existing
           target atomically on HDFS and ABFS.
         """
+        data = text.encode("utf-8")
+        local = _local_path(path)
+        if local is not None:
+            return _create_local(local, data)
         jtarget = self._path(path)
         fs = self._fs(jtarget)
+        scheme = str(fs.getScheme())
+        if scheme == "file":
+            return _create_local(str(fs.pathToFile(jtarget).getPath()), data)
         if fs.exists(jtarget):
             return False
-        data = bytearray(text.encode("utf-8"))
-        scheme = str(fs.getScheme())
         if scheme == "s3a":
-            return self._put_if_absent(fs, jtarget, data)
+            return self._put_if_absent(fs, jtarget, bytearray(data))
         tmp = self._path(f"{path}.{uuid.uuid4()}.tmp")
         stream = fs.create(tmp, False)
         try:
-            stream.write(data)
+            stream.write(bytearray(data))
         finally:
             stream.close()
         try:
-            won = self._link_or_rename(fs, scheme, tmp, jtarget)
+            return bool(fs.rename(tmp, jtarget))
         finally:
             if fs.exists(tmp):
                 fs.delete(tmp, False)
-        return won
 
     def _put_if_absent(self, fs: Any, target: Any, data: bytearray, attempts: int = 5) -> bool:
         """One S3 conditional PUT of ``data`` to ``target`` (S3A sends it on ``close``)."""
@@ -282,24 +373,6 @@ class HadoopFs:
                 conflicts += 1
                 if status != 409 or conflicts >= attempts:
                     raise
-
-    def _link_or_rename(self, fs: Any, scheme: str, tmp: Any, target: Any) -> bool:
-        """Moves ``tmp`` to ``target`` only if ``target`` does not exist, atomically.
-
-        Local files: a hard link (``link(2)`` fails atomically when the target exists; a local
-        rename would silently replace it). Other file systems: their rename, which refuses an
-        existing target atomically on HDFS and ABFS.
-        """
-        if scheme != "file":
-            return bool(fs.rename(tmp, target))
-        local = fs.pathToFile
-        try:
-            self._files.createLink(local(target).toPath(), local(tmp).toPath())
-        except Exception as exc:  # py4j wraps FileAlreadyExistsException
-            if "FileAlreadyExistsException" in str(exc):
-                return False
-            raise
-        return True
 
     def size(self, path: str) -> int:
         """The length of a file in bytes."""
@@ -445,6 +518,12 @@ class MemoryFs:
 
     def read_text(self, path: str) -> str:
         return self.read_bytes(path).decode("utf-8")
+
+    def list_each(self, paths: list[str]) -> list[list[FileInfo]]:
+        return [self.list(p) for p in paths]
+
+    def read_each(self, paths: list[str]) -> list[str | None]:
+        return [_text_or_none(self, p) for p in paths]
 
     def write_bytes(self, path: str, data: bytes, overwrite: bool = False) -> None:
         key = self._key(path)

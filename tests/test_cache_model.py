@@ -104,8 +104,7 @@ def test_a_changed_file_or_read_gives_another_key(change):
 # ---------------------------------------------------------------- entries
 
 def test_entry_normalizes_columns_and_round_trips_json():
-    e = entry(columns=("b", "a", "b"), ttl=60, hits=3, retired=[("/old", 5)],
-              usage_folded=("x.json",))
+    e = entry(columns=("b", "a", "b"), ttl=60, hits=3, retired=[("/old", 5)])
     assert e.columns == ("a", "b")
     back = CacheEntry.from_json(e.to_json())
     assert back == e

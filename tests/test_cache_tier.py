@@ -299,6 +299,24 @@ def test_hits_stats_and_explain(spark, hs, tmp_path):
     assert "cache [APPLIED]" in text and f"{files} files" in text and CACHED_SCAN in text
     # explain does not count as a use
     assert hs.cacheStats().collect()[0].hits == 3 * files
+    # the demoter folds the usage (into one version of the totals): nothing lost or evicted
+    assert hs.evictCache().count() == 0
+    assert hs.cacheStats().collect()[0].hits == 3 * files
+    assert all(e.hits == 3 for e in hs.cacheEntries().collect())
+
+
+def test_entries_name_the_root_each_file_was_read_from(spark, hs, tmp_path):
+    src = str(tmp_path / "src")
+    write(spark, "parquet", src, partitioned=False)
+    fs = HadoopFs(spark)
+    files = sorted(fs.qualify(f) for f in spark.read.parquet(src).inputFiles())
+    assert len(files) > 2
+    hs.cache(spark.read.parquet(*files[:2]))   # files named one by one: each is a root
+    hs.cache(spark.read.parquet(src))
+    source = {e.file: e.source for e in hs.cacheEntries().collect()}
+    assert sorted(source) == files
+    assert [source[f] for f in files[:2]] == files[:2]
+    assert {source[f] for f in files[2:]} == {fs.qualify(src)}
 
 
 def test_cache_after_data_skipping_and_index_wins(spark, hs, tmp_path):

@@ -25,6 +25,7 @@ from indexes.errors import (
     IndexStateError,
     InvalidIndexConfigError,
 )
+from accelerator import jvm
 from indexes.fs import FileSystem, HadoopFs, MemoryFs
 from indexes.lifecycle import IndexLifecycle
 from indexes.log import (
@@ -209,6 +210,24 @@ def test_missing_paths_list_empty_and_read_as_file_not_found(site, fs):
     fs.delete(f"{gone}/0.json", recursive=False)
     with pytest.raises(FileNotFoundError):
         fs.read_text(f"{gone}/0.json")
+
+
+@pytest.mark.parametrize("kind", ["memory", "hadoop", "hadoop-bulk"])
+def test_list_each_and_read_each_answer_as_list_and_read_text(kind, spark, tmp_path):
+    """What the cache manifest reads thousands of entries with, in one call each: the same
+    answers as one list or read per path (the JVM's BulkFiles for ``hadoop-bulk``)."""
+    fs = {"memory": lambda: MemoryFs(Clock()), "hadoop": lambda: HadoopFs(spark),
+          "hadoop-bulk": lambda: jvm.hadoop_fs(spark)}[kind]()
+    root = "memory:///bulk" if kind == "memory" else f"file:{tmp_path}"
+    texts = {"a/0.json": '{"k": 1}', "a/1.json": "\u00e9\u2026 \U0001f600", "b/x/2.json": ""}
+    for name, text in texts.items():
+        fs.write_text(f"{root}/{name}", text)
+    folders = [f"{root}/{p}" for p in ("a", "b", "b/x", "gone", "a/0.json")]
+    assert fs.list_each(folders) == [fs.list(p) for p in folders]
+    assert [len(listed) for listed in fs.list_each(folders)] == [2, 1, 1, 0, 1]
+    files = [f"{root}/{n}" for n in texts] + [f"{root}/gone/0.json"]
+    assert fs.read_each(files) == [*texts.values(), None]
+    assert fs.list_each([]) == [] and fs.read_each([]) == []
 
 
 # ---------------------------------------------------------------------- IndexLogManager

@@ -27,8 +27,9 @@ def names(fs: MemoryFs, path: str) -> list[str]:
 
 def test_memory_fs_has_the_protocol_of_hadoop_fs():
     members = [n for n, v in vars(FileSystem).items() if callable(v) and not n.startswith("_")]
-    assert {"qualify", "exists", "mkdirs", "list", "read_bytes", "read_text", "write_bytes",
-            "write_text", "create_exclusive", "size", "copy", "delete", "rename"} == set(members)
+    assert {"qualify", "exists", "mkdirs", "list", "list_each", "read_bytes", "read_text",
+            "read_each", "write_bytes", "write_text", "create_exclusive", "size", "copy", "delete",
+            "rename"} == set(members)
     for name in members:
         expected = list(inspect.signature(getattr(FileSystem, name)).parameters)
         for cls in (HadoopFs, MemoryFs):

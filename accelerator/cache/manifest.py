@@ -6,7 +6,8 @@ Layout under the cache path::
     _manifest/entries/<key>/<seq>.json      versions of one entry; the highest ``seq`` is current
     _manifest/usage/<ms>-<uuid>.json        usage records (hits and last use per key, misses,
                                             bytes served, evictions) not yet folded in
-    _manifest/totals/<seq>.json             versions of the folded counters of the whole cache
+    _manifest/totals/<seq>.json             versions of the folded usage: the counters of the
+                                            whole cache, hits and last use per key
     _manifest/changes/<ms>-<uuid>.json      keys whose served state a writer changed (commits,
                                             evictions, collection), so readers re-read only those
     _manifest/never/<sha256 of root>.json   NEVER markers (:mod:`accelerator.cache.never`)
@@ -18,8 +19,15 @@ A change to an entry writes version ``seq + 1`` from the current one: of two rac
 exactly one wins, the loser re-reads the new current version and applies its change again
 (optimistic concurrency), so no update is lost. Usage is appended as small records with unique
 names, never by rewriting the entry, so concurrent queries never lose each other's hits;
-:meth:`CacheManifest.compact_usage` folds them into a new version, which names the records it
-counted (``usage_folded``) so that a reader never counts one twice.
+:meth:`CacheManifest.compact_usage` folds them into one new version of the totals (not of each
+entry: one write however many entries were used), which names the records it counted
+(``folded``) so that a reader never counts one twice. A key's folded usage outlives an eviction
+and a re-warm of the same key (the same file version, read the same way) and is dropped when
+:meth:`CacheManifest.collect` deletes the key.
+
+Reading every entry is one listing of the entries' folder, one listing of all key folders and
+one read of all current versions (:meth:`FileSystem.list_each`, :meth:`FileSystem.read_each`),
+not several round trips per entry.
 
 Evicting marks the entry EVICTED at once (it stops being served); its files stay for a grace
 period so that running queries keep their files, and :meth:`CacheManifest.collect` deletes them.
@@ -32,12 +40,11 @@ import re
 import time
 import uuid
 from dataclasses import dataclass, replace
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterable, Mapping
 
 from accelerator.cache.model import CacheEntry, Priority, merge_ttl
 from indexes.errors import ConcurrentModificationError
-from indexes.fs import FileInfo, FileSystem
+from indexes.fs import FileInfo, FileSystem, in_parallel
 
 logger = logging.getLogger("accelerator.cache.manifest")
 
@@ -46,22 +53,11 @@ _USAGE = re.compile(r"\d{13}-[0-9a-f]{32}\.json")
 _TOTALS = ("misses", "bytesServed", "evictions")
 _KEY = re.compile(r"[0-9a-f]{64}")
 MAX_ATTEMPTS = 100
-#: threads reading or writing entries at once
-IO_THREADS = 8
 DEFAULT_GRACE_SECONDS = 3600.0
 
 
 def _is_temp(name: str) -> bool:
     return name.endswith(".tmp")
-
-
-def in_parallel(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
-    """``fn`` of each item, in order, several at once: each is a few file-system round trips
-    (py4j calls to Hadoop), so thousands of entries are read or written in parallel."""
-    if len(items) < 2 * IO_THREADS:
-        return [fn(i) for i in items]
-    with ThreadPoolExecutor(IO_THREADS, thread_name_prefix="accelerator-cache-io") as pool:
-        return list(pool.map(fn, items))
 
 
 @dataclass(frozen=True)
@@ -132,17 +128,24 @@ class CacheManifest:
         seq, text = self._latest(f"{self._entries}/{key}")
         return seq, self._parsed(key, seq, text)
 
-    def _current_of(self, key: str, versions: list[tuple[int, str]]
-                    ) -> tuple[int, CacheEntry | None]:
-        """:meth:`_current` from a listing of the key's versions already made (listed again
-        when its latest version is gone meanwhile)."""
-        if not versions:
-            return -1, None
-        seq, path = versions[-1]
-        try:
-            return seq, self._parsed(key, seq, self.fs.read_text(path))
-        except FileNotFoundError:
-            return self._current(key)
+    def _current_each(self, keys: list[str]
+                      ) -> list[tuple[list[FileInfo], int, CacheEntry | None]]:
+        """For each key: the listing of its folder, its highest version number and its entry
+        (as :meth:`_current`), all listed in one call and read in another; a key whose latest
+        version is gone by the time it is read (collected meanwhile) is listed and read again."""
+        listings = self.fs.list_each([f"{self._entries}/{k}" for k in keys])
+        versions = [_versions_of(listed) for listed in listings]
+        texts = iter(self.fs.read_each([found[-1][1] for found in versions if found]))
+        out = []
+        for key, listed, found in zip(keys, listings, versions):
+            text = next(texts) if found else None
+            if found and text is None:
+                listed = self.fs.list(f"{self._entries}/{key}")
+                out.append((listed, *self._current(key)))
+            else:
+                seq = found[-1][0] if found else -1
+                out.append((listed, seq, self._parsed(key, seq, text)))
+        return out
 
     @staticmethod
     def _parsed(key: str, seq: int, text: str | None) -> CacheEntry | None:
@@ -157,31 +160,42 @@ class CacheManifest:
     def _usage_records(self) -> dict[str, dict]:
         """Every usage record not yet deleted, by name (records deleted while they are read are
         left out: they were folded)."""
-        out = {}
-        for f in self.fs.list(self._usage):
-            if f.is_dir or not _USAGE.fullmatch(f.name):
-                continue
-            try:
-                out[f.name] = json.loads(self.fs.read_text(f.path))
-            except FileNotFoundError:
-                continue
-        return out
+        names = [f.name for f in self.fs.list(self._usage)
+                 if not f.is_dir and _USAGE.fullmatch(f.name)]
+        texts = self.fs.read_each([f"{self._usage}/{n}" for n in names])
+        return {n: json.loads(t) for n, t in zip(names, texts) if t is not None}
+
+    def _folded(self) -> tuple[int, dict]:
+        """The current version number of the folded usage (the totals) and its content."""
+        seq, text = self._latest(self._totals)
+        folded = json.loads(text) if text else {}
+        folded.setdefault("folded", [])
+        folded.setdefault("entries", {})
+        return seq, folded
+
+    def _read_usage(self) -> tuple[dict, dict[str, dict]]:
+        """The folded usage, then the records it has not folded yet (read in that order: a
+        record folded and deleted in between is missed once, never counted twice)."""
+        folded = self._folded()[1]
+        done = set(folded["folded"])
+        return folded, {n: r for n, r in self._usage_records().items() if n not in done}
 
     @staticmethod
-    def _with_usage(entry: CacheEntry, records: dict[str, dict]) -> CacheEntry:
-        """``entry`` with the hits and last uses of the ``records`` it has not folded yet."""
-        uses = [r["entries"][entry.key] for name, r in records.items()
-                if entry.key in r.get("entries", {}) and name not in entry.usage_folded]
+    def _with_usage(entry: CacheEntry, folded: dict, records: dict[str, dict]) -> CacheEntry:
+        """``entry`` with its key's folded usage and that of the ``records`` not folded yet."""
+        uses = [u for u in [folded["entries"].get(entry.key),
+                            *(r.get("entries", {}).get(entry.key) for r in records.values())]
+                if u is not None]
         if not uses:
             return entry
         return replace(entry, hits=entry.hits + sum(int(h) for h, _ in uses),
                        last_used=max([entry.last_used, *(float(t) for _, t in uses)]))
 
     def get(self, key: str) -> CacheEntry | None:
-        """The current entry of ``key`` (any state), with the usage not yet folded in."""
-        records = self._usage_records()
+        """The current entry of ``key`` (any state), with its usage."""
+        folded, records = self._read_usage()
         entry = self._current(key)[1]
-        return None if entry is None else self._with_usage(entry, records)
+        return None if entry is None else self._with_usage(entry, folded, records)
 
     def keys(self) -> list[str]:
         return sorted(f.name for f in self.fs.list(self._entries)
@@ -189,22 +203,16 @@ class CacheManifest:
 
     def entries(self, include_evicted: bool = False) -> list[CacheEntry]:
         """Every current entry (ACTIVE ones only unless ``include_evicted``), with its usage."""
-        records = self._usage_records()
-        current = in_parallel(lambda k: self._current(k)[1], self.keys())
-        out = [self._with_usage(e, records) for e in current if e is not None]
+        folded, records = self._read_usage()
+        out = [self._with_usage(e, folded, records)
+               for _, _, e in self._current_each(self.keys()) if e is not None]
         return [e for e in out if include_evicted or e.active]
-
-
 
     def totals(self) -> UsageTotals:
         """The cache's counters, usage not yet folded in included."""
-        text = self._latest(self._totals)[1]
-        folded = json.loads(text) if text else {}
-        counts = {k: int(folded.get(k, 0)) for k in _TOTALS}
-        for name, record in self._usage_records().items():
-            if name not in folded.get("folded", ()):
-                for k in _TOTALS:
-                    counts[k] += int(record.get(k, 0))
+        folded, records = self._read_usage()
+        counts = {k: int(folded.get(k, 0)) + sum(int(r.get(k, 0)) for r in records.values())
+                  for k in _TOTALS}
         return UsageTotals(counts["misses"], counts["bytesServed"], counts["evictions"])
 
     # ------------------------------------------------------------------ writing
@@ -251,14 +259,13 @@ class CacheManifest:
                 return current
             if not current.active:
                 retired = (*current.retired, (current.data_path, current.evicted_at or now))
-                return replace(entry, retired=retired, usage_folded=current.usage_folded)
+                return replace(entry, retired=retired)
             priority = max(entry.priority, current.priority)
             ttl = merge_ttl(entry.ttl_seconds, current.ttl_seconds)
             if set(entry.columns) > set(current.columns):
                 return replace(entry, priority=priority, ttl_seconds=ttl, created=current.created,
                                hits=current.hits, last_used=max(entry.last_used, current.last_used),
-                               retired=(*current.retired, (current.data_path, now)),
-                               usage_folded=current.usage_folded)
+                               retired=(*current.retired, (current.data_path, now)))
             return replace(current, priority=priority, ttl_seconds=ttl)
 
         result = self.update(entry.key, change)
@@ -335,19 +342,15 @@ class CacheManifest:
     def changed_keys(self, names: Iterable[str]) -> set[str] | None:
         """The keys the change records ``names`` list; None when one of them is gone (collected:
         the reader has been away longer than the grace period and must read everything)."""
-        def keys_of(name: str) -> list[str] | None:
-            try:
-                return json.loads(self.fs.read_text(f"{self._changes}/{name}"))
-            except FileNotFoundError:
-                return None
-
-        found = in_parallel(keys_of, sorted(names))
-        return None if any(k is None for k in found) else {k for ks in found for k in ks}
+        found = self.fs.read_each([f"{self._changes}/{n}" for n in sorted(names)])
+        if any(text is None for text in found):
+            return None
+        return {k for text in found for k in json.loads(text)}
 
     def entries_of(self, keys: Iterable[str]) -> dict[str, CacheEntry | None]:
         """The current entry of each key (None for a key without one), without usage."""
         keys = sorted(keys)
-        return dict(zip(keys, in_parallel(lambda k: self._current(k)[1], keys)))
+        return {k: entry for k, (_, _, entry) in zip(keys, self._current_each(keys))}
 
     # ------------------------------------------------------------------ usage
 
@@ -367,53 +370,40 @@ class CacheManifest:
         return {f.name for f in self.fs.list(self._usage)
                 if not f.is_dir and _USAGE.fullmatch(f.name)}
 
-    def compact_usage(self) -> None:
-        """Folds every usage record into new versions of the entries it names and of the
-        totals, then deletes it. Safe to run in several processes at once and to interrupt."""
+    def compact_usage(self, forget: Iterable[str] = ()) -> None:
+        """Folds every usage record into one new version of the folded usage (the totals, with
+        hits and last use per key), then deletes it; ``forget``: keys whose folded usage is
+        dropped (their entries were deleted). Safe to run in several processes at once and to
+        interrupt."""
         records = self._usage_records()
-        if not records:
+        forget = set(forget)
+        if not records and not forget:
             return
-        keys = sorted({k for r in records.values() for k in r.get("entries", {})})
-
-        def fold(key: str) -> None:
-            def change(current: CacheEntry | None) -> CacheEntry | None:
-                if current is None:
-                    return None
-                # listed after reading ``current``: a record still listed is not deleted yet,
-                # so if ``current`` has not folded it, no version before ours has; names
-                # folded before and no longer listed were deleted, never to be counted again
-                listed = self._listed_usage()
-                new = [n for n, r in records.items() if key in r.get("entries", {})
-                       and n in listed and n not in current.usage_folded]
-                if not new:
-                    return current
-                folded = {n for n in current.usage_folded if n in listed} | set(new)
-                uses = [records[n]["entries"][key] for n in new]
-                return replace(current, usage_folded=tuple(sorted(folded)),
-                               hits=current.hits + sum(int(h) for h, _ in uses),
-                               last_used=max([current.last_used, *(float(t) for _, t in uses)]))
-
-            self.update(key, change)
-
-        in_parallel(fold, keys)
-        self._update_totals(records)
-        for name in records:
-            self.fs.delete(f"{self._usage}/{name}", recursive=False)
-
-    def _update_totals(self, records: dict[str, dict]) -> None:
         for _ in range(MAX_ATTEMPTS):
-            seq, text = self._latest(self._totals)
-            current = json.loads(text) if text else {"folded": []}
-            listed = self._listed_usage()   # as for entries (see compact_usage)
+            seq, current = self._folded()
+            # listed after reading ``current``: a record still listed is not deleted yet, so if
+            # ``current`` has not folded it, no version before ours has; names folded before and
+            # no longer listed were deleted, never to be counted again
+            listed = self._listed_usage()
             new = [n for n in records if n in listed and n not in current["folded"]]
-            if not new:
-                return
+            gone = forget & set(current["entries"])
+            if not new and not gone:
+                break
             out = {k: int(current.get(k, 0)) + sum(int(records[n].get(k, 0)) for n in new)
                    for k in _TOTALS}
+            uses = {k: u for k, u in current["entries"].items() if k not in gone}
+            for n in new:
+                for key, (hits, last) in records[n].get("entries", {}).items():
+                    before = uses.get(key, (0, 0.0))
+                    uses[key] = [int(before[0]) + int(hits), max(float(before[1]), float(last))]
+            out["entries"] = uses
             out["folded"] = sorted({n for n in current["folded"] if n in listed} | set(new))
             if self.fs.create_exclusive(f"{self._totals}/{seq + 1:010d}.json", json.dumps(out)):
-                return
-        raise ConcurrentModificationError("could not fold the cache's usage totals")
+                break
+        else:
+            raise ConcurrentModificationError("could not fold the cache's usage")
+        for name in records:
+            self.fs.delete(f"{self._usage}/{name}", recursive=False)
 
     # ------------------------------------------------------------------ collection
 
@@ -424,7 +414,7 @@ class CacheManifest:
         that long ago, versions older than the current one, data directories no entry names
         that were last written that long ago (warm-ups killed before they committed all their
         entries: keep the grace above the longest warm-up), and temp files left that long ago.
-        Usage records are folded first (:meth:`compact_usage`)."""
+        Usage records are folded (:meth:`compact_usage`), forgetting the deleted keys'."""
         now = self.now() if now is None else now
         cutoff = now - grace_seconds
         deleted: list[str] = []
@@ -433,17 +423,18 @@ class CacheManifest:
             if self.fs.delete(path, recursive=True):
                 deleted.append(path)
 
-        self.compact_usage()
         batches = [(b.path, b.modification_time / 1000.0)
                    for b in self.fs.list(self._data) if b.is_dir]
-        folders = {p: [(d.path, d.modification_time / 1000.0)
-                       for d in self.fs.list(p) if d.is_dir] for p, _ in batches}
+        folders = {p: [(d.path, d.modification_time / 1000.0) for d in listed if d.is_dir]
+                   for (p, _), listed in zip(batches, self.fs.list_each([p for p, _ in batches]))}
         referenced: set[str] = set()
         removed: list[str] = []
-        for used in in_parallel(lambda k: self._collect_key(k, cutoff, delete, removed),
-                                self.keys()):
+        keys = self.keys()
+        for used in in_parallel(lambda a: self._collect_key(*a, cutoff, delete, removed),
+                                list(zip(keys, self._current_each(keys)))):
             referenced |= used
         self._log_changes(set(removed))
+        self.compact_usage(forget=removed)
 
         used = set(referenced)
         for path in referenced:
@@ -476,15 +467,16 @@ class CacheManifest:
             (m := _VERSION.fullmatch(name)) is not None and int(m.group(1)) < seq))
         return deleted
 
-    def _collect_key(self, key: str, cutoff: float, delete: Callable[[str], None],
+    def _collect_key(self, key: str, found: tuple[list[FileInfo], int, CacheEntry | None],
+                     cutoff: float, delete: Callable[[str], None],
                      removed: list[str]) -> set[str]:
-        """Collects one key (appending it to ``removed`` when its entry goes) and its old temp
-        files; the data paths it still references."""
+        """Collects one key, ``found`` as :meth:`_current_each` read it (appending the key to
+        ``removed`` when its entry goes), and its old temp files; the data paths it still
+        references."""
         folder = f"{self._entries}/{key}"
-        listed = self.fs.list(folder)
+        listed, seq, current = found
         _delete_old(listed, cutoff, delete)
         versions = _versions_of(listed)
-        seq, current = self._current_of(key, versions)
         if current is None:
             return set()
         if not current.active and current.evicted_at is not None \

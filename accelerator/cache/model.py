@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Iterable, Mapping
 
 from indexes.errors import AcceleratorError, InvalidIndexConfigError
@@ -139,8 +139,9 @@ class CacheEntry:
     ``read_key`` is the key's :attr:`CacheKey.read_key`; ``files`` are the entry's Parquet files
     (names under ``data_path`` with their sizes; none for a file without rows).
     ``ttl_seconds`` counts from ``last_used`` (None: no TTL). ``retired`` lists data paths this
-    entry replaced (with when), deleted after the grace period; ``usage_folded`` names the usage
-    records already counted in ``hits`` and ``last_used`` (see :mod:`accelerator.cache.manifest`).
+    entry replaced (with when), deleted after the grace period. ``hits`` and ``last_used`` as
+    written are the entry's own; the manifest adds the usage recorded since (see
+    :mod:`accelerator.cache.manifest`).
     """
 
     key: str
@@ -161,14 +162,12 @@ class CacheEntry:
     state: EntryState = EntryState.ACTIVE
     evicted_at: float | None = None
     retired: tuple[tuple[str, float], ...] = ()
-    usage_folded: tuple[str, ...] = field(default=())
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "columns", normalize_columns(self.columns))
         object.__setattr__(self, "priority", parse_priority(self.priority))
         object.__setattr__(self, "state", EntryState(self.state))
         object.__setattr__(self, "retired", tuple((str(p), float(t)) for p, t in self.retired))
-        object.__setattr__(self, "usage_folded", tuple(self.usage_folded))
         object.__setattr__(self, "files", tuple((str(n), int(b)) for n, b in self.files))
 
     @property
@@ -191,7 +190,6 @@ class CacheEntry:
         data["state"] = self.state.value
         data["columns"] = list(self.columns)
         data["retired"] = [list(r) for r in self.retired]
-        data["usage_folded"] = list(self.usage_folded)
         data["files"] = [list(f) for f in self.files]
         return json.dumps(data, sort_keys=True)
 

@@ -6,12 +6,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from accelerator import session
+from accelerator import jvm, session
 from accelerator.cache import warmup
 from accelerator.cache.model import Priority, format_duration
 from accelerator.cache.tier import CacheTier, tier_for
 from accelerator.settings import Settings
-from indexes.fs import HadoopFs
 
 CACHE_SUMMARY_SCHEMA = "files long, bytesRead long, bytesWritten long, seconds double"
 UNCACHE_SCHEMA = "entries long, bytes long"
@@ -28,7 +27,7 @@ class CacheOperations:
 
     def __init__(self, spark: Any):
         self.spark = spark
-        self.fs = HadoopFs(spark)
+        self.fs = jvm.hadoop_fs(spark)
 
     def settings(self) -> Settings:
         return Settings.of_session(self.spark)

@@ -195,7 +195,6 @@ class CacheTier:
         """One run of the demoter: expired entries, then entries for space (see
         :mod:`accelerator.cache.policy`), then files whose grace period is over."""
         self.flush()
-        self.manifest.compact_usage()
         now = self._clock() if now is None else now
         chosen = choose_evictions(self.manifest.entries(), now,
                                   self.max_bytes(settings.cache_max_bytes),

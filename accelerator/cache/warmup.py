@@ -23,12 +23,12 @@ import time
 import zlib
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from pyspark.sql import DataFrame, functions as F
 
 from accelerator import jvm, session
-from accelerator.cache.manifest import in_parallel
+from indexes.fs import in_parallel
 from accelerator.cache.model import (CacheCapacityError, CacheEntry, CacheKey, Priority,
                                      parse_duration, parse_priority, plan_warmup)
 from accelerator.cache.policy import check_always_fits
@@ -156,8 +156,22 @@ def file_key(scan: Scan, f: list, read_settings: dict) -> CacheKey:
                            read_settings)
 
 
-def _source_root(scan: Scan, path: str) -> str:
-    return next((r for r in scan.roots if path.startswith(r.rstrip("/") + "/")), scan.roots[0])
+def source_roots(scan: Scan) -> Callable[[str], str]:
+    """The root of ``scan`` each of its files comes from: the file itself when it is a root,
+    else its nearest ancestor that is one, else the first root. Constant time per file however
+    many roots there are (a read of thousands of files names each one as a root)."""
+    roots: dict[str, str] = {}
+    for r in scan.roots:
+        roots.setdefault(r.rstrip("/"), r)
+
+    def root_of(path: str) -> str:
+        while path:
+            if path in roots:
+                return roots[path]
+            path = path.rpartition("/")[0]
+        return scan.roots[0]
+
+    return root_of
 
 
 def _unique_id_groups(names: list[str]) -> list[list[int]]:
@@ -230,13 +244,10 @@ def _write(spark: Any, tier: CacheTier, scan: Scan, files: list[list],
         with session.suspended(spark), session.conf_set(spark, _WRITE_CONF):
             tagged.sortWithinPartitions(FILE_ID, _ROW).drop(_ROW) \
                 .write.partitionBy(FILE_ID).mode("errorifexists").parquet(target)
-        def listed(i: int) -> tuple[str, list[tuple[str, int]]]:
-            folder = f"{target}/{FILE_ID}={zlib.crc32(names[i].encode('utf-8'))}"
-            return folder, sorted((f.name, f.size) for f in tier.fs.list(folder)
-                                  if not f.is_dir and not f.name.startswith((".", "_")))
-
-        for i, found in zip(group, in_parallel(listed, group)):
-            out[paths[i]] = found
+        folders = [f"{target}/{FILE_ID}={zlib.crc32(names[i].encode('utf-8'))}" for i in group]
+        for i, folder, listed in zip(group, folders, tier.fs.list_each(folders)):
+            out[paths[i]] = folder, sorted((f.name, f.size) for f in listed
+                                           if not f.is_dir and not f.name.startswith((".", "_")))
     return batch, out
 
 
@@ -282,6 +293,7 @@ def warm(spark: Any, tier: CacheTier, settings: Settings, df: DataFrame,
     read = written = always = 0
     max_bytes = tier.max_bytes(settings.cache_max_bytes)
     for s, wanted, todo in jobs:
+        root_of = source_roots(s)
         by_columns: dict[tuple[str, ...], list] = defaultdict(list)
         for item in todo:
             by_columns[item[2].columns].append(item)
@@ -292,7 +304,7 @@ def warm(spark: Any, tier: CacheTier, settings: Settings, df: DataFrame,
             for f, key, plan in items:
                 folder, parts = written_files[f[0]]
                 new.append((CacheEntry(
-                    key=key.hex, source_root=_source_root(s, f[0]), file_path=f[0],
+                    key=key.hex, source_root=root_of(f[0]), file_path=f[0],
                     file_size=int(f[1]), file_mtime=int(f[2]), columns=cols,
                     priority=plan.priority, ttl_seconds=plan.ttl_seconds,
                     bytes=sum(b for _, b in parts), data_path=folder, created=now,
