@@ -24,6 +24,8 @@ from typing import Any, Callable, Protocol
 from py4j.java_gateway import is_instance_of
 from py4j.protocol import Py4JJavaError
 
+from indexes.source import local_path
+
 
 #: threads doing file-system round trips at once
 IO_THREADS = 8
@@ -125,15 +127,6 @@ class FileSystem(Protocol):
         ...
 
 
-def _local_path(path: str) -> str | None:
-    """The local path a ``file:`` URI names (None for a path without that scheme)."""
-    if path.startswith("file:///"):
-        return path[len("file://"):]
-    if path.startswith("file:/") and not path.startswith("file://"):
-        return path[len("file:"):]
-    return None
-
-
 def _create_local(path: str, data: bytes) -> bool:
     """:meth:`HadoopFs.create_exclusive` of a local file (see there)."""
     if os.path.lexists(path):
@@ -177,9 +170,8 @@ class HadoopFs:
     """Thin wrapper over ``org.apache.hadoop.fs.FileSystem`` for one SparkSession; a
     :class:`FileSystem`. ``bulk``, a JVM object with ``listEach`` and ``readEach`` (the
     accelerator's ``BulkFiles``), serves :meth:`list`, :meth:`read_text`, :meth:`list_each` and
-    :meth:`read_each` in one py4j call each; without it a listing costs several calls per entry,
-    and
-    :meth:`list_each` and :meth:`read_each` make the calls of :meth:`list` and
+    :meth:`read_each` in one py4j call each. Without it a listing costs several calls per entry,
+    and :meth:`list_each` and :meth:`read_each` make the calls of :meth:`list` and
     :meth:`read_text`, several at once.
     """
 
@@ -328,7 +320,7 @@ class HadoopFs:
           target atomically on HDFS and ABFS.
         """
         data = text.encode("utf-8")
-        local = _local_path(path)
+        local = local_path(path)
         if local is not None:
             return _create_local(local, data)
         jtarget = self._path(path)

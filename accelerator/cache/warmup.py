@@ -28,7 +28,6 @@ from typing import Any, Callable, Iterable
 from pyspark.sql import DataFrame, functions as F
 
 from accelerator import jvm, session
-from indexes.fs import in_parallel
 from accelerator.cache.model import (CacheCapacityError, CacheEntry, CacheKey, Priority,
                                      parse_duration, parse_priority, plan_warmup)
 from accelerator.cache.policy import check_always_fits
@@ -36,6 +35,7 @@ from accelerator.cache.serving import FILE_SELECTING_OPTIONS
 from accelerator.cache.tier import CacheTier
 from accelerator.settings import CACHE_ENABLED, ENABLED, JOBS_POOL, POOL_PROPERTY, Settings
 from indexes.errors import InvalidIndexConfigError
+from indexes.fs import in_parallel
 
 FILE_ID = "__accelerator_file"
 _ROW = "__accelerator_row"
