@@ -160,8 +160,7 @@ class CacheManifest:
     def _usage_records(self) -> dict[str, dict]:
         """Every usage record not yet deleted, by name (records deleted while they are read are
         left out: they were folded)."""
-        names = [f.name for f in self.fs.list(self._usage)
-                 if not f.is_dir and _USAGE.fullmatch(f.name)]
+        names = sorted(self._listed_usage())
         texts = self.fs.read_each([f"{self._usage}/{n}" for n in names])
         return {n: json.loads(t) for n, t in zip(names, texts) if t is not None}
 

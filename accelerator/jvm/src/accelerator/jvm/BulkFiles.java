@@ -73,6 +73,9 @@ public final class BulkFiles {
 
   private static String each(String pathsJson, Task task) throws Exception {
     String[] paths = JSON.readValue(pathsJson, String[].class);
+    if (paths.length == 1) {   // one listing or read (HadoopFs.list, read_text): no pool
+      return JSON.writeValueAsString(new Object[] {task.run(paths[0])});
+    }
     Object[] out = new Object[paths.length];
     ExecutorService pool = Executors.newFixedThreadPool(Math.max(1, Math.min(THREADS,
         paths.length)));
