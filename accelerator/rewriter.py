@@ -329,7 +329,8 @@ class Rewriter:
     # --- the cache ------------------------------------------------------------------------
     def _cache_view(self, settings: Settings) -> cache_serving.CacheView | None:
         """The snapshot of the session's cache (None when serving is off or nothing is
-        cached), publishing its directories to the JVM when it changed."""
+        cached), publishing its roots (see :meth:`CacheView.roots`) to the JVM when it
+        changed."""
         if not settings.cache_enabled:
             return None
         view = tier_for(self._fs, settings.cache_path).view(settings.cache_refresh_seconds)
@@ -337,7 +338,7 @@ class Rewriter:
             published = self._cache_roots.get(settings.cache_path)
             changed = published is None or published[0] != view.generation
             if changed:
-                self._cache_roots[settings.cache_path] = (view.generation, view.dirs)
+                self._cache_roots[settings.cache_path] = (view.generation, view.roots())
         if changed and (view.dirs or (published and published[1])):
             self._publish_roots()
         return view if view.by_path else None

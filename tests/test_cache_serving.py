@@ -53,7 +53,9 @@ def test_each_file_is_served_or_has_one_reason():
                entry("file:/lake/t/gone", state=EntryState.EVICTED)]
     view = CacheView.of(entries, generation=1, loaded_at=0.0)
     assert view.covers(["file:/lake/t"]) and view.covers(["file:/lake"])
-    assert not view.covers(["file:/lake/t2"]) and not view.covers(["file:/lake/t/served"])
+    assert view.covers(["file:/lake/t/served"])   # a root a glob pattern matched: the file
+    assert not view.covers(["file:/lake/t2"]) and not view.covers(["file:/lake/t/new"])
+    assert view.roots() == {"file:/lake/t", "file:/lake", *(e.file_path for e in entries)}
     files = [[p, 10, 1] for p in ("file:/lake/t/served", "file:/lake/t/narrow",
                                   "file:/lake/t/changed", "file:/lake/t/other",
                                   "file:/lake/t/gone", "file:/lake/t/new")]

@@ -249,10 +249,12 @@ def test_glob_index_whose_directories_are_all_gone(spark, hs, lake):
 
 # --- the cache ---------------------------------------------------------------------------------
 
-def test_cache_serves_a_partitioned_table_and_a_glob(spark, hs, db, lake, tmp_path):
+def test_cache_serves_a_partitioned_table_and_globs(spark, hs, db, lake, tmp_path):
+    """A glob of directories and a glob of files (whose matches are the read's roots)."""
     table = make_table(spark, db, "partitioned", tmp_path)
-    pattern = f"{lake}/date=2026-*"
-    sources = {"table": lambda: spark.table(table), "glob": lambda: spark.read.parquet(pattern)}
+    pattern, files = f"{lake}/date=2026-*", f"{lake}/date=2025-*/*.parquet"
+    sources = {"table": lambda: spark.table(table), "glob": lambda: spark.read.parquet(pattern),
+               "glob of files": lambda: spark.read.parquet(files)}
     for name, read in sources.items():
         assert hs.cache(read()).first()["files"] > 0
 

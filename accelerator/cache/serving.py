@@ -92,8 +92,14 @@ class CacheView:
         return CacheView.of(current.values(), generation, loaded_at)
 
     def covers(self, roots: Iterable[str]) -> bool:
-        """Whether the file of some entry (ACTIVE or EVICTED) lies under one of ``roots``."""
-        return any(r.rstrip("/") in self.dirs for r in roots)
+        """Whether the file of some entry (ACTIVE or EVICTED) lies under one of ``roots`` or is
+        one of them (the roots of a read by a glob pattern are the files it matched)."""
+        return any(r.rstrip("/") in self.dirs or r in self.by_path for r in roots)
+
+    def roots(self) -> frozenset[str]:
+        """The root paths :meth:`covers` says yes to, each of them: the directories above the
+        files of entries and those files."""
+        return self.dirs.union(self.by_path)
 
     def _reason(self, read_key: str, path: str, size: int, mtime: int,
                 entry: CacheEntry | None) -> str:
