@@ -44,7 +44,7 @@ class _NoSpark:
 def test_random_queries_over_random_indexes_equal_vanilla(spark, tmp_path):
     started = time.monotonic()
     with using_system_path(spark, str(tmp_path / "indexes")):
-        summary = runner.run(spark, SEED, SECONDS, queries_per_round=300, batch=40,
+        summary = runner.run(spark, SEED, SECONDS, queries_per_round=300, batch=10,
                              max_queries=MAX_QUERIES, minimize_seconds=60.0)
     report = json.dumps(summary.as_dict(), indent=2, default=str)
     print(report, f"wall time {time.monotonic() - started:.0f} s")
@@ -298,15 +298,57 @@ def test_seeded_rounds_draw_json_and_csv_sources_read_with_their_schema_everywhe
         compile(code, "reproduction", "exec")
         assert all(f"{name} = {value!r}" in code for name, value in data.NAMES.items())
         for name, dataset in setup.datasets.items():
-            reader = data.read_code(dataset.format, f"root + '/{name}'")
+            reader = data.source_code(dataset, "root")
             assert f"{reader}.createOrReplaceTempView({name!r})" in code
             writer = data.write_code(dataset.format, dataset.row_group_rows)
             assert (f"{dataset.partitioned}, {data.SUFFIXES[dataset.format]!r}, {writer})"
                     in code)
         for spec in setup.specs:
-            source = data.read_code(setup.datasets[spec.dataset].format,
-                                    f"root + '/{spec.dataset}'")
+            source = data.source_code(setup.datasets[spec.dataset], "root")
             assert f"{spec.dataset}_df = {source}" in code
+
+
+def test_seeded_rounds_read_sources_by_path_by_glob_and_as_tables():
+    """Each way of reading a source is drawn (apart from the rounds' other draws) and written
+    into reproductions: the table made after the files are written, refreshed after every
+    change of its files, before the operations that follow."""
+    drawn = {seed: runner.round_setup(seed).datasets for seed in range(100)}
+    assert {d.access for ds in drawn.values() for d in ds.values()} == set(data.ACCESS)
+    unread = {seed: {n: replace(d, access="path") for n, d in ds.items()}
+              for seed, ds in drawn.items()}
+    for seed in range(100):   # the access draw leaves the data, formats and indexes as before
+        rng = random.Random(seed)
+        assert unread[seed] == {"t": data.generate(rng, "t"),
+                                "u": data.generate(rng, "u", start_id=100_000)}
+    table = replace(data.generate(random.Random(1), "t"), access="table",
+                    partitioned=True).in_format("json.gz")
+    assert data.source_code(table, "root") == "spark.table('fuzz_tables.t')"
+    glob = replace(table, access="glob").in_format("parquet")
+    assert data.source_code(glob, "root") == (
+        "spark.read.option('basePath', root + '/t').parquet(root + '/t' + '/p=*/*.parquet')")
+    flat = replace(glob, partitioned=False).in_format("csv")
+    assert data.source_code(flat, "root") == (
+        "spark.read.schema(FLAT_SCHEMA).options(**CSV_OPTIONS).csv(root + '/t' + '/*.csv')")
+    setup, steps = _draw_steps(4, 8)
+    datasets = {"t": table, "u": replace(setup.datasets["u"], access="glob")}
+    query = Query("select", "sql", ("id",), Pred("leaf", "t.k = 3"))
+    code = minimize.snippet(datasets, setup.specs, query, steps)
+    compile(code, "reproduction", "exec")
+    assert data.TABLE_CODE in code
+    made = code.index("create_table(spark, 'fuzz_tables.t', SCHEMA, 'json', JSON_OPTIONS, 'p', "
+                      "root + '/t')")
+    assert code.index("t_files = write(") < made < code.index("hs.")
+    refresh = "refresh_table(spark, 'fuzz_tables.t', True)"
+    for number, step in enumerate(steps, start=1):
+        block = code[code.index(f"# change step {number}: "):]
+        block = block[:block.index("\n# change step")] if "\n# change step" in block else block
+        operations = block.find("print(")
+        if step.dataset == "t" and step.source:
+            assert refresh in block and (operations < 0 or block.index(refresh) < operations)
+        else:
+            assert refresh not in block
+    assert "spark.table('fuzz_tables.t').createOrReplaceTempView('t')" in code
+    assert "u_df" not in code or "u_df = spark.read" in code
 
 
 def _mentions_struct(text: str, alias: str) -> bool:
@@ -589,3 +631,47 @@ def test_lifecycle_steps_stop_and_resume_the_use_of_indexes_and_the_cache(spark,
               IndexSpec("cache", "t_cache", "t", ()), [
                   (step("t_cache", "uncache"), ["uncached"], False),
                   (step("t_cache", "cache"), ["cached"], True)])
+
+
+def test_sources_read_as_tables_and_by_globs_answer_as_vanilla_through_changes(spark,
+                                                                               system_path):
+    """A partitioned JSON dataset read as a table of the session catalog (with a covering
+    index) and a partitioned Parquet one read by a glob pattern (with a data-skipping index):
+    each index is used, and every answer is vanilla Spark's after files are appended into a
+    new partition, overwritten and deleted (a table refreshed as a user does) and after the
+    indexes are refreshed."""
+    options = ["\\N", "yyyy-MM-dd'T'HH", '"', "a\\'b"]
+    assert [spark.sql("SELECT " + data.sql_string(v)).first()[0] for v in options] == options
+    rng = random.Random(11)
+    query = Query("select", "sql", ("id", "s"), Pred("leaf", "t.id < 20"))
+    for access, fmt, spec in (
+            ("table", "json", IndexSpec("covering", "t_1", "t", ("id",), ("s",))),
+            ("glob", "parquet", IndexSpec("skipping", "t_1", "t", (("MinMaxSketch", "id"),)))):
+        ordered = sorted(data.generate(rng, "t").rows)   # by id: files of ids apart
+        files = [ordered[i:i + 40] for i in range(0, 120, 40)]
+        dataset = data.Dataset("t", files, partitioned=True, access=access).in_format(fmt)
+        setup = case.build(spark, case.Setup({"t": dataset}, [spec]))
+        try:
+            assert case.run(spark, setup, query) == case.Outcome(used=True), access
+            appended = changes.Step(
+                "t", "append", rows=(data.draw_rows(rng, fmt, 10_000, 30),),
+                partitions=(changes.NEW_PARTITION,))
+            assert case.apply(spark, setup, appended) == []
+            outcome = case.run(spark, setup, query)
+            assert outcome.failure is None, (access, outcome)
+            assert {r.p for r in spark.table("t").where("id >= 10000").collect()} == {
+                changes.NEW_PARTITION}
+            overwritten = changes.Step("t", "overwrite", file=0,
+                                       rows=(data.draw_rows(rng, fmt, 20_000, 4),))
+            assert case.apply(spark, setup, overwritten) == []
+            deleted = changes.Step("t", "delete", file=1,
+                                   operations=(("refresh", "t_1", "full"),))
+            assert case.apply(spark, setup, deleted) == ["succeeded"]
+            want = changes.current(setup.datasets, setup.steps)["t"].rows
+            got = spark.table("t").drop(data.PARTITION).collect()
+            assert compare.difference(got, spark.createDataFrame(
+                want, dataset.columns.schema).collect()) is None
+            assert case.run(spark, setup, query) == case.Outcome(used=True), access
+        finally:
+            case.teardown(setup)
+    assert not spark.catalog.tableExists("fuzz_tables.t")

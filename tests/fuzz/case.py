@@ -1,5 +1,6 @@
 """A fuzz case (two datasets, their indexes, a query) set up in a session: files written
-under a fresh directory, indexes built in a fresh system path, views ``t`` and ``u``; change
+under a fresh directory (tables made over them for datasets read as tables), indexes built in
+a fresh system path, views ``t`` and ``u``; change
 steps applied to it (see :mod:`tests.fuzz.changes`); and one query run with and without the
 accelerator."""
 from __future__ import annotations
@@ -11,6 +12,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 
+from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from accelerator import Hyperspace
@@ -58,16 +60,19 @@ class Setup:
 
 
 def build(spark, setup: Setup) -> Setup:
-    """Writes the datasets, creates the indexes (in a fresh system path the session then uses),
-    appends the files added later and registers the views; returns ``setup``."""
+    """Writes the datasets (and makes the tables of those read as tables), creates the indexes
+    (in a fresh system path the session then uses), appends the files added later and
+    registers the views; returns ``setup``."""
     setup.root = tempfile.mkdtemp(prefix="fuzz-")
     spark.conf.set("spark.accelerator.system.path", setup.system_path())
     hs = Hyperspace(spark)
     written = {}
     for name, dataset in setup.datasets.items():
         setup.paths[name], written[name] = data.write(spark, dataset, setup.root)
+        if dataset.access == "table":
+            data.make_table(spark, dataset, setup.root)
     for spec in setup.specs:
-        df = data.read(spark, setup.datasets[spec.dataset].format, setup.paths[spec.dataset])
+        df = data.source(spark, setup.datasets[spec.dataset], setup.root)
         with conf_set(spark, {"spark.accelerator.index.lineage.enabled": str(spec.lineage).lower()}):
             indexes.create(spark, hs, df, spec)
     for name, dataset in setup.datasets.items():
@@ -78,9 +83,9 @@ def build(spark, setup: Setup) -> Setup:
 
 
 def apply(spark, setup: Setup, step: changes.Step) -> list[str]:
-    """Applies change ``step`` to the built ``setup`` (its source change, then its operations)
-    and registers the views again (reading the files present now); returns the operations'
-    statuses. An operation's unexpected error is raised."""
+    """Applies change ``step`` to the built ``setup`` (its source change, the dataset's table
+    refreshed, then its operations) and registers the views again (reading the files present
+    now); returns the operations' statuses. An operation's unexpected error is raised."""
     dataset, files = setup.datasets[step.dataset], setup.files[step.dataset]
     if step.source == "append":
         files += data.write_files(spark, setup.paths[step.dataset], list(step.rows),
@@ -91,6 +96,7 @@ def apply(spark, setup: Setup, step: changes.Step) -> list[str]:
         os.remove(files[step.file])
     elif step.source == "overwrite":
         data.replace_file(spark, dataset, files[step.file], step.rows[0])
+    data.refresh(spark, dataset)
     setup.steps.append(step)
     hs = Hyperspace(spark)
     statuses = [changes.run_operation(spark, hs, setup.root,
@@ -107,13 +113,20 @@ def replay(spark, setup: Setup, steps: list) -> None:
 
 
 def register_views(spark, setup: Setup) -> None:
-    """Registers each dataset of the built ``setup`` as a view named after it."""
-    for name, path in setup.paths.items():
-        data.read(spark, setup.datasets[name].format, path).createOrReplaceTempView(name)
+    """Registers each dataset of the built ``setup`` (its table refreshed) as a view named
+    after it."""
+    for name in setup.paths:
+        dataset = setup.datasets[name]
+        data.refresh(spark, dataset)
+        data.source(spark, dataset, setup.root).createOrReplaceTempView(name)
 
 
 def teardown(setup: Setup) -> None:
-    """Removes the case's files and indexes."""
+    """Removes the case's files, indexes and tables."""
+    tables = [d.table for d in setup.datasets.values() if d.access == "table"]
+    spark = SparkSession.getActiveSession() if tables else None
+    for table in tables if spark else ():
+        spark.sql(f"DROP TABLE IF EXISTS {table}")
     shutil.rmtree(setup.root, ignore_errors=True)
 
 

@@ -184,7 +184,7 @@ def operation_code(operation: tuple, specs: list[IndexSpec], datasets: dict) -> 
     if kind == "vacuum":
         return f"operate(lambda: hs.vacuumIndex({name!r}, 0))"
     spec = next(s for s in specs if s.name == name)
-    source = data.read_code(datasets[spec.dataset].format, f"root + '/{spec.dataset}'")
+    source = data.source_code(datasets[spec.dataset], "root")
     if kind == "uncache":
         return f"operate(lambda: hs.uncache({source}), 'uncached')"
     return f"operate(lambda: {spec.code(source)})"

@@ -3,11 +3,14 @@ unicode and empty strings, timestamps from several zones, decimals and JSON stri
 into a few files (optionally partitioned) and written as Parquet, JSON lines, gzip-compressed
 JSON lines, CSV or gzip-compressed CSV (CSV without the struct column, see :data:`FLAT`);
 every writer and reader of a dataset (index builds, the views, change steps, reproductions)
-uses :func:`write_code` and :func:`read_code`; change steps append rows drawn like a
-dataset's (:func:`draw_rows`) and overwrite files in place (:data:`REPLACE_CODE`)."""
+uses :func:`write_code` and :func:`source_code`; a dataset is read by its directory's path,
+by a glob pattern of its files or as an external table of the session catalog
+(:data:`ACCESS`); change steps append rows drawn like a dataset's (:func:`draw_rows`) and
+overwrite files in place (:data:`REPLACE_CODE`)."""
 from __future__ import annotations
 
 import datetime as dt
+import inspect
 import json
 import os
 import random
@@ -58,6 +61,13 @@ DOUBLES = [0.0, -0.0, 1.5, -1.5, 2.0, float("nan"), float("inf"), float("-inf"),
 FORMATS = {"parquet": 60, "json": 12, "json.gz": 12, "csv": 8, "csv.gz": 8}
 SUFFIXES = {fmt: "." + fmt for fmt in FORMATS}
 FLAT_FORMATS = ("csv", "csv.gz")   # formats whose datasets have the columns of FLAT
+# How queries and index builds read a dataset, with weights: its directory's path, a glob
+# pattern of its files (under ``p=*`` with the directory as ``basePath`` when partitioned), or
+# an external table of the session catalog over the directory (in database TABLES; partitioned
+# by ``p`` when the data is; its partitions recovered and its files listed again after every
+# change, as a user does after writing files beside Spark).
+ACCESS = {"path": 50, "glob": 25, "table": 25}
+TABLES = "fuzz_tables"
 # JSON reader and writer options: timestamps with microseconds (Spark's default keeps
 # milliseconds), so JSON files hold the generated values.
 JSON_OPTIONS = {"timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX"}
@@ -96,6 +106,12 @@ class Dataset:
     deleted: tuple = ()
     row_group_rows: int | None = None   # Parquet row groups of this many rows (None: one a file)
     format: str = "parquet"             # a key of FORMATS
+    access: str = "path"                # a key of ACCESS
+
+    @property
+    def table(self) -> str:
+        """The name of the dataset's table (when its access is ``table``)."""
+        return f"{TABLES}.{self.name}"
 
     @property
     def columns(self) -> Columns:
@@ -200,6 +216,11 @@ def generate(rng: random.Random, name: str, start_id: int = 0) -> Dataset:
                    row_group_rows=row_group_rows).in_format(fmt)
 
 
+def draw_access(rng: random.Random) -> str:
+    """How a dataset is read (a key of :data:`ACCESS`, by its weights)."""
+    return rng.choices(list(ACCESS), list(ACCESS.values()))[0]
+
+
 def columns(fmt: str) -> Columns:
     """The columns of a dataset of format ``fmt``."""
     return FLAT if fmt in FLAT_FORMATS else NESTED
@@ -222,15 +243,77 @@ def _sort_key(value):
     return (0, value)
 
 
-def read_code(fmt: str, path: str) -> str:
+def read_code(fmt: str, path: str, base: str | None = None) -> str:
     """Python code (over ``spark`` and :data:`NAMES`) reading the dataset of format ``fmt`` at
-    the path expression ``path``: Parquet as is, JSON and CSV with their schema and options
-    (gzip files are recognized by their name)."""
+    the path expression ``path`` (with ``base``, an expression, as the partitions' base path):
+    Parquet as is, JSON and CSV with their schema and options (gzip files are recognized by
+    their name)."""
+    reader = "spark.read" + (f".option('basePath', {base})" if base else "")
     if fmt == "parquet":
-        return f"spark.read.parquet({path})"
+        return f"{reader}.parquet({path})"
     kind = fmt.split(".")[0]
-    return (f"spark.read.schema({columns(fmt).schema_name})"
+    return (f"{reader}.schema({columns(fmt).schema_name})"
             f".options(**{kind.upper()}_OPTIONS).{kind}({path})")
+
+
+def source_code(dataset: Dataset, root: str) -> str:
+    """Python code reading ``dataset`` as queries and index builds do (see :data:`ACCESS`),
+    its directory under the path expression ``root``."""
+    path = f"{root} + '/{dataset.name}'"
+    if dataset.access == "table":
+        return f"spark.table({dataset.table!r})"
+    if dataset.access == "glob":
+        files = ("/p=*" if dataset.partitioned else "") + "/*" + SUFFIXES[dataset.format]
+        return read_code(dataset.format, f"{path} + {files!r}",
+                         base=path if dataset.partitioned else None)
+    return read_code(dataset.format, path)
+
+
+def sql_string(value) -> str:
+    """``value`` as a Spark SQL string literal."""
+    return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def create_table(spark, table, schema, kind, options, partition, location):
+    """An external table ``table`` of the session catalog over the files of format ``kind`` at
+    ``location`` (replacing one of that name), with the DDL ``schema``, reader ``options`` and
+    the int ``partition`` column (None: unpartitioned)."""
+    database = table.split(".")[0]
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS {database}")
+    spark.sql(f"DROP TABLE IF EXISTS {table}")
+    columns = schema + (f", {partition} int" if partition else "")
+    opts = ", ".join(f"{sql_string(k)} {sql_string(v)}" for k, v in options.items())
+    spark.sql(f"CREATE TABLE {table} ({columns}) USING {kind}"
+              + (f" OPTIONS ({opts})" if opts else "")
+              + (f" PARTITIONED BY ({partition})" if partition else "")
+              + f" LOCATION {sql_string(location)}")
+
+
+def refresh_table(spark, table, partitioned):
+    """Brings ``table`` up to date with its files: partitions added and dropped as their
+    directories are (when ``partitioned``), every file listed again."""
+    if partitioned:
+        spark.sql(f"MSCK REPAIR TABLE {table} SYNC PARTITIONS")
+    spark.sql(f"REFRESH TABLE {table}")
+
+
+# The table functions' code (in reproductions too).
+TABLE_CODE = "\n".join(inspect.getsource(f) for f in (sql_string, create_table, refresh_table))
+
+
+def table_code(dataset: Dataset, root: str) -> str:
+    """Python code (over ``spark``, :data:`NAMES` and :data:`TABLE_CODE`) creating the table of
+    ``dataset`` (directory under the path expression ``root``) with its partitions."""
+    kind = dataset.format.split(".")[0]
+    options = f"{kind.upper()}_OPTIONS" if kind != "parquet" else "{}"
+    partition = PARTITION if dataset.partitioned else None
+    return (f"create_table(spark, {dataset.table!r}, {dataset.columns.schema_name}, {kind!r}, "
+            f"{options}, {partition!r}, {root} + '/{dataset.name}')")
+
+
+def refresh_code(dataset: Dataset) -> str:
+    """Python code refreshing the table of ``dataset`` (see :func:`refresh_table`)."""
+    return f"refresh_table(spark, {dataset.table!r}, {dataset.partitioned})"
 
 
 def write_code(fmt: str, row_group_rows: int | None = None) -> str:
@@ -256,6 +339,23 @@ def _run(spark, code: str, **names):
 def read(spark, fmt: str, path: str):
     """The DataFrame reading the dataset of format ``fmt`` at ``path`` (see :func:`read_code`)."""
     return _run(spark, read_code(fmt, "path"), path=path)
+
+
+def source(spark, dataset: Dataset, root: str):
+    """The DataFrame reading ``dataset`` (directory under ``root``) as :func:`source_code` does."""
+    return _run(spark, source_code(dataset, "root"), root=root)
+
+
+def make_table(spark, dataset: Dataset, root: str) -> None:
+    """Creates the table of ``dataset`` (directory under ``root``) with its partitions."""
+    _run(spark, table_code(dataset, "root"), root=root, create_table=create_table)
+    refresh(spark, dataset)
+
+
+def refresh(spark, dataset: Dataset) -> None:
+    """Refreshes the table of ``dataset`` (when read as one) after its files changed."""
+    if dataset.access == "table":
+        refresh_table(spark, dataset.table, dataset.partitioned)
 
 
 def _data_files(path: str, fmt: str) -> set[str]:

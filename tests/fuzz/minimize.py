@@ -86,8 +86,8 @@ def _shrink_query(spark, setup: case.Setup, query: Query, deadline: float) -> Qu
 def _smaller_datasets(dataset: data.Dataset):
     """Candidates, each a change of ``dataset`` (the last one that still fails is kept), with
     the numbers of the files they drop (see :func:`tests.fuzz.changes.refit`): without the
-    appended files, each file dropped, unpartitioned, in one row group a file, then each file
-    halved repeatedly."""
+    appended files, each file dropped, unpartitioned, in one row group a file, as Parquet, read
+    by path, then each file halved repeatedly."""
     if dataset.appended:
         count = len(dataset.files)
         yield replace(dataset, appended=[]), set(range(count, count + len(dataset.appended)))
@@ -104,6 +104,8 @@ def _smaller_datasets(dataset: data.Dataset):
         yield replace(dataset, row_group_rows=None), set()
     if dataset.format != "parquet":   # a JSON or CSV source's failure that Parquet shows too
         yield dataset.in_format("parquet"), set()
+    if dataset.access != "path":   # a table's or glob's failure that its path shows too
+        yield replace(dataset, access="path"), set()
     for i in range(len(dataset.files)):
         rows = dataset.files[i]
         while len(rows) > 1:
@@ -162,11 +164,15 @@ def snippet(datasets: dict, specs: list, query: Query | None, steps: list = ()) 
     ]
     if steps:
         lines += [data.REPLACE_CODE.rstrip(), changes.OPERATE_CODE.rstrip()]
+    if any(ds.access == "table" for ds in datasets.values()):
+        lines.append(data.TABLE_CODE.rstrip())
     for name, ds in datasets.items():
         lines.append(f"{name}_files = write({name!r}, {_py(ds.files)}, {_write_args(ds)})")
+        if ds.access == "table":
+            lines.append(data.table_code(ds, "root"))
+            lines += _refreshed(ds)
     for spec in specs:
-        source = data.read_code(datasets[spec.dataset].format, f"root + '/{spec.dataset}'")
-        lines.append(f"{spec.dataset}_df = {source}")
+        lines.append(f"{spec.dataset}_df = {data.source_code(datasets[spec.dataset], 'root')}")
         lines.append(spec.code(f"{spec.dataset}_df"))
     for name, ds in datasets.items():
         for i in ds.deleted:
@@ -174,13 +180,14 @@ def snippet(datasets: dict, specs: list, query: Query | None, steps: list = ()) 
         if ds.appended:
             lines.append(f"{name}_files += write({name!r}, {_py(ds.appended)}, "
                          f"{_write_args(ds)}, first={len(ds.files)})")
+        if ds.deleted or ds.appended:
+            lines += _refreshed(ds)
     for number, step in enumerate(steps, start=1):
         lines += _step_lines(number, step, datasets, specs)
     if query is None:
         return "\n".join(lines)
     for name, ds in datasets.items():
-        source = data.read_code(ds.format, f"root + '/{name}'")
-        lines.append(f"{source}.createOrReplaceTempView({name!r})")
+        lines.append(f"{data.source_code(ds, 'root')}.createOrReplaceTempView({name!r})")
     lines += [
         "def canon(v):",
         "    if isinstance(v, float):",
@@ -197,6 +204,12 @@ def snippet(datasets: dict, specs: list, query: Query | None, steps: list = ()) 
     return "\n".join(lines)
 
 
+def _refreshed(dataset: data.Dataset) -> list[str]:
+    """The reproduction's line refreshing the table of ``dataset`` after its files changed
+    (none for a dataset read by path or glob)."""
+    return [data.refresh_code(dataset)] if dataset.access == "table" else []
+
+
 def _step_lines(number: int, step: changes.Step, datasets: dict, specs: list) -> list[str]:
     """The reproduction's code of change step ``number``: its source change, then its
     operations (each printing its status)."""
@@ -211,6 +224,8 @@ def _step_lines(number: int, step: changes.Step, datasets: dict, specs: list) ->
         save = data.write_code(ds.format, ds.row_group_rows)
         lines.append(f"[replace_file(f, {_py(step.rows[0])}, {save}) "
                      f"for f in {name}_files[{step.file}]]")
+    if step.source:
+        lines += _refreshed(ds)
     for op in step.operations:
         lines.append(f"print({op!r}, {changes.operation_code(op, specs, datasets)})")
     return lines

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from tests.fuzz import case, changes, data, indexes, minimize
 from tests.fuzz.queries import JOIN_KEYS, Query, random_query
@@ -39,6 +39,7 @@ class Summary:
     used: int = 0
     skipped: int = 0
     text_rounds: int = 0   # rounds with a JSON or CSV source (also gzip-compressed)
+    access_rounds: int = 0   # rounds with a source read as a table or by a glob pattern
     changes: int = 0       # change steps applied
     operations: dict = field(default_factory=dict)   # index operations' statuses, counted
     passed_over: int = 0   # seeds whose rounds lacked the formats asked for
@@ -51,7 +52,8 @@ class Summary:
         """The summary as JSON-ready data."""
         return {"seed": self.seed, "rounds": self.rounds, "queries": self.queries,
                 "queriesUsingIndexes": self.used, "skippedBothRaised": self.skipped,
-                "roundsWithJsonOrCsv": self.text_rounds, "seedsPassedOver": self.passed_over,
+                "roundsWithJsonOrCsv": self.text_rounds,
+                "roundsWithTableOrGlob": self.access_rounds, "seedsPassedOver": self.passed_over,
                 "changeSteps": self.changes, "operationStatuses": self.operations,
                 "seconds": round(self.seconds, 1),
                 "buildSeconds": round(self.build_seconds, 1),
@@ -63,6 +65,8 @@ def round_setup(seed: int) -> case.Setup:
     """The datasets and index sets of the round with ``seed``."""
     rng = random.Random(seed)
     datasets = {"t": data.generate(rng, "t"), "u": data.generate(rng, "u", start_id=100_000)}
+    access = random.Random(f"{seed}:access")   # apart from the other draws (added later)
+    datasets = {name: replace(d, access=data.draw_access(access)) for name, d in datasets.items()}
     join = rng.random() < 0.7
     keys = JOIN_KEYS if join else None
     specs = [spec for name, dataset in datasets.items()
@@ -109,6 +113,8 @@ def run(spark, seed: int, seconds: float, queries_per_round: int = 60, batch: in
             round_seed += 1
             continue
         summary.text_rounds += any(f != "parquet" for f in present)
+        read_as = {f"{n} as {d.access}" for n, d in planned.datasets.items() if d.access != "path"}
+        summary.access_rounds += bool(read_as)
         built = time.monotonic()
         setup = case.build(spark, planned)
         summary.build_seconds += time.monotonic() - built
@@ -133,7 +139,7 @@ def run(spark, seed: int, seconds: float, queries_per_round: int = 60, batch: in
         finally:
             case.teardown(setup)
         summary.rounds += 1
-        log(f"round {round_seed} ({', '.join(sorted(present))}): {summary.queries} queries so "
+        log(f"round {round_seed} ({', '.join(sorted(present | read_as))}): {summary.queries} queries so "
             f"far, {summary.used} used an index or the cache, {len(summary.failures)} failures, "
             f"{time.monotonic() - start:.0f} s")
         round_seed += 1
