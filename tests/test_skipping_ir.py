@@ -33,29 +33,36 @@ from indexes.skipping.ir import (
 from indexes.skipping.stats import ColumnStats, FileStats
 
 SCHEMA = ("l long, i int, d double, f float, dec decimal(10,2), s string, dt date, ts timestamp, "
-          "b boolean, user struct<id:int,name:string,inner:struct<z:int>>, payload string")
+          "b boolean, user struct<id:int,name:string,inner:struct<z:int>>, payload string, "
+          "arr array<int>, m map<string,int>")
 ROWS_A = [
     ("(1, 10, 0.5, 1.5, 1.50, 'apple', date'2024-01-01', timestamp'2024-11-03 00:30:00', true, "
-     "named_struct('id', 1, 'name', 'ann', 'inner', named_struct('z', 1)), '{\"a\": 1.5}')"),
+     "named_struct('id', 1, 'name', 'ann', 'inner', named_struct('z', 1)), '{\"a\": 1.5}'"
+     ", array(1, 2), map('a', 1))"),
     ("(2, 11, -0.0, -0.0, 2.25, 'apricot', date'2024-01-02', timestamp'2024-11-03 05:30:00', false, "
-     "named_struct('id', cast(null as int), 'name', 'al', 'inner', named_struct('z', 2)), '{\"a\": \"x\"}')"),
+     "named_struct('id', cast(null as int), 'name', 'al', 'inner', named_struct('z', 2)), '{\"a\": \"x\"}'"
+     ", array(), map('a', cast(null as int)))"),
     ("(3, 12, double('NaN'), float('NaN'), null, '', date'2024-01-31', timestamp'2024-11-03 06:30:00', null, "
-     "null, '{\"b\": 1}')"),
+     "null, '{\"b\": 1}', null, map())"),
     ("(null, null, null, null, 3.00, null, null, null, true, "
-     "named_struct('id', 3, 'name', null, 'inner', null), null)"),
+     "named_struct('id', 3, 'name', null, 'inner', null), null, array(null, 3), null)"),
     ("(5, 14, 1.5, 2.5, 4.75, '😀x', date'2024-01-03', timestamp'2024-11-02 23:59:59.999999', true, "
-     "named_struct('id', 5, 'name', 'amy', 'inner', named_struct('z', 5)), '{\"a\": 2}')"),
+     "named_struct('id', 5, 'name', 'amy', 'inner', named_struct('z', 5)), '{\"a\": 2}'"
+     ", array(4), map('b', 2))"),
 ]
 ROWS_B = [
     ("(100, 20, -5.0, -5.0, 100.00, 'zebra', date'2023-06-01', timestamp'2023-06-01 12:00:00', false, "
-     "named_struct('id', 100, 'name', 'zed', 'inner', named_struct('z', 9)), '{\"a\": 7}')"),
+     "named_struct('id', 100, 'name', 'zed', 'inner', named_struct('z', 9)), '{\"a\": 7}'"
+     ", array(7, 8, 9), map('a', 5))"),
     ("(105, 21, -1.0, -1.0, 100.50, 'zeta', date'2023-06-30', timestamp'2023-06-01 13:30:00', false, "
-     "named_struct('id', 105, 'name', 'zoe', 'inner', named_struct('z', 9)), '{\"a\": 9.5}')"),
+     "named_struct('id', 105, 'name', 'zoe', 'inner', named_struct('z', 9)), '{\"a\": 9.5}'"
+     ", array(10, 11, 12, 13), map('a', 6, 'b', 1))"),
     ("(-9223372036854775808, 22, double('-Infinity'), null, null, 'zz', date'2023-06-15', null, false, "
-     "named_struct('id', 101, 'name', 'zia', 'inner', null), '{}')"),
+     "named_struct('id', 101, 'name', 'zia', 'inner', null), '{}', array(20), map('c', 1))"),
 ]
 SKETCHES = ["l", "i", "d", "f", "dec", "s", "dt", "ts", "b", "user.id", "user.name", "user.inner.z",
-            "get_json_object(payload, '$.a')", "try_cast(get_json_object(payload, '$.a') as double)"]
+            "get_json_object(payload, '$.a')", "try_cast(get_json_object(payload, '$.a') as double)",
+            "size(arr)", "array_max(arr)", "m['a']"]
 
 
 @contextmanager
@@ -194,6 +201,13 @@ def test_filter_conditions_translate_to_ir(df):
     assert ir_of(df, "i + 1 > 5", sketches=()).right.left == Arith(
         "+", Unknown("integer", False), Lit(1, "integer"), "integer", True)
     assert ir_of(df, "i / 2 > 5", sketches=()).right.left.raises
+    # sizes, maxima and map lookups never raise: their sketches need no guard, and unsketched
+    # they cannot raise either; element access by index can (under ANSI)
+    size = ir_of(df, "size(arr) > 2", sketches=("size(arr)",))
+    assert size == Cmp(">", Sketched(sketch_key(df, "size(arr)"), "integer"), Lit(2, "integer"))
+    assert ir_of(df, "m['a'] = 1", sketches=("m['a']",)).right.left.guard is None
+    assert not ir_of(df, "array_contains(arr, 3)", sketches=()).right.raises
+    assert ir_of(df, "element_at(arr, 3) = 1", sketches=()).right.left.raises
 
 
 def test_literals_match_spark_internal_values(spark, df):
@@ -228,6 +242,9 @@ PREDICATES = [
     "user.name like 'a%'", "user.inner.z = 9", "get_json_object(payload, '$.a') = '7'",
     "cast(get_json_object(payload, '$.a') as double) > 5", "l = 2 or s = 'zebra'",
     "not (l > 1 and d < 0)", "upper(s) = 'APPLE' and l = 100", "l = 100 and i / 0 = 1",
+    "size(arr) > 3", "size(arr) = 0", "size(arr) is null", "array_max(arr) >= 10",
+    "array_max(arr) < 3", "m['a'] = 5", "m['a'] is null", "m['b'] = 1 and l = 5",
+    "array_contains(arr, 12) and l > 4", "element_at(arr, 3) = 12 and l = 1",
 ]
 
 

@@ -161,8 +161,13 @@ _PREDICATES = set(_COMPARISONS) | {"And", "Or", "Not", "In", "InSet", "IsNull", 
                                    "StartsWith", "EndsWith", "Contains", "Like", "RLike", "IsNaN"}
 _INTEGER_FUNCTIONS = {"Year", "Month", "Quarter", "DayOfMonth", "DayOfWeek", "DayOfYear", "WeekDay",
                       "WeekOfYear", "Hour", "Minute", "Second", "Length"}
+# Over arrays and maps: never raise (a missing map key gives null in every mode since Spark
+# 3.4; Size's choice of -1 or null for a null input is its field legacySizeOfNull, part of an
+# expression's key). Element access by index (GetArrayItem, ElementAt) raises under ANSI.
+_COLLECTION_FUNCTIONS = {"Size", "ArrayMax", "ArrayMin", "GetMapValue", "MapKeys", "MapValues",
+                         "ArrayContains"}
 # Never raise and give the same result in every ANSI mode (given children that do not raise).
-_SAFE = (_PREDICATES - {"Like", "RLike"}) | _INTEGER_FUNCTIONS | {
+_SAFE = (_PREDICATES - {"Like", "RLike"}) | _INTEGER_FUNCTIONS | _COLLECTION_FUNCTIONS | {
     "AttributeReference", "Literal", "GetStructField", "GetJsonObject", "TruncTimestamp",
     "TruncDate", "Upper", "Lower", "Coalesce", "If", "CaseWhen", "Substring", "StringTrim"}
 # Raise (overflow, division by zero, malformed input) only in ANSI mode.
@@ -210,8 +215,12 @@ def _raw_type(expr: Expr) -> Any:
         return field["type"] if field else None
     if cls in _PREDICATES:
         return "boolean"
-    if cls in _INTEGER_FUNCTIONS:
+    if cls in _INTEGER_FUNCTIONS or cls == "Size":
         return "integer"
+    if cls in ("ArrayMax", "ArrayMin", "GetMapValue"):
+        child = _raw_type(expr.children[0])
+        key = "elementType" if cls != "GetMapValue" else "valueType"
+        return child.get(key) if isinstance(child, dict) else None
     if cls in ("GetJsonObject", "Upper", "Lower"):
         return "string"
     if cls == "TruncTimestamp":

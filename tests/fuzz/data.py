@@ -1,7 +1,9 @@
-"""Seeded random datasets: rows of a fixed schema with nested structs, nulls, NaN and +-0.0,
-unicode and empty strings, timestamps from several zones, decimals and JSON strings, split
-into a few files (optionally partitioned) and written as Parquet, JSON lines, gzip-compressed
-JSON lines, CSV or gzip-compressed CSV (CSV without the struct column, see :data:`FLAT`);
+"""Seeded random datasets: rows of a fixed schema with nested structs, arrays (of ints and of
+structs) and a map, nulls (also as elements and map values), empty arrays and maps, NaN and
++-0.0, unicode and empty strings, timestamps from several zones, decimals and JSON strings,
+split into a few files (optionally partitioned) and written as Parquet, JSON lines,
+gzip-compressed JSON lines, CSV or gzip-compressed CSV (CSV without the struct, array and map
+columns, see :data:`FLAT`);
 every writer and reader of a dataset (index builds, the views, change steps, reproductions)
 uses :func:`write_code` and :func:`source_code`; a dataset is read by its directory's path,
 by a glob pattern of its files or as an external table of the session catalog
@@ -21,7 +23,13 @@ from decimal import Decimal
 
 FLAT_SCHEMA = ("id long, k int, s string, d double, dec decimal(10,2), ts timestamp, day date, "
                "b boolean, j string, msg string")
-SCHEMA = FLAT_SCHEMA + ", n struct<x:int, y:string, z:struct<w:double, v:string>>"
+# The array and map columns with their Spark types (queries and indexes treat them apart from
+# the scalars: no ordering, grouping or set operation over a map).
+COLLECTIONS = {"arr": "array<int>", "m": "map<string,int>",
+               "items": "array<struct<q:int,r:string>>"}
+SCHEMA = (FLAT_SCHEMA + ", n struct<x:int, y:string, z:struct<w:double, v:string>>, "
+          + ", ".join(f"{name} {kind}" for name, kind in COLLECTIONS.items()))
+MAP_KEYS = ["a", "b", "c", "", "ü"]
 PARTITION = "p"
 
 # Every scalar column and field under a struct, with its Spark type (for the query and index
@@ -35,21 +43,29 @@ SCALARS = {"id": "long", "k": "int", "s": "string", "d": "double", "dec": "decim
 class Columns:
     """The columns of a dataset: its ``schema`` (DDL) and the name of that schema in the code
     of :func:`read_code` and :func:`write_code`, its ``scalars`` (a sub-dict of
-    :data:`SCALARS`), ``top_level`` columns and ``structs`` (struct columns and fields)."""
+    :data:`SCALARS`), ``top_level`` columns, ``structs`` (struct columns and fields) and
+    ``collections`` (a sub-dict of :data:`COLLECTIONS`)."""
 
     schema: str
     schema_name: str
     scalars: dict
     top_level: tuple
     structs: tuple
+    collections: dict
+
+    @property
+    def maps(self) -> tuple:
+        """The map columns (which set operations cannot hold)."""
+        return tuple(c for c, kind in self.collections.items() if kind.startswith("map<"))
 
 
-NESTED = Columns(SCHEMA, "SCHEMA", SCALARS,
-                 ("id", "k", "s", "d", "dec", "ts", "day", "b", "j", "msg", "n"), ("n", "n.z"))
-# CSV cannot hold a struct: CSV datasets have every column but ``n`` (rows without their last
-# value, see :func:`fit`).
+FLAT_COLUMNS = ("id", "k", "s", "d", "dec", "ts", "day", "b", "j", "msg")
+NESTED = Columns(SCHEMA, "SCHEMA", SCALARS, FLAT_COLUMNS + ("n", *COLLECTIONS), ("n", "n.z"),
+                 COLLECTIONS)
+# CSV cannot hold a struct, an array or a map: CSV datasets have the columns before ``n`` (rows
+# without their last values, see :func:`fit`).
 FLAT = Columns(FLAT_SCHEMA, "FLAT_SCHEMA", {c: t for c, t in SCALARS.items() if "." not in c},
-               NESTED.top_level[:-1], ())
+               FLAT_COLUMNS, (), {})
 
 STRINGS = ["", "a", "ab", "abc", "abcd", "Abc", "ABC", "zeta", "ünïcødé", "日本語", "日本",
            "emoji 😀", "a%b", "a_b", "x.y", "  ", "naïve", "ß", "SS", "İstanbul", "ǅ"]
@@ -120,7 +136,8 @@ class Dataset:
 
     def in_format(self, fmt: str) -> Dataset:
         """The same dataset written as ``fmt`` (its rows fitted to that format's columns: a
-        dataset without ``n`` gets a null ``n`` in a format that has it)."""
+        dataset without ``n`` and the collections gets nulls there in a format that has
+        them)."""
         return replace(self, format=fmt, files=fit(self.files, fmt),
                        appended=fit(self.appended, fmt),
                        row_group_rows=self.row_group_rows if fmt == "parquet" else None)
@@ -163,6 +180,18 @@ def _json(rng: random.Random, i: int) -> str | None:
     return json.dumps(doc, ensure_ascii=rng.random() < 0.5)
 
 
+def _collections(rng: random.Random, null_rate: float) -> tuple:
+    """Values of the :data:`COLLECTIONS`: arrays of 0-4 elements (null ones among them), a
+    map of 0-3 keys (null values among them)."""
+    arr = [_maybe(rng, rng.randint(-3, 12), null_rate) for _ in range(rng.randint(0, 4))]
+    m = {key: _maybe(rng, rng.randint(-3, 12), null_rate)
+         for key in rng.sample(MAP_KEYS, rng.randint(0, 3))}
+    items = [_maybe(rng, (_maybe(rng, rng.randint(-3, 12), null_rate),
+                          _maybe(rng, rng.choice(STRINGS), null_rate)), null_rate)
+             for _ in range(rng.randint(0, 3))]
+    return tuple(_maybe(rng, v, null_rate) for v in (arr, m, items))
+
+
 def _row(rng: random.Random, i: int, null_rate: float) -> tuple:
     words = " ".join(rng.choice(WORDS) for _ in range(rng.randint(0, 6)))
     z = _maybe(rng, (_maybe(rng, rng.choice(DOUBLES), null_rate),
@@ -182,6 +211,7 @@ def _row(rng: random.Random, i: int, null_rate: float) -> tuple:
         _json(rng, i),
         _maybe(rng, words, null_rate),
         n,
+        *_collections(rng, null_rate),
     )
 
 
@@ -227,8 +257,8 @@ def columns(fmt: str) -> Columns:
 
 
 def fit(files: list[list[tuple]], fmt: str) -> list[list[tuple]]:
-    """The rows of ``files`` with the values of the columns of ``fmt``: without ``n`` for a
-    flat format, with a null ``n`` added to a row without it otherwise."""
+    """The rows of ``files`` with the values of the columns of ``fmt``: without ``n`` and the
+    collections for a flat format, with nulls added to a row without them otherwise."""
     width = len(columns(fmt).top_level)
     return [[row[:width] + (None,) * (width - len(row)) for row in rows] for rows in files]
 

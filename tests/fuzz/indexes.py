@@ -1,6 +1,7 @@
 """Random index sets over a generated dataset: covering indexes with random indexed and
-included columns, data-skipping indexes with random sketches, text indexes and the cache, on
-the columns the dataset has (see :class:`tests.fuzz.data.Columns`). Each index is a small spec
+included columns (arrays and maps among the included ones), data-skipping indexes with random
+sketches (over columns, JSON paths and expressions over arrays and maps), text indexes and the
+cache, on the columns the dataset has (see :class:`tests.fuzz.data.Columns`). Each index is a small spec
 that can be created in a session or written as Python code.
 
 Every kind is drawn for every source format of :data:`tests.fuzz.data.FORMATS`: the README
@@ -19,6 +20,9 @@ from tests.fuzz.data import SCALARS, Columns
 JSON_PATHS = ["get_json_object(j, '$.a')", "get_json_object(j, '$.b')",
               "cast(get_json_object(j, '$.a') as int)",
               "cast(get_json_object(j, '$.c.d') as double)"]
+# Sketch expressions over the collections, with the column each reads.
+COLLECTION_SKETCHES = {"size(arr)": "arr", "array_max(arr)": "arr", "m['a']": "m",
+                       "size(items)": "items"}
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,7 @@ def _covering(rng: random.Random, name: str, dataset: str, columns: Columns,
     indexed = keys or rng.sample([c for c in scalars if SCALARS[c] != "boolean"],
                                  rng.choice([1, 1, 2]))
     rest = [c for c in scalars if c not in indexed and not any(c.startswith(i + ".") for i in indexed)]
+    rest += list(columns.collections)
     if rng.random() < 0.4:   # everything: answers most queries
         included = rest
     else:
@@ -80,7 +85,9 @@ def _covering(rng: random.Random, name: str, dataset: str, columns: Columns,
 
 def _skipping(rng: random.Random, name: str, dataset: str, columns: Columns) -> IndexSpec:
     sketches = []
-    for expr in rng.sample(list(columns.scalars) + JSON_PATHS, rng.randint(1, 4)):
+    expressions = list(columns.scalars) + JSON_PATHS + [
+        e for e, column in COLLECTION_SKETCHES.items() if column in columns.collections]
+    for expr in rng.sample(expressions, rng.randint(1, 4)):
         kinds = ["MinMaxSketch"]
         if SCALARS.get(expr) != "boolean":
             kinds += ["BloomFilterSketch", "ValueListSketch"]
@@ -116,7 +123,8 @@ def random_set(rng: random.Random, dataset: str, columns: Columns,
 
 
 def focus(specs: list[IndexSpec], dataset: str) -> tuple:
-    """The columns the indexes of ``dataset`` can prune or look up by (``j`` for JSON paths)."""
+    """The columns the indexes of ``dataset`` can prune or look up by (``j`` for JSON paths,
+    the array or map a sketch expression over one reads)."""
     out = []
     for spec in specs:
         if spec.dataset != dataset:
@@ -126,7 +134,8 @@ def focus(specs: list[IndexSpec], dataset: str) -> tuple:
         elif spec.kind == "text":
             out.append(spec.args[0])
         elif spec.kind == "skipping":
-            out += ["j" if expr not in SCALARS else expr for _, expr in spec.args]
+            out += [expr if expr in SCALARS else COLLECTION_SKETCHES.get(expr, "j")
+                    for _, expr in spec.args]
     return tuple(out)
 
 

@@ -1,7 +1,8 @@
 """Random filter predicates as trees of SQL text (AND/OR/NOT over leaves) that the minimizer
 can prune: comparisons, null-safe equality, ranges, IN with nulls, LIKE, rlike, casts and
 arithmetic over a dataset's columns, its nested fields (where its format has them) and JSON
-paths, with literals taken from the data."""
+paths; over its arrays and map (where its format has them) membership, sizes, elements, map
+lookups and higher-order functions; with literals taken from the data."""
 from __future__ import annotations
 
 import datetime as dt
@@ -10,13 +11,13 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal
 
-from tests.fuzz.data import DOUBLES, PARTITION, SCALARS, STRINGS, ZONES, Dataset
+from tests.fuzz.data import DOUBLES, MAP_KEYS, PARTITION, SCALARS, STRINGS, ZONES, Dataset
 
 # Where each scalar column sits in a generated row (see data.SCHEMA; a row of a dataset without
 # ``n`` ends before it).
 POSITIONS = {"id": (0,), "k": (1,), "s": (2,), "d": (3,), "dec": (4,), "ts": (5,), "day": (6,),
              "b": (7,), "j": (8,), "msg": (9,), "n.x": (10, 0), "n.y": (10, 1),
-             "n.z.w": (10, 2, 0), "n.z.v": (10, 2, 1)}
+             "n.z.w": (10, 2, 0), "n.z.v": (10, 2, 1), "arr": (11,), "m": (12,), "items": (13,)}
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,8 @@ class Pred:
 
 
 def value_at(row: tuple, column: str):
-    """The value of a scalar column (``n.z.w``) in a generated row (None under a null struct)."""
+    """The value of a column (``n.z.w``, ``arr``) in a generated row (None under a null
+    struct)."""
     value = row
     for i in POSITIONS[column]:
         if value is None:
@@ -145,6 +147,9 @@ class PredicateGenerator:
         column = rng.choice(self.focus) if self.focus and rng.random() < 0.5 else None
         if column == "j" or (column is None and rng.random() < 0.12):
             return self._json_leaf()
+        if column in self.columns.collections or (
+                column is None and self.columns.collections and rng.random() < 0.1):
+            return self._collection_leaf(column or rng.choice(list(self.columns.collections)))
         if self.columns.structs and rng.random() < 0.05:
             struct = rng.choice(self.columns.structs)
             return rng.choice([f"{self.alias}.{struct} IS NULL", f"{self.alias}.{struct} IS NOT NULL",
@@ -250,6 +255,47 @@ class PredicateGenerator:
     def _bool_leaf(self, ref: str, column: str) -> str:
         return self.rng.choice([ref, f"NOT {ref}", f"{ref} = true", f"{ref} <=> false",
                                 f"{ref} IS NULL", f"CAST({ref} AS INT) = 1"])
+
+    def _element(self, column: str):
+        """An element of the array ``column`` (a value of the map ``m``, a ``q`` of
+        ``items``) from the data, sometimes one that is not there."""
+        for _ in range(5):
+            found = value_at(self.rng.choice(self.rows), column) if self.rows else None
+            if found:
+                values = list(found.values()) if isinstance(found, dict) else found
+                value = self.rng.choice(values)
+                value = value[0] if isinstance(value, tuple) else value
+                if value is not None and self.rng.random() < 0.85:
+                    return value
+        return self.rng.randint(-3, 14)
+
+    def _collection_leaf(self, column: str) -> str:
+        """A comparison over the array or map ``column``."""
+        rng = self.rng
+        ref, v = f"{self.alias}.{column}", self._element(column)
+        op = rng.choice(["=", "<", ">=", ">", "<=>", "!="])
+        common = [f"{ref} IS NULL", f"{ref} IS NOT NULL", f"size({ref}) {op} {rng.randint(0, 3)}",
+                  f"cardinality({ref}) = {rng.randint(0, 3)}"]
+        if column == "arr":
+            shapes = [f"array_contains({ref}, {v})", f"get({ref}, {rng.randint(0, 2)}) {op} {v}",
+                      f"exists({ref}, x -> x > {v})", f"forall({ref}, x -> x IS NULL OR x < {v})",
+                      f"array_max({ref}) {op} {v}", f"NOT array_contains({ref}, {v})",
+                      f"try_element_at({ref}, {rng.choice([1, -1, 3])}) {op} {v}",
+                      f"{ref} = array({v}, {self._element(column)})",
+                      f"array_position({ref}, {v}) = 1"]
+        elif column == "m":
+            key = sql_literal(rng.choice(MAP_KEYS))
+            shapes = [f"{ref}[{key}] {op} {v}", f"{ref}[{key}] IS NULL",
+                      f"map_contains_key({ref}, {key})", f"element_at({ref}, {key}) IN ({v}, 1)",
+                      f"array_contains(map_keys({ref}), {key})",
+                      f"array_contains(map_values({ref}), {v})"]
+        else:
+            text = self.value("s") if "s" in self.columns.scalars else rng.choice(STRINGS)
+            shapes = [f"exists({ref}, x -> x.q = {v})", f"array_contains({ref}.q, {v})",
+                      f"get({ref}, 0).q {op} {v}", f"get({ref}, 0).r = {sql_literal(text)}",
+                      f"exists({ref}, x -> x.r LIKE {sql_literal(_like_escape(_substring(rng, text or 'a')) + '%')})",
+                      f"forall({ref}, x -> x.q IS NOT NULL)"]
+        return rng.choice(shapes + common)
 
     def _json_leaf(self) -> str:
         rng = self.rng

@@ -3,7 +3,8 @@ projections, aggregates, equi-joins on the indexed keys, unions and IN/EXISTS su
 drawn for a share of queries after one of those (see :func:`random_query`), outer joins with
 their filters in ON or WHERE, set operations (UNION, INTERSECT, EXCEPT, with ALL where Spark
 has it), ORDER BY ... LIMIT and window functions. Each is written as SQL or with the DataFrame
-API. Each side uses only the columns its dataset has (a CSV dataset has no struct column);
+API. Each side uses only the columns its dataset has (a CSV dataset has no struct, array or
+map column; no set operation holds a map);
 joins, IN, EXISTS and set operations with ``u`` relate the two on ``k`` (and on columns both
 have), which every dataset has.
 
@@ -315,7 +316,8 @@ def _later_query(rng: random.Random, query: Query, t: Dataset, u: Dataset,
     if shape == "setop":
         right = rng.choice(["t", "u"])
         gen = gen_t if right == "t" else gen_u
-        columns = base.columns if right == "t" else _shared_columns(rng, t, u)
+        columns = (tuple(c for c in base.columns if c not in t.columns.maps) or ("k",)
+                   if right == "t" else _shared_columns(rng, t, u))
         return replace(base, variant=rng.choice(list(SET_OPERATORS)), right=right,
                        columns=columns, pred2=gen.tree() if rng.random() < 0.8 else None)
     columns = _orderable(rng, base.columns, t)
@@ -328,7 +330,8 @@ def _later_query(rng: random.Random, query: Query, t: Dataset, u: Dataset,
 def _columns(rng: random.Random, dataset: Dataset) -> tuple:
     """Columns of ``dataset`` to project: all top-level ones or a few of any kind."""
     columns = dataset.columns
-    pool = [*columns.scalars, *columns.structs] + ([PARTITION] if dataset.partitioned else [])
+    pool = [*columns.scalars, *columns.structs, *columns.collections] + (
+        [PARTITION] if dataset.partitioned else [])
     if rng.random() < 0.1:
         return columns.top_level
     return tuple(rng.sample(pool, rng.randint(1, 5)))
