@@ -1,8 +1,8 @@
 """Random index sets over a generated dataset: covering indexes with random indexed and
 included columns (arrays and maps among the included ones), data-skipping indexes with random
 sketches (over columns, JSON paths and expressions over arrays and maps), text indexes and the
-cache, on the columns the dataset has (see :class:`tests.fuzz.data.Columns`). Each index is a small spec
-that can be created in a session or written as Python code.
+cache, on the columns the dataset has (see :class:`tests.fuzz.data.Columns`). Each index is a
+small spec that can be created in a session or written as Python code.
 
 Every kind is drawn for every source format of :data:`tests.fuzz.data.FORMATS`: the README
 documents ``createIndex`` over ``spark.read.parquet/json/csv/orc`` for all kinds (data skipping

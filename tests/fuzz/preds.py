@@ -291,9 +291,10 @@ class PredicateGenerator:
                       f"array_contains(map_values({ref}), {v})"]
         else:
             text = self.value("s") if "s" in self.columns.scalars else rng.choice(STRINGS)
+            prefix = sql_literal(_like_escape(_substring(rng, text or "a")) + "%")
             shapes = [f"exists({ref}, x -> x.q = {v})", f"array_contains({ref}.q, {v})",
                       f"get({ref}, 0).q {op} {v}", f"get({ref}, 0).r = {sql_literal(text)}",
-                      f"exists({ref}, x -> x.r LIKE {sql_literal(_like_escape(_substring(rng, text or 'a')) + '%')})",
+                      f"exists({ref}, x -> x.r LIKE {prefix})",
                       f"forall({ref}, x -> x.q IS NOT NULL)"]
         return rng.choice(shapes + common)
 
