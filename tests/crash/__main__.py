@@ -1,7 +1,10 @@
-"""``python -m tests.crash [--points 200] [--seed S] [--root URI] [--scenario NAME ...]``: a crash
-campaign outside the test suite, with many more kill points (every scenario, the CI ones and
-the extra refreshes of data-skipping and text indexes). Prints each point's outcome and a
-summary per scenario; exit 1 when a check failed."""
+"""``python -m tests.crash [--points 200] [--seed S] [--root URI | --hdfs] [--scenario NAME ...]``:
+a crash campaign outside the test suite, with many more kill points (every scenario, the CI ones
+and the extra refreshes of data-skipping and text indexes), on a local directory, a file-system
+root given as a URI or (``--hdfs``) a MiniDFSCluster started for the campaign. Prints each
+point's outcome and a summary per scenario; exit 1 when a check failed. A scenario has as many
+points as its operation has mutating calls, plus two per Spark write job: a budget above that
+runs them all."""
 from __future__ import annotations
 
 import argparse
@@ -16,6 +19,7 @@ from pyspark.sql import SparkSession
 from tests.crash.campaign import Campaign
 from tests.crash.driver import SESSION_CONF
 from tests.crash.scenarios import SCENARIOS
+from tests.services.hdfs import start_hdfs
 
 
 def _session(scratch: str) -> SparkSession:
@@ -38,12 +42,25 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.crash")
     parser.add_argument("--points", type=int, default=200, help="kill points in all")
     parser.add_argument("--seed", default="22")
-    parser.add_argument("--root", help="file-system root (default: a new local directory)")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--root", help="file-system root (default: a new local directory)")
+    where.add_argument("--hdfs", action="store_true",
+                       help="on a MiniDFSCluster started for the campaign (tests/services/hdfs.py)")
     parser.add_argument("--scenario", action="append", choices=sorted(SCENARIOS),
                         help="only these scenarios (repeatable; default: all)")
     args = parser.parse_args(argv)
     scratch = tempfile.mkdtemp(prefix="crash-")
-    root = args.root or os.path.join(scratch, "root")
+    hdfs = start_hdfs(os.path.join(scratch, "hdfs")) if args.hdfs else None
+    try:
+        return _campaign(args, scratch,
+                         f"{hdfs.url}/crash" if hdfs else args.root or os.path.join(scratch, "root"))
+    finally:
+        if hdfs:
+            hdfs.stop()
+
+
+def _campaign(args: argparse.Namespace, scratch: str, root: str) -> int:
+    """The campaign of ``args`` under ``root``; 1 when a check failed."""
     scenarios = [SCENARIOS[n] for n in args.scenario] if args.scenario else list(SCENARIOS.values())
     spark = _session(scratch)
     started = time.monotonic()
