@@ -160,11 +160,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "s3":
         return s3_bench.run(args)
 
-    import shutil
-
     from bench import datasets
-    from bench.harness import (build_cost, cache_planning_cost, cache_warmup_cost, make_spark,
-                               planning_overhead, pruning_cost, run_workload)
+    from bench.harness import (build_cost, cache_planning_cost, cache_warmup_cost, claim_work_dir,
+                               make_spark, planning_overhead, pruning_cost, run_workload)
     from bench.workloads import (BUILDS, CACHE_PLANNING, CACHE_WARMUPS, PRUNING, WORKLOADS, Context,
                                  lineitem_facts)
 
@@ -173,8 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unknown workload(s): {', '.join(sorted(unknown))}; known: {', '.join(known)}")
     chosen = lambda benches: [b for b in benches if not args.only or b.name in args.only]  # noqa: E731
-    shutil.rmtree(args.work_dir, ignore_errors=True)
-    os.makedirs(args.work_dir)
+    claim_work_dir(args.work_dir)
     spark = make_spark(args.work_dir, args.buckets)
     ctx = Context(spark, args.data_dir, args.scale, args.many_files, args.cache_files)
     report = {"scale": args.scale, "machine": {"cores": os.cpu_count(), "master": "local[2]"},

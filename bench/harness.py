@@ -2,6 +2,7 @@
 and reports medians, ratios, bytes read, index build cost and whether results were identical."""
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import shutil
@@ -23,6 +24,26 @@ log = logging.getLogger("bench.harness")
 
 #: Parquet's vectored reads (see ``scan_stats``), a Hadoop setting Spark takes from the session.
 VECTORED_IO = "parquet.hadoop.vectored.io.enabled"
+
+
+#: Locks of the work directories this process holds (kept open: the lock lives as long as the file).
+_CLAIMED: list = []
+
+
+def claim_work_dir(work_dir: str) -> None:
+    """Wipe and recreate ``work_dir`` for this run, first taking an exclusive lock on
+    ``<work_dir>.lock``; exits with a message, wiping nothing, while another live run holds it
+    (two runs sharing a work directory delete each other's indexes and measure nothing)."""
+    lock = open(work_dir.rstrip("/") + ".lock", "a+")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.close()
+        raise SystemExit(f"{work_dir} is in use by another benchmark run; wait for it to end "
+                         "or give this one another --work-dir") from None
+    _CLAIMED.append(lock)
+    shutil.rmtree(work_dir, ignore_errors=True)
+    os.makedirs(work_dir)
 
 
 def make_spark(work_dir: str, buckets: str, extra: dict[str, str] | None = None) -> SparkSession:

@@ -878,10 +878,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bench.harness import make_spark
+    from bench.harness import claim_work_dir, make_spark
 
-    shutil.rmtree(args.work_dir, ignore_errors=True)
-    os.makedirs(args.work_dir)
+    claim_work_dir(args.work_dir)
     spark = make_spark(args.work_dir, args.buckets, {"spark.sql.session.timeZone": TIME_ZONE})
     t0 = time.perf_counter()
     facts = prepare(spark, args.data_dir, args.scale, args.seed)

@@ -18,7 +18,6 @@ import argparse
 import dataclasses
 import json
 import os
-import shutil
 import sys
 
 LAKE_BUCKET = "bench-lake"
@@ -75,12 +74,11 @@ def _summary(report: dict) -> dict:
 
 def run(args: argparse.Namespace) -> int:
     """Runs the workloads on S3; prints (or writes to ``--out``) the JSON report."""
-    from bench.harness import make_spark, run_workload
+    from bench.harness import claim_work_dir, make_spark, run_workload
     from bench.workloads import WORKLOADS, Context
     from tests.services.s3 import s3a_jars, spark_conf, start_s3
 
-    shutil.rmtree(args.work_dir, ignore_errors=True)
-    os.makedirs(args.work_dir)
+    claim_work_dir(args.work_dir)
     server = start_s3(args.work_dir)
     try:
         bucket = server.create_bucket(LAKE_BUCKET)

@@ -374,11 +374,10 @@ def run(args: argparse.Namespace) -> int:
     from accelerator.settings import JOBS_POOL as POOL
     from accelerator.scheduler.service import Scheduler
     from bench import datasets
-    from bench.harness import make_spark
+    from bench.harness import claim_work_dir, make_spark
 
     started = time.perf_counter()
-    shutil.rmtree(args.work_dir, ignore_errors=True)
-    os.makedirs(args.work_dir)
+    claim_work_dir(args.work_dir)
     spark = make_spark(args.work_dir, args.buckets, {"spark.scheduler.mode": "FAIR"})
     system_path = spark.conf.get("spark.accelerator.system.path")
     hs = Hyperspace(spark)
