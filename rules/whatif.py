@@ -21,6 +21,7 @@ from __future__ import annotations
 import bisect
 import math
 import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -50,6 +51,10 @@ DEFAULT_VALUE_BYTES = 8.0
 #: for 439 MB of text, 117 MB as Parquet)
 TEXT_INDEX_SHARE = 0.12
 TEXT_INDEX_PER_STORED_BYTE = 0.15
+#: rows of one group of a text index (its documents: see indexes/text/shards.py) and the length
+#: of the strings its postings hold: a group is kept when it holds every trigram sought
+TEXT_GROUP_ROWS = 10_000
+TEXT_GRAM = 3
 #: buckets of a covering index: a lookup reads about one of them
 COVERING_BUCKETS = 64
 #: share of a join's time spent shuffling, which covering indexes on both sides avoid
@@ -316,36 +321,68 @@ def _like_parts(pattern: str) -> list[str]:
     return [p for p in parts if p]
 
 
-def _text_match(op: str, literal: str):
-    """A test of one sampled value for a text predicate, None when no index can prune it."""
+def _text_parts(op: str, literal: str) -> list[str]:
+    """The substrings a value must hold to meet a substring or LIKE predicate."""
     if op in _SUBSTRING:
-        return (lambda v: literal in v) if literal else None
-    if op in _LIKE:
-        parts = _like_parts(literal)
-        return (lambda v: all(p in v for p in parts)) if parts else None
-    if op == "RLike":
-        try:
-            found = re.compile(literal)
-        except re.error:
-            return None
-        return lambda v: found.search(v) is not None
-    return None
+        return [literal] if literal else []
+    return _like_parts(literal) if op in _LIKE else []
+
+
+def _regex_match(literal: str):
+    """A test of one sampled value for a regular expression, None when it does not compile."""
+    try:
+        found = re.compile(literal)
+    except re.error:
+        return None
+    return lambda v: found.search(v) is not None
+
+
+def _trigrams(parts: Sequence[str]) -> frozenset[str]:
+    """The case-folded trigrams a text index looks up for ``parts`` (its groups' postings)."""
+    folded = [p.casefold() for p in parts]
+    return frozenset(f[i:i + TEXT_GRAM] for f in folded for i in range(len(f) - TEXT_GRAM + 1))
+
+
+def _gram_shares(values: Sequence[str]) -> dict[str, float]:
+    """Per trigram, the share of ``values`` holding it (case-folded)."""
+    counts: Counter[str] = Counter()
+    for v in values:
+        counts.update(_trigrams([v]))
+    return {g: n / len(values) for g, n in counts.items()} if values else {}
+
+
+def _group_keep(shares: dict[str, float], grams: frozenset[str], group_rows: int) -> float:
+    """The chance that a group of ``group_rows`` rows holds every trigram of ``grams``, given
+    each one's share of a file's sampled values (:func:`_gram_shares`): for each, one minus the
+    chance that none of its rows does; the least of them (0 when one is never seen)."""
+    return min(1.0 - (1.0 - shares.get(g, 0.0)) ** group_rows for g in grams)
 
 
 def text_keep(column: ColumnProfile, samples: Sequence[tuple[str, str]], files: int) -> float:
-    """The mean fraction of files whose sampled values hold what each text predicate seeks
-    (at least one file: a substring the sample never shows is taken as rare); files are kept
-    when their values are unknown, or the predicate seeks nothing an index can use."""
+    """The mean share of each sampled file's groups of rows a text index keeps for each text
+    predicate: a group is kept when it holds every trigram of the substrings sought
+    (:func:`_group_keep`), so a rare substring made of common trigrams (``user=1234 action=``)
+    keeps them all; a regular expression keeps the files whose sampled values it matches. At
+    least one file is kept (a substring the sample never shows is taken as rare); every file
+    is kept when the values are unknown or the predicate seeks nothing an index can use."""
     if not samples or not column.text_sample:
         return 1.0
+    group_rows = min(TEXT_GROUP_ROWS, int(column.rows_per_file or TEXT_GROUP_ROWS))
+    shares = [_gram_shares(values) for values in column.text_sample]
     keeps = []
     for op, literal in samples:
-        match = _text_match(op, literal)
-        if match is None:
+        if op == "RLike":
+            match = _regex_match(literal)
+            kept = [float(any(match(v) for v in values)) for values in column.text_sample] \
+                if match is not None else []
+        else:
+            grams = _trigrams(_text_parts(op, literal))
+            kept = [_group_keep(f, grams, group_rows) for f in shares] if grams else []
+        if not kept:
             keeps.append(1.0)
             continue
-        hits = sum(any(match(v) for v in values) for values in column.text_sample)
-        keeps.append(hits / len(column.text_sample) if hits else 1.0 / max(files, 1))
+        share = sum(kept) / len(kept)
+        keeps.append(share if share > 0 else 1.0 / max(files, 1))
     return sum(keeps) / len(keeps)
 
 

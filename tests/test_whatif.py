@@ -135,6 +135,20 @@ def test_text_keeps_files_whose_sample_holds_the_substrings():
     assert text_keep(ColumnProfile("m", "string", ()), [("Contains", "x")], 4) == 1.0
 
 
+def test_text_keeps_groups_holding_every_trigram_sought_even_when_no_value_holds_the_substring():
+    """A text index keeps a group of rows when it holds each trigram sought: a rare user's
+    ``user=1221 action=`` is made of trigrams other users' messages hold in every file."""
+    files = tuple(("user=1220 action=view", "user=5221 action=buy", "level INFO")
+                  for _ in range(4))
+    many = ColumnProfile("m", "string", (), text_sample=files, rows_per_file=10 ** 6)
+    assert text_keep(many, [("Like", "%user=1221 action=%")], 4) == 1.0
+    assert text_keep(many, [("Contains", "user=9")], 4) == 1 / 4     # '=9' in no sampled value
+    # groups of one row each: a group holds '=12'-and-'221' only as often as one row holds both
+    one_row = ColumnProfile("m", "string", (), text_sample=files, rows_per_file=1)
+    assert text_keep(one_row, [("Like", "%user=1221 action=%")], 4) == pytest.approx(1 / 3)
+    assert text_keep(one_row, [("Contains", "ACTION=")], 4) == pytest.approx(2 / 3)  # folded
+
+
 def test_covering_reads_one_bucket_of_an_index_holding_the_queried_columns():
     cols = tuple(f"c{i}" for i in range(30))
     parquet = SourceProfile(SRC, "parquet", 10, 30 * 10 ** 6, {}, cols)
