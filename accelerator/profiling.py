@@ -36,8 +36,10 @@ __all__ = ["SAMPLE_FILES", "profile_source", "read_source"]
 
 #: files of a source read to profile it (spread over its sorted file list)
 SAMPLE_FILES = 16
-#: string values kept per sampled file for text estimates (about)
-TEXT_VALUES_PER_FILE = 200
+#: string values kept per sampled file for text estimates (about): enough that a trigram held
+#: by 1% of the values, which every group of rows of a text index holds, is seen in each file
+#: (unseen in 13% of the files at 200 values, practically never at 1,000)
+TEXT_VALUES_PER_FILE = 1000
 _EPOCH = dt.datetime(1970, 1, 1)
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import bisect
 import math
 import re
-from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -343,19 +342,15 @@ def _trigrams(parts: Sequence[str]) -> frozenset[str]:
     return frozenset(f[i:i + TEXT_GRAM] for f in folded for i in range(len(f) - TEXT_GRAM + 1))
 
 
-def _gram_shares(values: Sequence[str]) -> dict[str, float]:
-    """Per trigram, the share of ``values`` holding it (case-folded)."""
-    counts: Counter[str] = Counter()
-    for v in values:
-        counts.update(_trigrams([v]))
-    return {g: n / len(values) for g, n in counts.items()} if values else {}
-
-
-def _group_keep(shares: dict[str, float], grams: frozenset[str], group_rows: int) -> float:
-    """The chance that a group of ``group_rows`` rows holds every trigram of ``grams``, given
-    each one's share of a file's sampled values (:func:`_gram_shares`): for each, one minus the
-    chance that none of its rows does; the least of them (0 when one is never seen)."""
-    return min(1.0 - (1.0 - shares.get(g, 0.0)) ** group_rows for g in grams)
+def _group_keep(values: Sequence[str], grams: frozenset[str], group_rows: int) -> float:
+    """The chance that a group of ``group_rows`` rows like a file's sampled (case-folded)
+    ``values`` holds every trigram of ``grams``: for each, one minus the chance that none of
+    its rows does, given the share of the values holding it; the least of them (0 when one is
+    never seen)."""
+    if not values:
+        return 0.0
+    return min(1.0 - (1.0 - sum(g in v for v in values) / len(values)) ** group_rows
+               for g in grams)
 
 
 def text_keep(column: ColumnProfile, samples: Sequence[tuple[str, str]], files: int) -> float:
@@ -368,7 +363,7 @@ def text_keep(column: ColumnProfile, samples: Sequence[tuple[str, str]], files: 
     if not samples or not column.text_sample:
         return 1.0
     group_rows = min(TEXT_GROUP_ROWS, int(column.rows_per_file or TEXT_GROUP_ROWS))
-    shares = [_gram_shares(values) for values in column.text_sample]
+    folded = [[v.casefold() for v in values] for values in column.text_sample]
     keeps = []
     for op, literal in samples:
         if op == "RLike":
@@ -377,7 +372,7 @@ def text_keep(column: ColumnProfile, samples: Sequence[tuple[str, str]], files: 
                 if match is not None else []
         else:
             grams = _trigrams(_text_parts(op, literal))
-            kept = [_group_keep(f, grams, group_rows) for f in shares] if grams else []
+            kept = [_group_keep(f, grams, group_rows) for f in folded] if grams else []
         if not kept:
             keeps.append(1.0)
             continue
