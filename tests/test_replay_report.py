@@ -1,10 +1,11 @@
 """The replay benchmark's share of the oracle's saving, split by the engine's first advising round
-in each phase, and the most an engine advising at its rounds could reach. Without a JVM."""
+in each phase, and the most an engine advising at its rounds could reach; the order of its runs.
+Without a JVM."""
 from __future__ import annotations
 
 import pytest
 
-from bench.replay import share_by_phase
+from bench.replay import RUNS, block_order, share_by_phase
 
 
 def _query(index: int, phase: int, vanilla: float, engine: float, oracle: float) -> dict:
@@ -35,3 +36,10 @@ def test_nothing_reachable_is_reported_when_the_oracle_saves_nothing():
     out = share_by_phase(rows, [1])
     assert out["all"]["reachable_share"] is None
     assert out["1"]["all"]["engine_share_of_oracle_saving"] is None
+
+
+def test_each_run_takes_each_place_in_turn_over_three_blocks():
+    orders = [block_order(n) for n in range(6)]
+    assert orders[0] == list(RUNS) and orders[3] == list(RUNS)
+    for run in RUNS:
+        assert sorted(order.index(run) for order in orders[:3]) == [0, 1, 2]
