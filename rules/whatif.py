@@ -4,8 +4,9 @@ looked up. Pure Python.
 
 The estimates are a model, not truths: every constant below is a guess, named and documented.
 A query's *keep fraction* is the share of its work left with the candidate: the share of files
-it still reads with a data-skipping kind (``minmax``, ``bloom``, ``valuelist``, ``text``), the
-share of its reading time left with a ``covering`` index or the ``cache``. Each sample literal
+it still reads with a data-skipping kind (``minmax``, ``bloom``, ``valuelist``), of groups of
+rows with a ``text`` index, the share of its reading time left with a ``covering`` index or
+the ``cache``. Each sample literal
 is scored as one query (an ``IN`` list is recorded as one sample per value, so its values are
 scored one by one), and a lower bound next to an upper bound of the same column (``x >= a`` then
 ``x < b``, as one query records them) as one interval. Without samples, a query is assumed to
