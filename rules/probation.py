@@ -2,7 +2,8 @@
 
 Every index or cache entry the engine creates becomes an :class:`Action` on probation, with the
 query templates it was made for. Once each of those templates ran at least :data:`MIN_RUNS`
-times before the action and as often after it, :func:`verdict` compares their median durations:
+times before the action and as often after it (not counting its first :data:`SETTLE_RUNS` runs
+after it), :func:`verdict` compares their median durations:
 a template more than :data:`MAX_REGRESSION` slower after the action reverts it (Azure SQL's
 validate-and-revert); otherwise the action is kept. A reverted target is not proposed again for
 a cool-down period (:func:`cooling_down`). Pure Python; :class:`ActionLog` stores actions as one
@@ -21,6 +22,11 @@ from rules.instructions import Target, target_of
 
 #: runs of a template needed on each side of an action before judging it
 MIN_RUNS = 5
+#: runs of a template right after an action that are not judged: the first queries over a new
+#: index pay for loading it while the JVM recovers from the build (measured in the replay: a
+#: Bloom filter's lookups 1.09, 0.59 and 0.68 s right after the round's builds, then 0.21 s,
+#: against 0.2-0.3 s before it)
+SETTLE_RUNS = 2
 #: a template whose median duration grew by more than this share is a regression
 MAX_REGRESSION = 0.10
 #: how long a reverted target is not proposed again (seconds)
@@ -67,30 +73,37 @@ def new_action(action: str, kind: str, source: str, columns: Iterable[str], name
                   tuple(sorted(set(templates))), int(applied_ms))
 
 
-def _durations(records: Iterable[QueryRecord], template: str, before_ms: int
+def _durations(records: Iterable[QueryRecord], template: str, before_ms: int, settle: int
                ) -> tuple[list[float], list[float]]:
+    """The template's timed runs before ``before_ms`` and after it, the first ``settle`` of
+    those after left out."""
     before: list[float] = []
-    after: list[float] = []
+    after: list[tuple[int, float]] = []
     for r in records:
         if r.template == template and r.duration_ms is not None:
-            (before if r.timestamp < before_ms else after).append(float(r.duration_ms))
-    return before, after
+            if r.timestamp < before_ms:
+                before.append(float(r.duration_ms))
+            else:
+                after.append((r.timestamp, float(r.duration_ms)))
+    return before, [d for _, d in sorted(after)[settle:]]
 
 
 def verdict(action: Action, records: Iterable[QueryRecord], min_runs: int = MIN_RUNS,
-            max_regression: float = MAX_REGRESSION) -> tuple[str, str]:
+            max_regression: float = MAX_REGRESSION, settle_runs: int = SETTLE_RUNS
+            ) -> tuple[str, str]:
     """``("wait", why)`` while some template has fewer than ``min_runs`` timed runs on either
-    side of the action, else ``("revert", why)`` when a template's median duration grew by more
-    than ``max_regression``, else ``("keep", why)``."""
+    side of the action (after its first ``settle_runs`` runs after it), else ``("revert",
+    why)`` when a template's median duration grew by more than ``max_regression``, else
+    ``("keep", why)``."""
     records = list(records)
     if not action.templates:
         return "keep", "no query template to compare"
     worst: tuple[float, str, float, float] | None = None
     for template in action.templates:
-        before, after = _durations(records, template, action.applied_ms)
+        before, after = _durations(records, template, action.applied_ms, settle_runs)
         if len(before) < min_runs or len(after) < min_runs:
             return "wait", (f"template {template}: {len(before)} runs before and {len(after)} "
-                            f"after, {min_runs} needed on each side")
+                            f"after the first {settle_runs}, {min_runs} needed on each side")
         b, a = statistics.median(before), statistics.median(after)
         change = (a - b) / b if b > 0 else 0.0
         if worst is None or change > worst[0]:

@@ -22,27 +22,41 @@ def action(*templates: str):
                       APPLIED)
 
 
-def test_waits_for_five_runs_on_each_side():
-    records = runs("t", [100] * 5, 0) + runs("t", [300] * 4, APPLIED)
+def test_waits_for_five_runs_on_each_side_after_two_settling_runs():
+    records = runs("t", [100] * 5, 0) + runs("t", [300] * 6, APPLIED)
     state, why = verdict(action("t"), records)
-    assert state == "wait" and "4 after" in why
+    assert state == "wait" and "4 after the first 2" in why
     # planning records without a duration do not count as runs
     untimed = [QueryRecord(APPLIED + 9, "x", template="t")]
     assert verdict(action("t"), records + untimed)[0] == "wait"
+    assert verdict(action("t"), records + runs("t", [300], APPLIED + 6))[0] == "revert"
 
 
 def test_reverts_a_template_more_than_ten_percent_slower():
-    records = (runs("fast", [100, 110, 90, 100, 105], 0) + runs("fast", [50] * 5, APPLIED)
-               + runs("slow", [100] * 5, 0) + runs("slow", [111, 120, 115, 112, 130], APPLIED))
+    records = (runs("fast", [100, 110, 90, 100, 105], 0) + runs("fast", [50] * 7, APPLIED)
+               + runs("slow", [100] * 5, 0)
+               + runs("slow", [100, 100, 111, 120, 115, 112, 130], APPLIED))
     state, why = verdict(action("fast", "slow"), records)
     assert state == "revert"
     assert "template slow" in why and "median 100 ms before, 115 ms after" in why
 
 
 def test_keeps_an_action_within_the_tolerance():
-    records = runs("t", [100] * 5, 0) + runs("t", [109, 110, 108, 105, 200], APPLIED)
+    records = runs("t", [100] * 5, 0) + runs("t", [100, 100, 109, 110, 108, 105, 200], APPLIED)
     state, why = verdict(action("t"), records)
     assert state == "keep" and "+9%" in why
+
+
+def test_the_first_runs_after_an_action_settle_and_are_not_judged():
+    """The first lookups over a new index pay for loading it (seen in the replay: 1.09, 0.59,
+    0.68 s, then 0.21 s): the first two runs after the action (in time order, whatever the
+    records' order) are left out, so the verdict waits for seven."""
+    before = runs("t", [200] * 5, 0)
+    after = runs("t", [1090, 590, 680, 210, 205, 215, 200], APPLIED)
+    assert verdict(action("t"), before + after[:5], settle_runs=0)[0] == "revert"   # 590 ms
+    assert verdict(action("t"), before + after[:5])[0] == "wait"
+    state, why = verdict(action("t"), before + after[::-1])
+    assert state == "keep" and "median 200 ms before, 210 ms after" in why
 
 
 def test_log_stores_decisions_and_cooldown_covers_reverted_targets():
