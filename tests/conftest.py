@@ -12,14 +12,13 @@ from pyspark.sql import SparkSession
 from tests.helpers import using_system_path
 
 
-# The test files that take longest, longest first (about 15 and 9 minutes of the suite's
-# 2 x 30, then 1-3 minutes each): under the README's `-n 2 --dist loadfile` (with pyproject's
-# `--no-loadscope-reorder`) one process takes each of the first two while the others fill both
-# processes after them, so the two finish together rather than one running a long file last.
-# test_remote_fs.py comes third: the crash tests' process, done first, takes it and reuses the
-# MiniDFSCluster it started for them.
-LONGEST_FIRST = ("test_fuzz.py", "test_crash_consistency.py", "test_remote_fs.py",
-                 "test_bench_smoke.py", "test_demo.py", "test_standalone_cluster.py")
+# The test files that take longest (about 15 and 9 minutes of the suite's 2 x 30), run first:
+# under the README's `-n 2 --dist loadfile` (with pyproject's `--no-loadscope-reorder`) one
+# process takes each while the other files fill both processes after them, so the two finish
+# together. (Tried: the next longest files third to sixth (remote file systems, bench smoke, demo,
+# standalone cluster): the suite took 35.5 minutes instead of 31, probably those multi-process
+# files contending with the fuzz test where light files had filled the gaps it leaves.)
+LONGEST_FIRST = ("test_fuzz.py", "test_crash_consistency.py")
 
 
 def pytest_collection_modifyitems(items):
