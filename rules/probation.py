@@ -22,10 +22,10 @@ from rules.instructions import Target, target_of
 
 #: runs of a template needed on each side of an action before judging it
 MIN_RUNS = 5
-#: runs of a template right after an action that are not judged: the first queries over a new
-#: index pay for loading it while the JVM recovers from the build (measured in the replay: a
-#: Bloom filter's lookups 1.09, 0.59 and 0.68 s right after the round's builds, then 0.21 s,
-#: against 0.2-0.3 s before it)
+#: runs of a template right after an action that are not judged: the first plan over a new index
+#: loads it (0.31 s against 0.02-0.03 s later, a Bloom filter over TPC-H orders) and the JVM is
+#: recovering from the build (in the replay, a Bloom filter's lookups took 1.09, 0.59 and 0.68 s
+#: right after the round's builds, then 0.21 s, against 0.17-0.34 s before it)
 SETTLE_RUNS = 2
 #: a template whose median duration grew by more than this share is a regression
 MAX_REGRESSION = 0.10
