@@ -26,12 +26,12 @@ log = logging.getLogger("bench.harness")
 VECTORED_IO = "parquet.hadoop.vectored.io.enabled"
 
 
-#: Locks of the work directories this process holds (kept open: the lock lives as long as the file).
+#: locks of the work directories this process holds (kept open: a lock lasts as long as its file)
 _CLAIMED: list = []
 
 
 def claim_work_dir(work_dir: str) -> None:
-    """Wipe and recreate ``work_dir`` for this run, first taking an exclusive lock on
+    """Wipes and recreates ``work_dir`` for this run, first taking an exclusive lock on
     ``<work_dir>.lock``; exits with a message, wiping nothing, while another live run holds it
     (two runs sharing a work directory delete each other's indexes and measure nothing)."""
     lock = open(work_dir.rstrip("/") + ".lock", "a+")
