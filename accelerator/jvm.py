@@ -1,9 +1,14 @@
 """The JVM side of the accelerator: compiled from the Java sources shipped in the package.
 
 The jar is never shipped prebuilt. On first use it is compiled with ``javac`` against the jars of
-the running pyspark into a per-user cache, keyed by a hash of the sources and the Spark version,
-then loaded into the driver through a private class loader. This module and
-:mod:`accelerator.rewriter` are the only ones that touch Catalyst objects through py4j.
+the running pyspark into a per-user cache, keyed by a hash of the sources, the Spark version, its
+Scala version and the Java release, then loaded into the driver through a private class loader.
+The sources under ``jvm/src`` are shared; the few classes whose signatures name Scala
+collections (which differ between Scala 2.12, Spark 3.5, and 2.13, Spark 4) come from
+``jvm/scala-2.12`` or ``jvm/scala-2.13``, chosen by the ``scala-library`` jar beside Spark's. The
+classes target the Java release the driver runs (11 for a Spark 3.5 on Java 11, at most 17).
+This module and :mod:`accelerator.rewriter` are the only ones that touch Catalyst objects
+through py4j.
 """
 from __future__ import annotations
 
@@ -25,6 +30,9 @@ from indexes.fs import HadoopFs
 log = logging.getLogger("accelerator.jvm")
 
 SOURCE_DIR = Path(__file__).parent / "jvm" / "src"
+SCALA_DIRS = {v: Path(__file__).parent / "jvm" / f"scala-{v}" for v in ("2.12", "2.13")}
+MIN_JAVA = 11        # Spark 3.5's oldest Java but 8, which the sources do not target
+MAX_RELEASE = 17     # the classes need nothing newer; a newer JVM runs them
 PACKAGE = "accelerator.jvm"
 EXTENSIONS_CLASS = f"{PACKAGE}.AcceleratorExtensions"
 _lock = threading.Lock()
@@ -55,8 +63,57 @@ def cache_dir() -> Path:
     return Path(root)
 
 
-def _sources() -> list[Path]:
-    return sorted(SOURCE_DIR.rglob("*.java"))
+def _sources(scala: str) -> list[Path]:
+    return sorted(SOURCE_DIR.rglob("*.java")) + sorted(SCALA_DIRS[scala].rglob("*.java"))
+
+
+def scala_version(jars: Path) -> str:
+    """The Scala version (``2.12`` or ``2.13``) of the Spark whose jars are in ``jars``."""
+    found = sorted(jars.glob("scala-library-*.jar"))
+    for version in SCALA_DIRS:
+        if any(f.name.startswith(f"scala-library-{version}.") for f in found):
+            return version
+    raise JvmSetupError(
+        f"cannot tell Spark's Scala version from {jars}: expected a scala-library-2.12.*.jar or "
+        f"scala-library-2.13.*.jar there, found {[f.name for f in found] or 'none'}")
+
+
+def java_feature(version: str) -> int:
+    """The feature release of a Java version string: ``1.8.0_402`` → 8, ``17.0.15`` → 17."""
+    parts = version.strip().split(".")
+    try:
+        return int(parts[1]) if parts[0] == "1" else int(parts[0].split("-")[0].split("+")[0])
+    except (IndexError, ValueError):
+        raise JvmSetupError(f"cannot read the Java version {version!r}") from None
+
+
+def _java_release(java_version: str) -> int:
+    """The ``--release`` the classes are compiled for, to run on a JVM of ``java_version``."""
+    feature = java_feature(java_version)
+    if feature < MIN_JAVA:
+        raise JvmSetupError(
+            f"Spark runs on Java {feature} here; the accelerator needs Java {MIN_JAVA} or newer "
+            f"(Spark 3.5 on Java 11 or 17, Spark 4 on Java 17+): set JAVA_HOME to a newer JDK")
+    return min(feature, MAX_RELEASE)
+
+
+def _launcher_java_version() -> str:
+    """The version of the ``java`` Spark would launch (``JAVA_HOME``'s, else the ``PATH``'s)."""
+    home = os.environ.get("JAVA_HOME")
+    java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    if not java or not Path(java).exists():
+        raise JvmSetupError("no java found (JAVA_HOME or PATH): install a JDK 17+")
+    out = subprocess.run([java, "-XshowSettings:properties", "-version"],
+                         capture_output=True, text=True).stderr
+    for line in out.splitlines():
+        if line.strip().startswith("java.specification.version"):
+            return line.split("=", 1)[1].strip()
+    raise JvmSetupError(f"cannot read the version of {java}")
+
+
+def driver_java_version(spark: Any) -> str:
+    """The Java specification version the driver JVM of ``spark`` runs (``11``, ``17``, ...)."""
+    return str(spark.sparkContext._jvm.java.lang.System.getProperty("java.specification.version"))
 
 
 def _spark_jars_dir() -> Path:
@@ -83,25 +140,30 @@ def _javac() -> str:
     return found
 
 
-def jar_path(spark_version: str) -> Path:
-    """The cached jar for these sources and this Spark version."""
-    digest = hashlib.sha256(spark_version.encode())
-    for src in _sources():
+def jar_path(spark_version: str, scala: str, release: int) -> Path:
+    """The cached jar for these sources, this Spark and Scala version and this Java release."""
+    digest = hashlib.sha256(f"{spark_version} {scala} {release}".encode())
+    for src in _sources(scala):
         digest.update(src.name.encode())
         digest.update(src.read_bytes())
     return cache_dir() / f"accelerator-jvm-{digest.hexdigest()[:16]}.jar"
 
 
-def build_jar(spark_version: str) -> Path:
-    """Compiles the Java sources into the cached jar unless it is already there."""
-    target = jar_path(spark_version)
+def build_jar(spark_version: str, java_version: str | None = None) -> Path:
+    """Compiles the Java sources into the cached jar unless it is already there: against the
+    jars of the Spark of ``spark_version`` (its Scala version's adapters), for a JVM of
+    ``java_version`` (default: the ``java`` Spark would launch)."""
+    jars = _spark_jars_dir()
+    scala = scala_version(jars)
+    release = _java_release(java_version or _launcher_java_version())
+    target = jar_path(spark_version, scala, release)
     if target.exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="accelerator-javac-") as tmp:
         classes = Path(tmp) / "classes"
-        cmd = [_javac(), "-nowarn", "-encoding", "UTF-8", "--release", "17", "-d", str(classes),
-               "-cp", str(_spark_jars_dir() / "*"), *map(str, _sources())]
+        cmd = [_javac(), "-nowarn", "-encoding", "UTF-8", "--release", str(release),
+               "-d", str(classes), "-cp", str(jars / "*"), *map(str, _sources(scala))]
         result = subprocess.run(cmd, capture_output=True, text=True)
         if result.returncode != 0:
             raise JvmSetupError(f"compiling the accelerator's JVM rule failed:\n{result.stderr.strip()}")
@@ -113,6 +175,11 @@ def build_jar(spark_version: str) -> Path:
         os.replace(staging, target)
     log.info("compiled the accelerator JVM rule into %s", target)
     return target
+
+
+def session_jar(spark: Any) -> Path:
+    """The jar for the Spark and the driver JVM of ``spark``, compiled when needed."""
+    return build_jar(spark.version, driver_java_version(spark))
 
 
 def helpers(spark: Any) -> JvmHelpers:
@@ -136,7 +203,7 @@ def helpers(spark: Any) -> JvmHelpers:
             loader = spark_loader
         else:
             urls = gateway.new_array(jvm.java.net.URL, 1)
-            urls[0] = jvm.java.io.File(str(build_jar(spark.version))).toURI().toURL()
+            urls[0] = jvm.java.io.File(str(session_jar(spark))).toURI().toURL()
             loader = jvm.java.net.URLClassLoader(urls, spark_loader)
 
         def new(name: str) -> Any:

@@ -8,7 +8,7 @@ from typing import Any, Iterator
 
 from pyspark.java_gateway import ensure_callback_server_started
 
-from accelerator import jvm
+from accelerator import jvm, spark_versions
 from accelerator.history import listen
 from accelerator.rewriter import Rewriter
 from accelerator.settings import ENABLED
@@ -48,11 +48,12 @@ def install(spark: Any) -> Rewriter:
     key = int(spark.sparkContext._jvm.java.lang.System.identityHashCode(extensions))
     with _lock:
         if key not in _installed:
+            spark_versions.check_session(spark)
             helpers = jvm.helpers(spark)
             if not helpers.preinstalled:   # else spark.sql.extensions injected it already
                 extensions.injectPreCBORule(helpers.builder)
                 # the physical operators it plans travel inside tasks: executors need the jar
-                spark._jsc.addJar(str(jvm.build_jar(spark.version)))
+                spark._jsc.addJar(str(jvm.session_jar(spark)))
             _installed.add(key)
     return found
 

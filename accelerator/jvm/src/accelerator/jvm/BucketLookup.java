@@ -27,7 +27,6 @@ import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
 import org.apache.spark.sql.execution.datasources.LogicalRelation;
 import org.apache.spark.sql.execution.datasources.PartitioningAwareFileIndex;
 
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * A point lookup on a covering index's only indexed column, read as plain files: the files of
@@ -142,7 +141,7 @@ final class BucketLookup {
   private static int bucket(Object value, Attribute column, int numBuckets) {
     List<Expression> keys = Collections.singletonList(new Literal(value, column.dataType()));
     HashPartitioning partitioning =
-        new HashPartitioning(CollectionConverters.asScala(keys).toSeq(), numBuckets);
+        new HashPartitioning(Scala.seq(keys), numBuckets);
     return (Integer) partitioning.partitionIdExpression().eval(null);
   }
 

@@ -6,9 +6,7 @@ import java.util.List;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
-import org.apache.spark.sql.execution.SparkStrategy;
-
-import scala.jdk.javaapi.CollectionConverters;
+import org.apache.spark.sql.execution.SparkPlan;
 
 /**
  * The union of a bucketed index scan (the first child) and rows hash-partitioned into the same
@@ -16,41 +14,41 @@ import scala.jdk.javaapi.CollectionConverters;
  * keep the index scan's partitioning, so a join over it needs no shuffle of that side. Planned
  * by {@link Strategy}, which {@link PlanRewrite#installStrategies} adds to a session.
  */
-public final class BucketUnion extends LogicalPlan {
-  private final scala.collection.immutable.Seq<LogicalPlan> children;
+public final class BucketUnion extends LogicalNode {
+  private final List<LogicalPlan> children;
 
-  public BucketUnion(scala.collection.immutable.Seq<LogicalPlan> children) {
-    this.children = children;
+  public BucketUnion(List<LogicalPlan> children) {
+    this.children = List.copyOf(children);
   }
 
   @Override
-  public scala.collection.immutable.Seq<LogicalPlan> children() {
+  protected List<LogicalPlan> childList() {
     return children;
   }
 
   @Override
-  public scala.collection.immutable.Seq<Attribute> output() {
+  protected List<Attribute> outputList() {
     return unionOutput(children);
   }
 
   /** The first child's attributes, nullable where any child's column is. */
   static <P extends org.apache.spark.sql.catalyst.plans.QueryPlan<P>>
-      scala.collection.immutable.Seq<Attribute> unionOutput(scala.collection.Seq<P> children) {
-    scala.collection.Seq<Attribute> first = children.apply(0).output();
+      List<Attribute> unionOutput(List<P> children) {
+    scala.collection.Seq<Attribute> first = children.get(0).output();
     List<Attribute> out = new ArrayList<>();
     for (int i = 0; i < first.size(); i++) {
       boolean nullable = false;
-      for (int c = 0; c < children.size(); c++) {
-        nullable |= children.apply(c).output().apply(i).nullable();
+      for (P child : children) {
+        nullable |= child.output().apply(i).nullable();
       }
       out.add(first.apply(i).withNullability(nullable));
     }
-    return CollectionConverters.asScala(out).toSeq();
+    return out;
   }
 
   @Override
-  public LogicalPlan withNewChildrenInternal(scala.collection.immutable.IndexedSeq<LogicalPlan> c) {
-    return new BucketUnion(c.toSeq());
+  protected LogicalPlan withChildren(List<LogicalPlan> c) {
+    return new BucketUnion(c);
   }
 
   @Override
@@ -60,7 +58,7 @@ public final class BucketUnion extends LogicalPlan {
 
   @Override
   public Object productElement(int n) {
-    return children;
+    return children();
   }
 
   @Override
@@ -84,20 +82,18 @@ public final class BucketUnion extends LogicalPlan {
   }
 
   /** Plans a {@link BucketUnion} as a {@link BucketUnionExec}. */
-  public static final class Strategy extends SparkStrategy {
+  public static final class Strategy extends PlannerStrategy {
     @Override
-    public scala.collection.immutable.Seq<org.apache.spark.sql.execution.SparkPlan> apply(
-        LogicalPlan plan) {
-      List<org.apache.spark.sql.execution.SparkPlan> out = new ArrayList<>();
+    protected List<SparkPlan> plan(LogicalPlan plan) {
+      List<SparkPlan> out = new ArrayList<>();
       if (plan instanceof BucketUnion) {
-        List<org.apache.spark.sql.execution.SparkPlan> kids = new ArrayList<>();
-        scala.collection.Seq<LogicalPlan> children = plan.children();
-        for (int i = 0; i < children.size(); i++) {
-          kids.add(planLater(children.apply(i)));
+        List<SparkPlan> kids = new ArrayList<>();
+        for (LogicalPlan child : ((BucketUnion) plan).children) {
+          kids.add(planLater(child));
         }
-        out.add(new BucketUnionExec(CollectionConverters.asScala(kids).toSeq()));
+        out.add(new BucketUnionExec(kids));
       }
-      return CollectionConverters.asScala(out).toSeq();
+      return out;
     }
   }
 }

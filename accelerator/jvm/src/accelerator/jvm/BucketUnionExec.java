@@ -9,42 +9,40 @@ import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.plans.physical.Partitioning;
 import org.apache.spark.sql.execution.SparkPlan;
 
-import scala.jdk.javaapi.CollectionConverters;
-
 /**
  * Physical {@link BucketUnion}: partition i is partition i of every child, concatenated. The
  * children must have as many partitions as the first has buckets (the index scan reads one
  * bucket per partition, the other child is hash-partitioned into that many), so the output keeps
  * the first child's partitioning.
  */
-public final class BucketUnionExec extends SparkPlan {
-  private final scala.collection.immutable.Seq<SparkPlan> children;
+public final class BucketUnionExec extends PhysicalNode {
+  private final List<SparkPlan> children;
 
-  public BucketUnionExec(scala.collection.immutable.Seq<SparkPlan> children) {
-    this.children = children;
+  public BucketUnionExec(List<SparkPlan> children) {
+    this.children = List.copyOf(children);
   }
 
   @Override
-  public scala.collection.immutable.Seq<SparkPlan> children() {
+  protected List<SparkPlan> childList() {
     return children;
   }
 
   @Override
-  public scala.collection.immutable.Seq<Attribute> output() {
+  protected List<Attribute> outputList() {
     return BucketUnion.unionOutput(children);
   }
 
   @Override
   public Partitioning outputPartitioning() {
-    return children.apply(0).outputPartitioning();
+    return children.get(0).outputPartitioning();
   }
 
   @Override
   public RDD<InternalRow> doExecute() {
     List<RDD<InternalRow>> rdds = new ArrayList<>();
     int partitions = -1;
-    for (int i = 0; i < children.size(); i++) {
-      RDD<InternalRow> rdd = children.apply(i).execute();
+    for (SparkPlan child : children) {
+      RDD<InternalRow> rdd = child.execute();
       if (partitions >= 0 && rdd.getNumPartitions() != partitions) {
         throw new IllegalStateException("bucket union: " + rdd.getNumPartitions()
             + " partitions next to " + partitions + " buckets");
@@ -59,7 +57,7 @@ public final class BucketUnionExec extends SparkPlan {
     try {
       @SuppressWarnings("unchecked")
       RDD<InternalRow> union = (RDD<InternalRow>) UNION_RDD.newInstance(
-          sparkContext(), CollectionConverters.asScala(rdds).toSeq(), partitions,
+          sparkContext(), Scala.seq(rdds), partitions,
           scala.reflect.ClassTag$.MODULE$.apply(InternalRow.class));
       return union;
     } catch (ReflectiveOperationException e) {
@@ -94,8 +92,8 @@ public final class BucketUnionExec extends SparkPlan {
   }
 
   @Override
-  public SparkPlan withNewChildrenInternal(scala.collection.immutable.IndexedSeq<SparkPlan> c) {
-    return new BucketUnionExec(c.toSeq());
+  protected SparkPlan withChildren(List<SparkPlan> c) {
+    return new BucketUnionExec(c);
   }
 
   @Override
@@ -105,7 +103,7 @@ public final class BucketUnionExec extends SparkPlan {
 
   @Override
   public Object productElement(int n) {
-    return children;
+    return children();
   }
 
   @Override

@@ -35,7 +35,6 @@ import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * The JVM half of the cache tier: serving (a file relation read as the union of its uncached
@@ -135,9 +134,9 @@ public final class CacheServing {
     cache = PlanRewrite.copyCaseClass(cache, 5, scala.collection.immutable.Map$.MODULE$.empty(),
         session);
     LogicalPlan cacheRel = (LogicalPlan) PlanRewrite.copyCaseClass(
-        PlanRewrite.copyCaseClass(rel, 0, cache), 1, CollectionConverters.asScala(kept).toSeq());
+        PlanRewrite.copyCaseClass(rel, 0, cache), 1, Scala.seq(kept));
     List<NamedExpression> projection = new ArrayList<>(kept);
-    LogicalPlan restRel = new Project(CollectionConverters.asScala(projection).toSeq(),
+    LogicalPlan restRel = new Project(Scala.seq(projection),
         (LogicalPlan) PlanRewrite.copyCaseClass(rel, 0, rest));
     if (listing != null && cached.keySet().containsAll(Arrays.asList(listing.paths))) {
       // every file is cached: no union needed
@@ -149,7 +148,7 @@ public final class CacheServing {
     for (LogicalPlan branch : new LogicalPlan[] {restRel, cacheRel}) {
       branches.add(anchor == rel ? branch : new Filter(((Filter) anchor).condition(), branch));
     }
-    LogicalPlan union = new Union(CollectionConverters.asScala(branches).toSeq(), false, false);
+    LogicalPlan union = new Union(Scala.seq(branches), false, false);
     return (LogicalPlan) plan.transformUp(new PlanRewrite.SameNode(anchor, union));
   }
 
@@ -221,13 +220,11 @@ public final class CacheServing {
         filters.add(all.apply(i));
       }
     }
-    scala.collection.immutable.Seq<Expression> none =
-        CollectionConverters.asScala(new ArrayList<Expression>()).toSeq();
     scala.collection.Seq<PartitionDirectory> dirs =
-        fs.location().listFiles(CollectionConverters.asScala(filters).toSeq(), none);
+        fs.location().listFiles(Scala.seq(filters), Scala.seq(List.<Expression>of()));
     StringBuilder files = new StringBuilder("[");
-    for (PartitionDirectory dir : CollectionConverters.asJava(dirs)) {
-      for (FileStatusWithMetadata listed : CollectionConverters.asJava(dir.files())) {
+    for (PartitionDirectory dir : Scala.list(dirs)) {
+      for (FileStatusWithMetadata listed : Scala.list(dir.files())) {
         FileStatus f = listed.fileStatus();
         files.append(files.length() > 1 ? "," : "").append('[')
             .append(PlanRewrite.quote(f.getPath().toString())).append(',').append(f.getLen())

@@ -10,8 +10,6 @@ import org.apache.spark.sql.execution.datasources.FileIndex;
 import org.apache.spark.sql.execution.datasources.FileStatusWithMetadata;
 import org.apache.spark.sql.execution.datasources.PartitionDirectory;
 
-import scala.collection.immutable.Seq;
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * The cache tier's Parquet files standing in for source files: lists, for each source file the
@@ -31,15 +29,16 @@ public final class CachedFileIndex extends DerivedFileIndex {
   }
 
   @Override
-  public Seq<PartitionDirectory> listFiles(Seq<Expression> partitionFilters,
-      Seq<Expression> dataFilters) {
-    Seq<PartitionDirectory> dirs = delegate.listFiles(partitionFilters, dataFilters);
+  protected List<PartitionDirectory> listed(List<Expression> partitionFilters,
+      List<Expression> dataFilters) {
+    scala.collection.Seq<PartitionDirectory> dirs =
+        delegate.listFiles(Scala.seq(partitionFilters), Scala.seq(dataFilters));
     scala.collection.immutable.Map<String, Object> noMetadata =
         scala.collection.immutable.Map$.MODULE$.empty();
     List<PartitionDirectory> out = new ArrayList<>();
-    for (PartitionDirectory dir : CollectionConverters.asJava(dirs)) {
+    for (PartitionDirectory dir : Scala.list(dirs)) {
       List<FileStatusWithMetadata> served = new ArrayList<>();
-      for (FileStatusWithMetadata file : CollectionConverters.asJava(dir.files())) {
+      for (FileStatusWithMetadata file : Scala.list(dir.files())) {
         FileStatus[] entry = cached.get(pathOf(file.fileStatus()));
         if (entry != null) {
           for (FileStatus f : entry) {
@@ -49,10 +48,10 @@ public final class CachedFileIndex extends DerivedFileIndex {
       }
       if (!served.isEmpty()) {
         out.add(new PartitionDirectory(dir.values(),
-            CollectionConverters.asScala(served).toSeq()));
+            Scala.seq(served)));
       }
     }
-    return CollectionConverters.asScala(out).toSeq();
+    return out;
   }
 
   @Override

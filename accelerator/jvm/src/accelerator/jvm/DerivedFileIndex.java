@@ -4,15 +4,10 @@ import java.util.ArrayList;
 import java.util.List;
 
 import org.apache.hadoop.fs.FileStatus;
-import org.apache.hadoop.fs.Path;
-import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.execution.datasources.FileIndex;
 import org.apache.spark.sql.execution.datasources.FileStatusWithMetadata;
 import org.apache.spark.sql.execution.datasources.PartitionDirectory;
 import org.apache.spark.sql.types.StructType;
-
-import scala.collection.immutable.Seq;
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * A file index listing files derived from the files of the index it wraps (some of them, or
@@ -20,8 +15,7 @@ import scala.jdk.javaapi.CollectionConverters;
  * are the wrapped index's; input files and size are those {@link #listFiles} gives without
  * filters, computed once.
  */
-abstract class DerivedFileIndex implements FileIndex {
-  protected final FileIndex delegate;
+abstract class DerivedFileIndex extends ForwardingFileIndex {
   private volatile List<FileStatus> derived;
 
   private final java.util.Map<FileStatus, String> paths;
@@ -29,7 +23,7 @@ abstract class DerivedFileIndex implements FileIndex {
   /** {@code paths}: where {@link #pathOf} remembers paths (an identity map, which indexes
    * derived from the same listing may share). */
   DerivedFileIndex(FileIndex delegate, java.util.Map<FileStatus, String> paths) {
-    this.delegate = delegate;
+    super(delegate);
     this.paths = paths;
   }
 
@@ -49,25 +43,18 @@ abstract class DerivedFileIndex implements FileIndex {
     }
   }
 
-  /** Every file {@link #listFiles} gives without filters. */
+  /** Every file {@link #listed} gives without filters. */
   private List<FileStatus> allListed() {
     if (derived == null) {
-      Seq<Expression> none = CollectionConverters.asScala(new ArrayList<Expression>()).toSeq();
-      Seq<PartitionDirectory> dirs = listFiles(none, none);
       List<FileStatus> out = new ArrayList<>();
-      for (PartitionDirectory dir : CollectionConverters.asJava(dirs)) {
-        for (FileStatusWithMetadata f : CollectionConverters.asJava(dir.files())) {
+      for (PartitionDirectory dir : listed(List.of(), List.of())) {
+        for (FileStatusWithMetadata f : Scala.list(dir.files())) {
           out.add(f.fileStatus());
         }
       }
       derived = out;
     }
     return derived;
-  }
-
-  @Override
-  public Seq<Path> rootPaths() {
-    return delegate.rootPaths();
   }
 
   @Override

@@ -41,7 +41,6 @@ import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
 import org.apache.spark.sql.sources.DataSourceRegister;
 import org.apache.spark.sql.types.StructType;
 
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * The few plan operations the Python rewriter cannot do cheaply through py4j: find file
@@ -140,7 +139,7 @@ public final class PlanRewrite {
    * JSON object: also the key under which {@link DeferredPlans} remembers its answers. */
   static String confJson(SparkSession session) {
     StringBuilder sb = new StringBuilder(512).append('{');
-    Map<String, String> all = CollectionConverters.asJava(session.sessionState().conf().getAllConfs());
+    Map<String, String> all = Scala.map(session.sessionState().conf().getAllConfs());
     for (Map.Entry<String, String> e : all.entrySet()) {
       String k = e.getKey();
       if (k.startsWith("spark.accelerator.") || k.equals("spark.sql.caseSensitive")) {
@@ -274,7 +273,7 @@ public final class PlanRewrite {
       sb.append(i == 0 ? "" : ",").append(quote(parts[i]));
     }
     sb.append("],\"options\":{");
-    Map<String, String> options = CollectionConverters.asJava(fs.options());
+    Map<String, String> options = Scala.map(fs.options());
     boolean first = true;
     for (Map.Entry<String, String> e : options.entrySet()) {
       sb.append(first ? "" : ",").append(quote(e.getKey())).append(':').append(quote(e.getValue()));
@@ -321,9 +320,7 @@ public final class PlanRewrite {
       return (PartitioningAwareFileIndex) location;
     }
     if (location instanceof CatalogFileIndex) {
-      scala.collection.immutable.Seq<Expression> none =
-          CollectionConverters.asScala(new ArrayList<Expression>()).toSeq();
-      return ((CatalogFileIndex) location).filterPartitions(none);
+      return ((CatalogFileIndex) location).filterPartitions(Scala.seq(List.<Expression>of()));
     }
     return null;
   }
@@ -447,7 +444,7 @@ public final class PlanRewrite {
   static Listing listing(Object index, scala.collection.Seq<FileStatus> all) {
     FileStatus[] files = new FileStatus[all.size()];
     int n = 0;
-    for (FileStatus f : CollectionConverters.asJava(all)) {   // a List's apply is linear
+    for (FileStatus f : Scala.list(all)) {   // a List's apply is linear
       files[n++] = f;
     }
     List<Listing> kept;
@@ -574,7 +571,7 @@ public final class PlanRewrite {
       for (String id : excludedIdLines.split("\n")) {
         ids.add(Literal.create(Long.parseLong(id), lineage.dataType()));
       }
-      excluded = new Not(new In(lineage, CollectionConverters.asScala(ids).toSeq()));
+      excluded = new Not(new In(lineage, Scala.seq(ids)));
     }
     LogicalPlan replacement = indexBranch(fresh, output, excluded, restoreOrder, origOut);
     LogicalPlan swapped = (LogicalPlan) plan.transformUp(new SameNode(original, replacement));
@@ -601,16 +598,15 @@ public final class PlanRewrite {
     for (LogicalPlan branch : extra) {
       if (anchor != replacement) {
         branch = filter.withNewChildren(
-            CollectionConverters.asScala(Arrays.asList(branch)).toSeq());
+            Scala.seq(Arrays.asList(branch)));
       }
       if (bucketUnion) {
         branch = bucketed(branch, (LogicalRelation) indexRelation, freshOut, output);
       }
       branches.add(branch);
     }
-    scala.collection.immutable.Seq<LogicalPlan> children =
-        CollectionConverters.asScala(branches).toSeq();
-    LogicalPlan union = bucketUnion ? new BucketUnion(children) : new Union(children, false, false);
+    LogicalPlan union = bucketUnion ? new BucketUnion(branches)
+        : new Union(Scala.seq(branches), false, false);
     return (LogicalPlan) swapped.transformUp(new SameNode(anchor, union));
   }
 
@@ -647,7 +643,7 @@ public final class PlanRewrite {
       }
     }
     return RepartitionByExpression$.MODULE$.apply(
-        CollectionConverters.asScala(keys).toSeq(), plan, spec.numBuckets());
+        Scala.seq(keys), plan, spec.numBuckets());
   }
 
   /**
@@ -668,7 +664,7 @@ public final class PlanRewrite {
     for (int i = 0; i < columns.size(); i++) {
       projection.add(columns.apply(i));
     }
-    return new Project(CollectionConverters.asScala(projection).toSeq(), child);
+    return new Project(Scala.seq(projection), child);
   }
 
   /**
@@ -683,8 +679,7 @@ public final class PlanRewrite {
     LogicalPlan scan = (LogicalPlan) copyCaseClass(rel, 0,
         copyCaseClass(fs, 0, only, fs.sparkSession()));
     List<NamedExpression> columns = new ArrayList<>();
-    scala.collection.immutable.Seq<String> none =
-        CollectionConverters.asScala(new ArrayList<String>()).toSeq();
+    var none = Scala.seq(List.<String>of());
     for (int i = 0; i < specs.length; i++) {
       if (specs[i].startsWith("=")) {
         columns.add(originalById.get(Long.parseLong(specs[i].substring(1))));
@@ -704,7 +699,7 @@ public final class PlanRewrite {
       }
       columns.add(new Alias(e, target.name(), target.exprId(), none, scala.Option.empty(), none));
     }
-    return new Project(CollectionConverters.asScala(columns).toSeq(), scan);
+    return new Project(Scala.seq(columns), scan);
   }
 
   /** The Filters right above {@code relation} in {@code plan}, nearest first. */
@@ -823,8 +818,7 @@ public final class PlanRewrite {
     String[] columns = columnLines.split("\n", -1);
     LogicalRelation rel = (LogicalRelation) relation;
     HadoopFsRelation fs = (HadoopFsRelation) rel.relation();
-    scala.collection.immutable.Seq<String> cols =
-        CollectionConverters.asScala(Arrays.asList(columns)).toSeq();
+    var cols = Scala.seq(Arrays.asList(columns));
     BucketSpec spec = new BucketSpec(numBuckets, cols, cols);
     HadoopFsRelation bucketed = (HadoopFsRelation) copyCaseClass(
         fs, 3, scala.Option.apply(spec), fs.sparkSession());
@@ -842,7 +836,7 @@ public final class PlanRewrite {
 
   /** Copies a LogicalRelation with another output, by field name (its arity varies by version). */
   private static LogicalPlan withOutput(LogicalRelation rel, List<AttributeReference> output) {
-    return (LogicalPlan) copyCaseClass(rel, 1, CollectionConverters.asScala(output).toSeq());
+    return (LogicalPlan) copyCaseClass(rel, 1, Scala.seq(output));
   }
 
   /**
@@ -935,11 +929,11 @@ public final class PlanRewrite {
       }
       InSet in = (InSet) e;
       List<Expression> values = new ArrayList<>();
-      for (Object v : CollectionConverters.asJava(in.hset())) {
+      for (Object v : Scala.set(in.hset())) {
         values.add(new Literal(v, in.child().dataType()));
       }
       @SuppressWarnings("unchecked")
-      B1 out = (B1) new In(in.child(), CollectionConverters.asScala(values).toSeq());
+      B1 out = (B1) new In(in.child(), Scala.seq(values));
       return out;
     }
   }

@@ -11,8 +11,6 @@ import org.apache.spark.sql.execution.datasources.FileIndex;
 import org.apache.spark.sql.execution.datasources.FileStatusWithMetadata;
 import org.apache.spark.sql.execution.datasources.PartitionDirectory;
 
-import scala.collection.immutable.Seq;
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * A file index that lists only the files a data-skipping index kept, or all but the files the
@@ -43,23 +41,24 @@ public final class PrunedFileIndex extends DerivedFileIndex {
   }
 
   @Override
-  public Seq<PartitionDirectory> listFiles(Seq<Expression> partitionFilters,
-      Seq<Expression> dataFilters) {
-    Seq<PartitionDirectory> dirs = delegate.listFiles(partitionFilters, dataFilters);
+  protected List<PartitionDirectory> listed(List<Expression> partitionFilters,
+      List<Expression> dataFilters) {
+    scala.collection.Seq<PartitionDirectory> dirs =
+        delegate.listFiles(Scala.seq(partitionFilters), Scala.seq(dataFilters));
     List<PartitionDirectory> out = new ArrayList<>();
-    for (PartitionDirectory dir : CollectionConverters.asJava(dirs)) {
+    for (PartitionDirectory dir : Scala.list(dirs)) {
       List<FileStatusWithMetadata> keptFiles = new ArrayList<>();
-      for (FileStatusWithMetadata f : CollectionConverters.asJava(dir.files())) {
+      for (FileStatusWithMetadata f : Scala.list(dir.files())) {
         if (keeps(f.fileStatus())) {
           keptFiles.add(f);
         }
       }
       if (!keptFiles.isEmpty()) {
         out.add(new PartitionDirectory(dir.values(),
-            CollectionConverters.asScala(keptFiles).toSeq()));
+            Scala.seq(keptFiles)));
       }
     }
-    return CollectionConverters.asScala(out).toSeq();
+    return out;
   }
 
   @Override

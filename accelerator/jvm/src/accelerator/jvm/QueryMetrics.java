@@ -27,7 +27,6 @@ import org.apache.spark.sql.execution.metric.SQLMetric;
 import org.apache.spark.sql.util.QueryExecutionListener;
 
 import scala.Option;
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * What the queries the accelerator planned cost once they ran, for the query history.
@@ -143,7 +142,7 @@ public final class QueryMetrics implements QueryExecutionListener {
   }
 
   private static void roots(StringBuilder sb, FileSourceScanExec scan) {
-    List<Path> roots = CollectionConverters.asJava(scan.relation().location().rootPaths());
+    List<Path> roots = Scala.list(scan.relation().location().rootPaths());
     sb.append('[');
     for (int j = 0; j < roots.size(); j++) {
       sb.append(j == 0 ? "" : ",").append(PlanRewrite.quote(roots.get(j).toString()));
@@ -178,11 +177,11 @@ public final class QueryMetrics implements QueryExecutionListener {
       return;
     }
     out.add(plan);
-    for (SparkPlan child : CollectionConverters.asJava(plan.children())) {
+    for (SparkPlan child : Scala.list(plan.children())) {
       walk(child, out, seen, side);
     }
     if (!side) {
-      for (SparkPlan sub : CollectionConverters.asJava(plan.subqueries())) {
+      for (SparkPlan sub : Scala.list(plan.subqueries())) {
         walk(sub, out, seen, false);
       }
     }

@@ -5,18 +5,12 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 
-import org.apache.hadoop.conf.Configuration;
-import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.execution.datasources.PartitionedFile;
-import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
-import org.apache.spark.sql.sources.Filter;
-import org.apache.spark.sql.types.StructType;
 
 import scala.Function1;
+import scala.collection.AbstractIterator;
 import scala.collection.Iterator;
-import scala.collection.immutable.Seq;
-import scala.jdk.javaapi.CollectionConverters;
 import scala.runtime.AbstractFunction1;
 
 /**
@@ -31,7 +25,7 @@ import scala.runtime.AbstractFunction1;
  * partition values), and the row groups of other ranges are never read. A file without a
  * selection is read whole.
  */
-public final class RowGroupParquetFormat extends ParquetFileFormat {
+public final class RowGroupParquetFormat extends ReaderParquetFormat {
   private static final long serialVersionUID = 1L;
 
   private final String spec;
@@ -68,12 +62,9 @@ public final class RowGroupParquetFormat extends ParquetFileFormat {
   }
 
   @Override
-  public Function1<PartitionedFile, Iterator<InternalRow>> buildReaderWithPartitionValues(
-      SparkSession session, StructType dataSchema, StructType partitionSchema,
-      StructType requiredSchema, Seq<Filter> filters, scala.collection.immutable.Map<String,
-      String> options, Configuration hadoopConf) {
-    return new Selecting(super.buildReaderWithPartitionValues(session, dataSchema,
-        partitionSchema, requiredSchema, filters, options, hadoopConf), ranges);
+  protected Function1<PartitionedFile, Iterator<InternalRow>> wrap(
+      Function1<PartitionedFile, Iterator<InternalRow>> reader) {
+    return new Selecting(reader, ranges);
   }
 
   /** Reads a split's kept row groups, each through the wrapped reader. */
@@ -107,14 +98,36 @@ public final class RowGroupParquetFormat extends ParquetFileFormat {
               file.otherConstantMetadataColumnValues()));
         }
       }
-      java.util.Iterator<PartitionedFile> pending = parts.iterator();
-      return CollectionConverters.asScala(pending).flatMap(new AbstractFunction1<PartitionedFile,
-          scala.collection.IterableOnce<InternalRow>>() {
-            @Override
-            public scala.collection.IterableOnce<InternalRow> apply(PartitionedFile part) {
-              return reader.apply(part);
-            }
-          });
+      return new Concatenated(reader, parts.iterator());
+    }
+  }
+
+  /** The rows of each part in turn, each read when the previous one is exhausted. */
+  private static final class Concatenated extends AbstractIterator<InternalRow> {
+    private final Function1<PartitionedFile, Iterator<InternalRow>> reader;
+    private final java.util.Iterator<PartitionedFile> pending;
+    private Iterator<InternalRow> current;
+
+    Concatenated(Function1<PartitionedFile, Iterator<InternalRow>> reader,
+        java.util.Iterator<PartitionedFile> pending) {
+      this.reader = reader;
+      this.pending = pending;
+    }
+
+    @Override
+    public boolean hasNext() {
+      while ((current == null || !current.hasNext()) && pending.hasNext()) {
+        current = reader.apply(pending.next());
+      }
+      return current != null && current.hasNext();
+    }
+
+    @Override
+    public InternalRow next() {
+      if (!hasNext()) {
+        throw new java.util.NoSuchElementException("no more rows in the kept row groups");
+      }
+      return current.next();
     }
   }
 

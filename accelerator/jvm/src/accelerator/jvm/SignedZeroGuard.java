@@ -19,7 +19,6 @@ import org.apache.spark.sql.execution.datasources.LogicalRelation;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DoubleType$;
 import org.apache.spark.sql.types.FloatType$;
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * Keeps comparisons of a floating-point column with a zero literal out of the Parquet reader.
@@ -43,7 +42,7 @@ final class SignedZeroGuard {
     Set<ExprId> columns = new HashSet<>();
     for (LogicalPlan relation : relations(rewritten)) {
       if (!kept.contains(relation)) {
-        for (Attribute a : CollectionConverters.asJava(relation.output())) {
+        for (Attribute a : Scala.list(relation.output())) {
           columns.add(a.exprId());
         }
       }
@@ -99,14 +98,14 @@ final class SignedZeroGuard {
 
     private static boolean comparesZero(Expression e) {
       if (e instanceof InSet) {
-        for (Object v : CollectionConverters.asJava(((InSet) e).hset())) {
+        for (Object v : Scala.set(((InSet) e).hset())) {
           if (isZero(v)) {
             return true;
           }
         }
         return false;
       }
-      for (Expression child : CollectionConverters.asJava(e.children())) {
+      for (Expression child : Scala.list(e.children())) {
         if (child instanceof Literal && isZero(((Literal) child).value())) {
           return true;
         }
@@ -120,7 +119,7 @@ final class SignedZeroGuard {
           || !comparesZero(e)) {
         return false;
       }
-      for (Expression child : CollectionConverters.asJava(e.children())) {
+      for (Expression child : Scala.list(e.children())) {
         if (isColumn(child)) {
           return true;
         }
@@ -134,11 +133,11 @@ final class SignedZeroGuard {
         return dflt.apply(e);
       }
       List<Expression> children = new ArrayList<>();
-      for (Expression child : CollectionConverters.asJava(e.children())) {
+      for (Expression child : Scala.list(e.children())) {
         children.add(isColumn(child) ? new NormalizeNaNAndZero(child) : child);
       }
       @SuppressWarnings("unchecked")
-      B1 out = (B1) e.withNewChildren(CollectionConverters.asScala(children).toSeq());
+      B1 out = (B1) e.withNewChildren(Scala.seq(children));
       return out;
     }
   }

@@ -23,14 +23,11 @@ import org.apache.spark.sql.catalyst.plans.physical.Partitioning;
 import org.apache.spark.sql.catalyst.plans.physical.UnspecifiedDistribution$;
 import org.apache.spark.sql.execution.FileSourceScanExec;
 import org.apache.spark.sql.execution.SparkPlan;
-import org.apache.spark.sql.execution.SparkStrategy;
 import org.apache.spark.sql.execution.datasources.BucketingUtils;
 import org.apache.spark.sql.execution.datasources.FileSourceStrategy$;
 import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
 import org.apache.spark.sql.execution.datasources.LogicalRelation;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
-
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * A bucketed scan of a covering index whose files the accelerator wrote sorted by the index's
@@ -45,16 +42,13 @@ import scala.jdk.javaapi.CollectionConverters;
  * bucketed scans into plain ones never changes the scan under an order it reported (a join
  * needs the buckets anyway).
  */
-public final class SortedBucketScanExec extends SparkPlan {
+public final class SortedBucketScanExec extends PhysicalNode {
   /** The relation option marking an index relation whose bucket files are sorted. */
   public static final String MARKER = "spark.accelerator.sortedBuckets";
   /** The relation option asking its bucketed scan to read that many groups of buckets. */
   public static final String COALESCED = "spark.accelerator.coalescedBuckets";
 
   private final SparkPlan child;
-  // computed once per node: the planner asks for them several times
-  private transient scala.collection.immutable.Seq<SortOrder> ordering;
-  private transient scala.collection.immutable.Seq<Distribution> required;
 
   public SortedBucketScanExec(SparkPlan child) {
     this.child = child;
@@ -109,50 +103,42 @@ public final class SortedBucketScanExec extends SparkPlan {
   }
 
   @Override
-  public scala.collection.immutable.Seq<SortOrder> outputOrdering() {
-    if (ordering == null) {
-      List<SortOrder> order = new ArrayList<>();
-      FileSourceScanExec scan = sortedScan();
-      if (scan != null) {
-        BucketSpec spec = scan.relation().bucketSpec().get();
-        scala.collection.immutable.Seq<Expression> none =
-            CollectionConverters.asScala(new ArrayList<Expression>()).toSeq();
-        for (Attribute a : attributes(scan, spec.sortColumnNames())) {
-          order.add(new SortOrder(a, Ascending$.MODULE$, NullsFirst$.MODULE$, none));
-        }
+  protected List<SortOrder> orderingList() {
+    List<SortOrder> order = new ArrayList<>();
+    FileSourceScanExec scan = sortedScan();
+    if (scan != null) {
+      BucketSpec spec = scan.relation().bucketSpec().get();
+      for (Attribute a : attributes(scan, spec.sortColumnNames())) {
+        order.add(new SortOrder(a, Ascending$.MODULE$, NullsFirst$.MODULE$,
+            Scala.seq(List.<Expression>of())));
       }
-      ordering = CollectionConverters.asScala(order).toSeq();
     }
-    return ordering;
+    return order;
   }
 
   @Override
-  public scala.collection.immutable.Seq<Distribution> requiredChildDistribution() {
-    if (required == null) {
-      Distribution distribution = UnspecifiedDistribution$.MODULE$;
-      if (child instanceof FileSourceScanExec && ((FileSourceScanExec) child).bucketedScan()) {
-        FileSourceScanExec scan = (FileSourceScanExec) child;
-        scala.collection.Seq<String> columns =
-            scan.relation().bucketSpec().get().bucketColumnNames();
-        List<Attribute> keys = attributes(scan, columns);
-        if (keys.size() == columns.size()) {
-          distribution = clustered(
-              CollectionConverters.asScala(new ArrayList<Expression>(keys)).toSeq());
-        }
+  protected List<Distribution> distributionList() {
+    Distribution distribution = UnspecifiedDistribution$.MODULE$;
+    if (child instanceof FileSourceScanExec && ((FileSourceScanExec) child).bucketedScan()) {
+      FileSourceScanExec scan = (FileSourceScanExec) child;
+      scala.collection.Seq<String> columns =
+          scan.relation().bucketSpec().get().bucketColumnNames();
+      List<Attribute> keys = attributes(scan, columns);
+      if (keys.size() == columns.size()) {
+        distribution = clustered(new ArrayList<Expression>(keys));
       }
-      required = CollectionConverters.asScala(List.of(distribution)).toSeq();
     }
-    return required;
+    return List.of(distribution);
   }
 
   /** ClusteredDistribution over {@code keys} with its defaults (its arity varies by version). */
-  private static Distribution clustered(scala.collection.immutable.Seq<Expression> keys) {
+  private static Distribution clustered(List<Expression> keys) {
     try {
       Object companion = ClusteredDistribution$.MODULE$;
       for (Method m : companion.getClass().getMethods()) {
         if (m.getName().equals("apply") && m.getParameterTypes()[0] != Object.class) {
           Object[] args = new Object[m.getParameterCount()];
-          args[0] = keys;
+          args[0] = Scala.seq(keys);
           for (int i = 1; i < args.length; i++) {
             args[i] = companion.getClass().getMethod("apply$default$" + (i + 1)).invoke(companion);
           }
@@ -166,13 +152,13 @@ public final class SortedBucketScanExec extends SparkPlan {
   }
 
   @Override
-  public scala.collection.immutable.Seq<SparkPlan> children() {
-    return CollectionConverters.asScala(List.of(child)).toSeq();
+  protected List<SparkPlan> childList() {
+    return List.of(child);
   }
 
   @Override
-  public scala.collection.immutable.Seq<Attribute> output() {
-    return child.output();
+  protected List<Attribute> outputList() {
+    return Scala.list(child.output());
   }
 
   @Override
@@ -186,8 +172,9 @@ public final class SortedBucketScanExec extends SparkPlan {
   }
 
   @Override
-  public scala.Option<scala.collection.immutable.Seq<String>> vectorTypes() {
-    return child.vectorTypes();
+  protected List<String> vectorTypeList() {
+    scala.Option<? extends scala.collection.Seq<String>> types = child.vectorTypes();
+    return types.isEmpty() ? null : Scala.list(types.get());
   }
 
   @Override
@@ -201,8 +188,8 @@ public final class SortedBucketScanExec extends SparkPlan {
   }
 
   @Override
-  public SparkPlan withNewChildrenInternal(scala.collection.immutable.IndexedSeq<SparkPlan> c) {
-    return new SortedBucketScanExec(c.apply(0));
+  protected SparkPlan withChildren(List<SparkPlan> c) {
+    return new SortedBucketScanExec(c.get(0));
   }
 
   @Override
@@ -261,9 +248,9 @@ public final class SortedBucketScanExec extends SparkPlan {
    * Plans a Project/Filter chain over a marked index relation as Spark's file source strategy
    * does, with each scan under a {@link SortedBucketScanExec}.
    */
-  public static final class Strategy extends SparkStrategy {
+  public static final class Strategy extends PlannerStrategy {
     @Override
-    public scala.collection.immutable.Seq<SparkPlan> apply(LogicalPlan plan) {
+    protected List<SparkPlan> plan(LogicalPlan plan) {
       List<SparkPlan> out = new ArrayList<>();
       if (overMarkedRelation(plan)) {
         scala.collection.Seq<SparkPlan> planned = FileSourceStrategy$.MODULE$.apply(plan);
@@ -271,7 +258,7 @@ public final class SortedBucketScanExec extends SparkPlan {
           out.add(wrapScans(planned.apply(i)));
         }
       }
-      return CollectionConverters.asScala(out).toSeq();
+      return out;
     }
 
     private static boolean overMarkedRelation(LogicalPlan plan) {
@@ -291,7 +278,7 @@ public final class SortedBucketScanExec extends SparkPlan {
       for (int i = 0; i < plan.children().size(); i++) {
         children.add(wrapScans(plan.children().apply(i)));
       }
-      return plan.withNewChildren(CollectionConverters.asScala(children).toSeq());
+      return plan.withNewChildren(Scala.seq(children));
     }
   }
 }

@@ -6,7 +6,6 @@ import java.util.List;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.execution.SparkStrategy;
 
-import scala.jdk.javaapi.CollectionConverters;
 
 /** The accelerator's planner strategies, added to a session's experimental extra strategies. */
 final class Strategies {
@@ -17,9 +16,9 @@ final class Strategies {
   static synchronized void install(SparkSession session, SparkStrategy strategy) {
     if (!installed(session, strategy.getClass())) {
       List<SparkStrategy> strategies = new ArrayList<>(
-          CollectionConverters.asJava(session.experimental().extraStrategies()));
+          Scala.list(session.experimental().extraStrategies()));
       strategies.add(strategy);
-      session.experimental().extraStrategies_$eq(CollectionConverters.asScala(strategies).toSeq());
+      session.experimental().extraStrategies_$eq(Scala.seq(strategies));
     }
   }
 
