@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from accelerator import session
+from accelerator import session, spark_versions
 from accelerator.history import wait_for_executions
 from accelerator.operations import ORIGIN_KEY
 from accelerator.profiling import profile_source, read_source
@@ -491,8 +491,7 @@ def _usage_of_rule(rule: UserRule) -> RelationUsage:
     """How to read a source a rule names but the history has not seen."""
     schema = None
     if rule.schema:
-        from pyspark.sql.types import _parse_datatype_string
-        schema = _parse_datatype_string(rule.schema).json()
+        schema = spark_versions.parse_ddl(rule.schema).json()
     return RelationUsage(source=rule.source, root_paths=[rule.source], format=rule.format or "",
                          options=dict(rule.options), data_schema=schema)
 

@@ -290,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     """Runs the command line on ``argv`` (default ``sys.argv[1:]``); returns the exit code.
     Without a command it runs ``demo``."""
     from pyspark.errors import AnalysisException
-    from pyspark.logger import PySparkLogger
+    from accelerator.spark_versions import logger
 
     from rules.user_rules import RulesError
 
@@ -300,7 +300,7 @@ def main(argv: list[str] | None = None) -> int:
         args = top.parse_args(["demo", *(sys.argv[1:] if argv is None else argv)])
     logging.basicConfig(level=logging.WARNING)
     for name in _QUERY_CONTEXT_LOGGERS:   # they log each Spark error again, with a JVM stack
-        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
+        logger(name).setLevel(logging.CRITICAL)
     try:
         return args.func(args)
     except (AcceleratorError, AnalysisException, RulesError) as exc:

@@ -5,7 +5,7 @@ import contextlib
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from accelerator import session
+from accelerator import session, spark_versions
 from accelerator.cache import serving as cache_serving
 from accelerator.rewriter import RewriteResult
 from accelerator.settings import ENABLED, Settings
@@ -38,7 +38,7 @@ def _rewrite(spark: Any, enabled: bool) -> Iterator[None]:
 
 def _execution(spark: Any, df: Any) -> Any:
     """A fresh QueryExecution of ``df``'s analyzed plan (the DataFrame's own caches its plans)."""
-    dataset = spark.sparkContext._jvm.org.apache.spark.sql.classic.Dataset
+    dataset = spark_versions.dataset_class(spark)
     return dataset.ofRows(spark._jsparkSession, df._jdf.queryExecution().analyzed()).queryExecution()
 
 

@@ -12,14 +12,15 @@ from typing import Any, Iterable, Sequence
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (ArrayType, DataType, MapType, StructType, TimestampType)
+
+from accelerator.spark_versions import arrow_frame, arrow_schema, parse_ddl
 
 
 def _parsed(schema: str | StructType) -> StructType:
     if isinstance(schema, StructType):
         return schema
-    parsed = DataType.fromDDL(schema)
+    parsed = parse_ddl(schema)
     assert isinstance(parsed, StructType), schema
     return parsed
 
@@ -46,8 +47,8 @@ def local_frame(spark: Any, rows: Iterable[Sequence[Any]], schema: str | StructT
     """A DataFrame of ``rows`` (tuples in the order of ``schema``, a DDL string or a
     StructType) that Spark holds as a local relation: no job runs to build or read it."""
     struct = _parsed(schema)
-    arrow = to_arrow_schema(struct, timezone="UTC")
+    arrow = arrow_schema(struct)
     rows = list(rows)
     columns = [pa.array([_aware(r[i], f.dataType) for r in rows], type=arrow.field(i).type)
                for i, f in enumerate(struct.fields)]
-    return spark.createDataFrame(pa.Table.from_arrays(columns, schema=arrow), struct)
+    return arrow_frame(spark, pa.Table.from_arrays(columns, schema=arrow), struct)

@@ -14,7 +14,7 @@ from typing import Any, Callable
 from pyspark.sql import DataFrame, SparkSession
 
 from accelerator import explain as explain_mod
-from accelerator import session
+from accelerator import session, spark_versions
 from accelerator.cache.operations import (CACHE_SUMMARY_SCHEMA, ENTRIES_SCHEMA, EVICTED_SCHEMA,
                                           STATS_SCHEMA, UNCACHE_SCHEMA, CacheOperations)
 from accelerator.advisor import (APPLIED_SCHEMA, RECOMMENDATIONS_SCHEMA, Advisor,
@@ -53,6 +53,7 @@ class Hyperspace:
     """
 
     def __init__(self, spark: SparkSession):
+        spark_versions.check_session(spark)
         self.spark = spark
         self._ops = IndexOperations(spark)
         self._cache = CacheOperations(spark)

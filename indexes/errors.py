@@ -53,6 +53,10 @@ class JvmSetupError(AcceleratorError):
     """The JVM part of the accelerator could not be built or loaded."""
 
 
+class UnsupportedSparkError(AcceleratorError):
+    """The Spark version (pyspark's or the JVM's) is outside the supported range."""
+
+
 class IndexOperationError(AcceleratorError):
     """An index operation (create, refresh, optimize, vacuum) failed on an unexpected error.
 

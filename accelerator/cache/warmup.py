@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterable
 
 from pyspark.sql import DataFrame, functions as F
 
-from accelerator import jvm, session
+from accelerator import jvm, session, spark_versions
 from accelerator.cache.model import (CacheCapacityError, CacheEntry, CacheKey, Priority,
                                      parse_duration, parse_priority, plan_warmup)
 from accelerator.cache.policy import check_always_fits
@@ -84,7 +84,7 @@ def scans(spark: Any, df: DataFrame, system_path: str) -> list[Scan]:
     indexes. Bucketed relations are left out (the cache does not serve them)."""
     helpers = jvm.helpers(spark)
     analyzed = df._jdf.queryExecution().analyzed()
-    dataset = spark.sparkContext._jvm.org.apache.spark.sql.classic.Dataset
+    dataset = spark_versions.dataset_class(spark)
 
     def run(rewrite: bool) -> list[Scan]:
         with session.conf_set(spark, {ENABLED: str(rewrite).lower(), CACHE_ENABLED: "false"}):
