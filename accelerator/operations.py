@@ -220,7 +220,8 @@ class IndexOperations:
                 "or a catalog table); this relation uses a custom file index")
         source["schema"] = relation_schema(root)
         source["readSettings"] = json.loads(plans.currentReadSettings(self.spark._jsparkSession))
-        return source
+        source["sparkVersion"] = self.spark.version   # named when an index built under another
+        return source                                 # Spark cannot serve this one
 
     def source_problem(self, entry: IndexLogEntry) -> str | None:
         """Why an index's source is gone (its catalog table dropped, renamed or moved, a root
@@ -300,7 +301,8 @@ class IndexOperations:
         source = self.describe_source(df)
         if (entry.state is IndexState.ACTIVE
                 and source_mismatch(entry.source, source, source["schema"]) is None
-                and (mode == "quick" or not entry.content.get("quickRefresh"))):
+                and (mode == "quick" or not entry.content.get("quickRefresh"))
+                and (mode != "full" or kind.session_difference(entry, self.spark) is None)):
             return self._noop(entry, "refresh", "the index is up to date with its source; "
                                                 "nothing to refresh")
         if mode != "full":

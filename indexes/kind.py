@@ -107,6 +107,12 @@ class IndexKind(ABC):
         """Writes the index data for ``job``; returns (source, content) for the log and sets
         ``job.read`` and ``job.written``."""
 
+    def session_difference(self, entry: Any, spark: Any) -> str | None:
+        """Why ``entry``'s data, computed under settings of another session (or another
+        Spark version's defaults), cannot serve ``spark``'s queries although its source is
+        unchanged; a full refresh in such a session recomputes it. None by default."""
+        return None
+
     def check_refresh(self, entry: Any, source: dict, mode: str) -> None:
         """Raises InvalidIndexConfigError when ``entry`` cannot be refreshed with ``mode``
         (incremental or quick) over ``source``; by default, a quick refresh needs the source

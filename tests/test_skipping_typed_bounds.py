@@ -10,6 +10,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from accelerator import DataSkippingIndexConfig, MinMaxSketch
+from indexes.errors import InvalidIndexConfigError
 from tests.helpers import rows, session_conf, vanilla
 
 T = "get_json_object(payload, '$.t')"
@@ -101,8 +102,11 @@ def test_an_ansi_cast_sketch_builds_over_values_that_do_not_cast(spark, hs, tmp_
 def test_a_refresh_computes_statistics_under_the_ansi_setting_the_index_serves(spark, hs,
                                                                              tmp_path):
     """Statistics computed under another setting could differ from what the queries the index
-    serves compute (a cast that raises in one mode gives null or a value in the other): such a
-    refresh is refused, and the index keeps serving."""
+    serves compute (a cast that raises in one mode gives null or a value in the other): an
+    incremental refresh that would mix both is refused, naming both settings; whyNot names the
+    difference and the Spark version the index was built under; a full refresh recomputes every
+    file under the session's setting (as after moving to a Spark whose default differs), and
+    the index then serves that setting's queries only."""
     path = str(tmp_path / "events")
     write_events(spark, path)
     read = lambda: spark.read.parquet(path)  # noqa: E731
@@ -111,13 +115,23 @@ def test_a_refresh_computes_statistics_under_the_ansi_setting_the_index_serves(s
     spark.createDataFrame([(1000, '{"t": 1000}')], "id long, payload string") \
         .coalesce(1).write.mode("append").parquet(path)
     with session_conf(spark, spark__sql__ansi__enabled="true"):
-        for mode in ("incremental", "full"):
-            with pytest.raises(Exception, match="spark.sql.ansi.enabled=false"):
-                hs.refreshIndex("typed", mode=mode)
+        with pytest.raises(InvalidIndexConfigError,
+                           match=r"spark.sql.ansi.enabled is true .* computed with false "
+                                 rf"\(under Spark {spark.version};.*mode='full'"):
+            hs.refreshIndex("typed", mode="incremental")
+        [reason] = hs.whyNot(read().where(F.expr(T).cast("long") == 1000),
+                            redirectFunc=lambda _: None)
+        assert reason.code == "SOURCE_CHANGED" and "ansi.enabled" in reason.reason
+        assert "mode='full'" in reason.reason
     with session_conf(spark, spark__sql__ansi__enabled="false"):
         check(spark, read().where(F.expr(T).cast("long") == 1000), 1)   # the new file, unknown
         hs.refreshIndex("typed", mode="incremental")
         check(spark, read().where(F.expr(T).cast("long").between(45, 50)), 1)
+    with session_conf(spark, spark__sql__ansi__enabled="true"):
+        assert hs.refreshIndex("typed", mode="full").first()["status"] == "succeeded"
+        check(spark, read().where(F.expr(T).cast("long").between(45, 50)), 1)
+    with session_conf(spark, spark__sql__ansi__enabled="false"):   # computed under true now
+        check(spark, read().where(F.expr(T).cast("long").between(45, 50)), 7)
 
 
 def test_why_not_names_a_cast_the_sketch_cannot_answer_and_the_sketch_that_would(spark, hs,

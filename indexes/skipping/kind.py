@@ -32,8 +32,7 @@ class SkippingKind(IndexKind):
     def resolve(self, df: Any, config: DataSkippingIndexConfig, source: dict,
                 settings: Any) -> dict:
         sketches = resolve_sketches(df, config, source["partitionColumns"], source.get("format"))
-        ansi = str(df.sparkSession.conf.get("spark.sql.ansi.enabled")).lower() == "true"
-        return {"sketches": [s.to_json() for s in sketches], "ansi": ansi}
+        return {"sketches": [s.to_json() for s in sketches]}
 
     def config_from_spec(self, name: str, fields: dict, where: str,
                          check: SpecCheck) -> DataSkippingIndexConfig:
@@ -47,8 +46,11 @@ class SkippingKind(IndexKind):
                                                for i, s in enumerate(sketches)))
 
     def build(self, job: BuildJob) -> tuple[dict, dict]:
-        """Writes the statistics of the source's files; an incremental refresh reuses the
-        previous version's entries of files that did not change and sketches only the others."""
+        """Writes the statistics of the source's files, computed under the session's
+        ``spark.sql.ansi.enabled`` (recorded in the content: the index serves only queries run
+        under it); an incremental refresh reuses the previous version's entries of files that
+        did not change, computed under the same setting, and sketches only the others."""
+        ansi = _session_ansi(job.spark)
         sketches = match.sketches_of(job.config)
         specs = sketch_specs(sketches)
         previous: dict[str, FileEntry] = ({} if job.previous is None else
@@ -57,9 +59,10 @@ class SkippingKind(IndexKind):
         reused = {p: previous[p] for p, size, mtime in files
                   if p in previous and (previous[p].size, previous[p].mtime) == (size, mtime)}
         todo = [f for f in files if f[0] not in reused]
+        if reused:
+            _check_same_ansi(job.previous, ansi)
         entries, facts = dict(reused), {}
         if todo:
-            _check_ansi(job)
             scope = job.df if not reused else job.df.where(
                 F.col("_metadata.file_path").isin([file_uri(p) for p, _, _ in todo]))
             computed, facts = compute_stats(scope, job.source, sketches, todo)
@@ -68,8 +71,13 @@ class SkippingKind(IndexKind):
         job.read, job.written = IoStats.of_files(todo), IoStats(1, size, len(entries))
         content = {"numFiles": 1, "sizeInBytes": size, "numRows": len(entries),
                    "indexedFiles": len(entries), "sketchedFiles": len(todo),
-                   "reusedFiles": len(reused), **facts}
+                   "reusedFiles": len(reused), "ansi": ansi, **facts}
         return job.source, content
+
+    def session_difference(self, entry: Any, spark: Any) -> str | None:
+        """The ANSI setting, when the session's differs from the one the statistics were
+        computed under."""
+        return match.ansi_difference(entry, _session_ansi(spark))
 
     def load(self, entry: Any, fs: Any, settings: Any) -> StatsTable:
         """The per-file statistics of the index version."""
@@ -94,18 +102,22 @@ class SkippingKind(IndexKind):
         return frozenset(c.lower() for k in keys for c in ir.key_columns(k))
 
 
-def _check_ansi(job: BuildJob) -> None:
-    """Raises InvalidIndexConfigError when the session's spark.sql.ansi.enabled differs from
-    the one the index was created under: its statistics must hold what the queries it serves
-    (run under that setting) compute, casts and arithmetic included."""
-    ansi = str(job.spark.conf.get("spark.sql.ansi.enabled")).lower() == "true"
-    built = bool(job.config.get("ansi"))
-    if built != ansi:
-        setting = str(built).lower()
+def _session_ansi(spark: Any) -> bool:
+    return str(spark.conf.get("spark.sql.ansi.enabled")).lower() == "true"
+
+
+def _check_same_ansi(previous: Any, ansi: bool) -> None:
+    """Raises InvalidIndexConfigError when an incremental refresh would keep statistics
+    computed under another spark.sql.ansi.enabled than the session's: the statistics of one
+    version must all hold what the queries it serves (run under one setting) compute, casts and
+    arithmetic included."""
+    difference = match.ansi_difference(previous, ansi)
+    if difference:
+        built = str(match.built_ansi(previous)).lower()
         raise InvalidIndexConfigError(
-            f"the data-skipping index was created with spark.sql.ansi.enabled={setting} and "
-            f"serves only queries run with it, so its statistics are computed under it too: "
-            f"set spark.sql.ansi.enabled={setting} to refresh it")
+            f"index '{previous.name}' cannot be refreshed incrementally: {difference}. Refresh "
+            f"it with mode='full' to recompute every file under this session's setting, or set "
+            f"spark.sql.ansi.enabled={built} to keep serving queries run with it")
 
 
 def _sketch(where: str, spec: Any, check: SpecCheck) -> Any:

@@ -96,6 +96,27 @@ def sketches_of(config: dict) -> list[ResolvedSketch]:
     return [ResolvedSketch.from_json(d) for d in config["sketches"]]
 
 
+def built_ansi(entry: Any) -> bool:
+    """The spark.sql.ansi.enabled the statistics of ``entry`` were computed under (indexes of
+    before recorded it in their config)."""
+    return bool(entry.content.get("ansi", entry.config.get("ansi")))
+
+
+def ansi_difference(entry: Any, ansi: bool) -> str | None:
+    """Why statistics computed under ``entry``'s ANSI setting cannot serve a session whose
+    spark.sql.ansi.enabled is ``ansi`` (a cast or arithmetic that raises in one mode gives null
+    or a value in the other), naming the Spark version the index was built under: ANSI mode is
+    on by default from Spark 4.0 and off in 3.5. None when they agree."""
+    built = built_ansi(entry)
+    if built == ansi:
+        return None
+    version = entry.source.get("sparkVersion")
+    under = f" (under Spark {version}" if version else " ("
+    return (f"spark.sql.ansi.enabled is {str(ansi).lower()} in this session but the index's "
+            f"statistics were computed with {str(built).lower()}{under}; ANSI mode is on by "
+            f"default from Spark 4.0 and off in Spark 3.5)")
+
+
 def filter_condition(relation: PlanNode) -> Any:
     """The conditions of the Filters directly above ``relation`` as one list, or None."""
     conditions = []
@@ -126,8 +147,10 @@ def evaluate(relation: PlanNode, source: dict, entry: Any, table: StatsTable,
     problem = source_problem(relation, source, entry)
     if problem:
         return no(*problem)
-    if bool(entry.config.get("ansi")) != ansi:
-        return no("SOURCE_CHANGED", "spark.sql.ansi.enabled differs from when the index was built")
+    difference = ansi_difference(entry, ansi)
+    if difference:
+        return no("SOURCE_CHANGED", f"{difference}; refreshIndex('{entry.name}', mode='full') "
+                                    "recomputes it under this session's setting")
     conditions = filter_condition(relation)
     if conditions is None:
         return no("NO_FILTER", "the source is not filtered directly")
