@@ -67,6 +67,7 @@ FORMATS = [("parquet", True, None), ("json", True, None), ("json", False, "gzip"
 
 @pytest.mark.parametrize("fmt,partitioned,compression", FORMATS,
                          ids=[f"{f}-{'part' if p else 'flat'}-{c or 'plain'}" for f, p, c in FORMATS])
+@pytest.mark.compat
 def test_cached_files_serve_identical_results(spark, hs, tmp_path, fmt, partitioned, compression):
     src = str(tmp_path / "src")
     write(spark, fmt, src, partitioned, compression)
@@ -98,6 +99,7 @@ def test_cached_files_serve_identical_results(spark, hs, tmp_path, fmt, partitio
     assert read(spark, fmt, src).count() == 400
 
 
+@pytest.mark.compat
 def test_partition_pruning_and_partial_cache(spark, hs, tmp_path):
     src = str(tmp_path / "src")
     write(spark, "json", src)
@@ -177,6 +179,7 @@ def test_a_file_rewritten_in_place_is_read_from_the_source(spark, hs, tmp_path, 
     assert len(active) == len(_json_files(src))
 
 
+@pytest.mark.compat
 def test_demoter_evicts_lowest_priority_first_and_never_always(spark, hs, tmp_path):
     sources = {}
     for level in ("LOW", "MEDIUM", "HIGH", "ALWAYS"):
@@ -283,6 +286,7 @@ def test_nested_field_request_caches_its_top_level_column(spark, hs, tmp_path):
     assert rows(query()) == vanilla(spark, query)
 
 
+@pytest.mark.compat
 def test_hits_stats_and_explain(spark, hs, tmp_path):
     src = str(tmp_path / "src")
     write(spark, "json", src, partitioned=False)

@@ -420,6 +420,7 @@ print("RULES", sum(rules.apply(i).ruleName() == "accelerator.jvm.AcceleratorRule
 """
 
 
+@pytest.mark.compat
 def test_rule_installed_through_spark_sql_extensions(tmp_path):
     jar = run_cli("jar")
     assert jar.returncode == 0, jar.stderr[-3000:]

@@ -49,6 +49,7 @@ def seed_query(spark, path):
     return df.filter(df["nested.nst.field1"] == "wa1").select("id", "name", "nested.nst.field2")
 
 
+@pytest.mark.compat
 def test_seed_example_dataframe_reads_the_index(spark, hs, nested_path):
     create_nested_index(hs, spark, nested_path)
     q = seed_query(spark, nested_path)
@@ -61,6 +62,7 @@ def test_seed_example_dataframe_reads_the_index(spark, hs, nested_path):
     assert q.columns == ["id", "name", "field2"]
 
 
+@pytest.mark.compat
 def test_seed_example_sql_on_temp_view(spark, hs, nested_path):
     create_nested_index(hs, spark, nested_path)
     spark.read.parquet(nested_path).createOrReplaceTempView("nested_view")
@@ -100,6 +102,7 @@ def test_select_star_with_covering_index(spark, hs, tmp_path):
     assert uses_index(sql(), "idx_flat")
 
 
+@pytest.mark.compat
 def test_filter_not_on_first_indexed_column_is_not_rewritten(spark, hs, nested_path):
     create_nested_index(hs, spark, nested_path)
     q = lambda: spark.read.parquet(nested_path).filter("id = 3").select("id", "name")  # noqa: E731
@@ -183,6 +186,7 @@ def test_bucket_spec_of_the_filter_rule_can_be_turned_off(spark, hs, nested_path
         spark.conf.unset("spark.accelerator.index.filterRule.useBucketSpec")
 
 
+@pytest.mark.compat
 def test_lifecycle_delete_restore_vacuum(spark, hs, nested_path, system_path):
     create_nested_index(hs, spark, nested_path)
     with pytest.raises(IndexExistsError, match="idx_nested.*already exists"):
@@ -234,6 +238,7 @@ def test_index_details_and_listing(spark, hs, nested_path, system_path):
     assert detail["sourceFormat"] == "parquet"
 
 
+@pytest.mark.compat
 def test_refresh_full_after_append_uses_new_version(spark, hs, nested_path):
     create_nested_index(hs, spark, nested_path)
     spark.createDataFrame([(1000, "late", ("v", ("wa1", "late-b")))], NESTED_SCHEMA) \
@@ -260,6 +265,7 @@ def test_deleted_source_file_disables_index(spark, hs, nested_path):
     assert rows(q()) == vanilla(spark, q)
 
 
+@pytest.mark.compat
 def test_rewriter_failure_keeps_query_correct(spark, hs, nested_path, monkeypatch):
     create_nested_index(hs, spark, nested_path)
     expected = vanilla(spark, lambda: seed_query(spark, nested_path))
@@ -274,6 +280,7 @@ def test_rewriter_failure_keeps_query_correct(spark, hs, nested_path, monkeypatc
     assert not uses_index(q, "idx_nested")
 
 
+@pytest.mark.compat
 def test_jvm_rule_rejects_a_result_with_another_schema(spark, hs, nested_path, monkeypatch):
     from accelerator import session
 
@@ -314,6 +321,7 @@ def test_concurrent_creates_of_one_name(spark, hs, nested_path):
     assert uses_index(seed_query(spark, nested_path), "idx_race")
 
 
+@pytest.mark.compat
 def test_explain_shows_both_plans_and_index(spark, hs, nested_path, capsys):
     create_nested_index(hs, spark, nested_path)
     text = hs.explain(seed_query(spark, nested_path), verbose=True)

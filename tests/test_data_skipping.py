@@ -59,6 +59,7 @@ def events_path(spark, tmp_path):
     return path
 
 
+@pytest.mark.compat
 def test_minmax_point_lookup_reads_one_file(spark, hs, range_path):
     df = spark.read.parquet(range_path)
     hs.createIndex(df, DataSkippingIndexConfig("ds_range", MinMaxSketch("id")))
@@ -81,6 +82,7 @@ def test_unknown_predicate_skips_nothing(spark, hs, range_path):
     assert [r.code for r in reasons] == ["NO_FILE_SKIPPED"]
 
 
+@pytest.mark.compat
 def test_nested_field_json_path_bloom_and_value_list(spark, hs, events_path):
     df = spark.read.parquet(events_path)
     hs.createIndex(df, DataSkippingIndexConfig(
@@ -103,6 +105,7 @@ def test_nested_field_json_path_bloom_and_value_list(spark, hs, events_path):
 
 
 @pytest.mark.parametrize("fmt", ["csv", "json"])
+@pytest.mark.compat
 def test_csv_and_json_sources(spark, hs, tmp_path, fmt):
     path = str(tmp_path / fmt)
     data = spark.range(40).selectExpr("id", "concat('name', id) as name").repartitionByRange(4, "id")
@@ -114,6 +117,7 @@ def test_csv_and_json_sources(spark, hs, tmp_path, fmt):
     check(spark, reader().where("name like 'name3%'"), expected_files=2)
 
 
+@pytest.mark.compat
 def test_partitioned_source_sketches_partition_columns(spark, hs, tmp_path):
     path = str(tmp_path / "parted")
     (spark.range(60).selectExpr("id", "id % 3 as part").repartitionByRange(6, "id")
@@ -167,6 +171,7 @@ def test_covering_index_wins_over_data_skipping(spark, hs, range_path):
     assert codes == {"ci_range": "APPLIED", "ds_range": "ANOTHER_INDEX_APPLIED"}
 
 
+@pytest.mark.compat
 def test_explain_shows_files_and_sketches(spark, hs, range_path):
     hs.createIndex(spark.read.parquet(range_path), DataSkippingIndexConfig("ds_range", MinMaxSketch("id")))
     text = hs.explain(spark.read.parquet(range_path).where("id < 3"))
@@ -202,6 +207,7 @@ def test_duplicate_sketch_is_rejected(spark, hs, events_path):
             "ds_dup", MinMaxSketch("user.id"), MinMaxSketch("`user`.`id`")))
 
 
+@pytest.mark.compat
 def test_every_kind_refreshes_incrementally(spark, hs, range_path):
     df = spark.read.parquet(range_path)
     hs.createIndex(df, IndexConfig("ci_range", ["id"]))

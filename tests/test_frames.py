@@ -15,6 +15,8 @@ from accelerator.frames import local_frame
 from accelerator.hyperspace import _DETAIL_SCHEMA, _EVENTS_SCHEMA
 from tests.helpers import session_conf
 
+pytestmark = pytest.mark.compat   # local_frame's Arrow path differs by pyspark version
+
 CASES = [
     (CACHE_SUMMARY_SCHEMA, [(32, 123_456_789_012, 45_678, 6.5)]),
     (ENTRIES_SCHEMA, [

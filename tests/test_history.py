@@ -376,6 +376,7 @@ def _rows_of(hs, template_of) -> list:
     return [r for r in hs.history().collect() if r["template"] == template_of]
 
 
+@pytest.mark.compat
 def test_executed_queries_record_duration_and_what_they_read(spark, hs, system_path, data):
     q = _query(data, "wa2")
     q.collect()
@@ -396,6 +397,7 @@ def test_executed_queries_record_duration_and_what_they_read(spark, hs, system_p
     assert [r["duration_ms"] for r in explained] == [None]
 
 
+@pytest.mark.compat
 def test_executed_joins_record_their_strategy(spark, hs, system_path, data):
     people, orders = spark.read.parquet(data["people"]), spark.read.parquet(data["orders"])
     q = orders.join(people, orders["person_id"] == people["id"]).select("order_id", "name")

@@ -48,6 +48,7 @@ def query(spark, path):
     return df.filter(F.col("payload.code") == "c3").select("id", "payload.size")
 
 
+@pytest.mark.compat
 def test_appended_files_are_read_next_to_the_index(spark, hs, source):
     hs.createIndex(spark.read.parquet(source), IndexConfig("ix", ["payload.code"], ["id", "payload.size"]))
     new = append(spark, source, range(1000, 1040))
@@ -116,6 +117,7 @@ def test_hybrid_scan_turned_off(spark, hs, source):
         spark.conf.unset("spark.accelerator.index.hybridScan.enabled")
 
 
+@pytest.mark.compat
 def test_deleted_files_disable_the_index(spark, hs, source):
     hs.createIndex(spark.read.parquet(source), IndexConfig("ix", ["payload.code"], ["id", "payload.size"]))
     victim = sorted(f for f in os.listdir(source) if f.endswith(".parquet"))[0]
@@ -128,6 +130,7 @@ def test_deleted_files_disable_the_index(spark, hs, source):
     assert code == "SOURCE_CHANGED" and "1 indexed source files were deleted" in reason
 
 
+@pytest.mark.compat
 def test_incremental_refresh_indexes_only_the_appended_files(spark, hs, source):
     hs.createIndex(spark.read.parquet(source), IndexConfig("ix", ["payload.code"], ["id", "payload.size"]))
     before = hs._lifecycle().get("ix").content

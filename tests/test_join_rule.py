@@ -51,6 +51,7 @@ def assert_same(spark, df):
     assert rows(df) == vanilla(spark, lambda: df)
 
 
+@pytest.mark.compat
 def test_join_of_two_indexed_sources_has_no_exchange(spark, hs, tables):
     left, right = tables
     hs.createIndex(spark.read.parquet(left), IndexConfig("li", ["k"], ["v"]))
@@ -83,6 +84,7 @@ def test_join_on_nested_keys_aliased_by_spark(spark, hs, tables):
     assert joined(hs, df) == {"li_n", "ri_n"}
 
 
+@pytest.mark.compat
 def test_sql_join_with_two_keys_in_index_order(spark, hs, tables):
     left, right = tables
     hs.createIndex(spark.read.parquet(left), IndexConfig("li2", ["k", "id"], ["v"]))
@@ -215,6 +217,7 @@ def sorts(df) -> int:
 
 
 @pytest.mark.parametrize("key_type, key", KEYS)
+@pytest.mark.compat
 def test_index_buckets_of_one_sorted_file_join_without_sort(spark, hs, tmp_path, no_broadcast,
                                                            key_type, key):
     left, right = keyed_tables(spark, tmp_path, key_type, key)

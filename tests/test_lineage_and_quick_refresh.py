@@ -48,6 +48,7 @@ def assert_query(spark, path, build=query):
     return df
 
 
+@pytest.mark.compat
 def test_deleted_and_appended_files_with_lineage(spark, hs, source):
     create(spark, hs, source)
     os.remove(os.path.join(source, parquet_files(source)[0]))
@@ -163,6 +164,7 @@ def append_left(spark, left, ids):
     return name
 
 
+@pytest.mark.compat
 def test_join_with_appended_and_deleted_files_keeps_the_index_sides_unshuffled(
         spark, hs, join_tables):
     left, right = join_tables
@@ -178,6 +180,7 @@ def test_join_with_appended_and_deleted_files_keeps_the_index_sides_unshuffled(
         assert plan.count("Exchange") == 1 and "REPARTITION_BY_NUM" not in plan
 
 
+@pytest.mark.compat
 def test_incremental_refresh_drops_the_rows_of_deleted_files(spark, hs, source):
     create(spark, hs, source)
     os.remove(os.path.join(source, parquet_files(source)[0]))
@@ -244,6 +247,7 @@ def test_incremental_refresh_without_lineage_asks_for_a_full_one(spark, hs, sour
     assert hs._lifecycle().get("ix").state.name == "ACTIVE"
 
 
+@pytest.mark.compat
 def test_quick_refresh_records_changes_for_hybrid_scan(spark, hs, source):
     create(spark, hs, source)
     os.remove(os.path.join(source, parquet_files(source)[0]))
@@ -274,6 +278,7 @@ def test_quick_refresh_records_changes_for_hybrid_scan(spark, hs, source):
     assert split_files(assert_query(spark, source), "ix")[1] == []
 
 
+@pytest.mark.compat
 def test_quick_refresh_of_data_skipping_and_text_indexes(spark, hs, source):
     df = spark.read.parquet(source)
     hs.createIndex(df, DataSkippingIndexConfig("ds", MinMaxSketch("id")))

@@ -38,6 +38,7 @@ def summary(df):
     return row
 
 
+@pytest.mark.compat
 def test_every_operation_returns_a_summary_and_writes_an_event(spark, hs, source):
     created = summary(hs.createIndex(spark.read.parquet(source),
                                      IndexConfig("ix", ["id"], ["k"])))
@@ -118,6 +119,7 @@ def test_a_corrupt_log_entry_is_listed_and_can_be_vacuumed(spark, hs, source):
     assert [r["name"] for r in hs.indexes().collect()] == ["other"]
 
 
+@pytest.mark.compat
 def test_every_kind_is_listed_in_one_style_with_its_rows(spark, hs, source):
     df = spark.read.parquet(source)
     hs.createIndex(df, IndexConfig("cov", ["k"], ["id"]))

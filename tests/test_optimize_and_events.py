@@ -42,6 +42,7 @@ def create(spark, hs, path, buckets):
                    IndexConfig("ix", ["id"], ["payload.size"], numBuckets=buckets))
 
 
+@pytest.mark.compat
 def test_quick_optimize_compacts_level_groups_and_converges(spark, hs, source):
     create(spark, hs, source, 2)
     for start in (1000, 3000):
@@ -92,6 +93,7 @@ def test_quick_optimize_folds_delta_files_oldest_first_within_its_byte_budget(sp
         600 + 1000, 1600 + 1000]
 
 
+@pytest.mark.compat
 def test_full_optimize_compacts_every_bucket(spark, hs, source):
     create(spark, hs, source, 4)
     append(spark, source, range(1000, 1040))
@@ -177,6 +179,7 @@ def test_optimize_errors(spark, hs, source):
         hs.optimizeIndex("ix")
 
 
+@pytest.mark.compat
 def test_vacuum_of_an_active_index_removes_unreferenced_versions(spark, hs, source):
     create(spark, hs, source, 2)
     append(spark, source, range(1000, 1040))

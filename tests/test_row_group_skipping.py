@@ -119,6 +119,7 @@ def clustered_path(spark, tmp_path):
     return path
 
 
+@pytest.mark.compat
 def test_plain_column_reads_only_matching_row_groups(spark, hs, clustered_path):
     hs.createIndex(spark.read.parquet(clustered_path),
                    DataSkippingIndexConfig("rg_plain", MinMaxSketch("id")))
@@ -188,6 +189,7 @@ def test_bloom_filters_per_row_group_read_only_the_group_holding_the_value(spark
 
 
 @pytest.mark.parametrize("vectorized", ["true", "false"])
+@pytest.mark.compat
 def test_splits_of_a_file_read_each_kept_row_group_once(spark, hs, clustered_path, vectorized):
     hs.createIndex(spark.read.parquet(clustered_path),
                    DataSkippingIndexConfig("rg_split", MinMaxSketch("id")))

@@ -70,6 +70,7 @@ def _by(recs) -> dict[tuple[str, tuple[str, ...]], dict]:
     return {(r["kind"], tuple(r["columns"])): r.asDict() for r in recs.collect()}
 
 
+@pytest.mark.compat
 def test_recommends_and_applies_the_kind_each_demand_calls_for(spark, hs, lake):
     events = lambda: spark.read.parquet(lake["events"])   # noqa: E731
     uids = [r.uid for r in events().where("id % 997 = 3").select("uid").collect()][:12]
@@ -134,6 +135,7 @@ def test_covering_index_for_a_hot_narrow_lookup(spark, hs, lake):
     _same(spark, q)
 
 
+@pytest.mark.compat
 def test_paired_covering_indexes_for_a_hot_join(spark, hs, lake):
     def join():
         orders = spark.read.parquet(lake["orders"]).where("customer < 90")

@@ -48,6 +48,7 @@ def _job_events(hs, job: str) -> list:
     return [e for e in hs.events().collect() if e["job"] == job]
 
 
+@pytest.mark.compat
 def test_morning_report_warms_the_last_three_days_and_the_report_reads_only_the_cache(
         spark, hs, system_path, clickstream, tmp_path):
     config = _config(tmp_path, system_path, f"""
@@ -96,6 +97,7 @@ jobs:
     assert status.next_run.astimezone(PARIS).hour == 6 and status.next_run.minute == 30
 
 
+@pytest.mark.compat
 def test_a_failing_job_and_a_timed_out_job_are_recorded(spark, hs, system_path, tmp_path,
                                                         monkeypatch):
     config = _config(tmp_path, system_path, """

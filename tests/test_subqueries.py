@@ -61,12 +61,14 @@ def assert_same(spark, sql: str):
     "EXISTS (SELECT 1 FROM o WHERE g = 3 AND o.oid = t.id)",
     "NOT EXISTS (SELECT 1 FROM o WHERE g = 3 AND o.oid = t.id)",
 ])
+@pytest.mark.compat
 def test_predicate_subqueries_read_both_indexes(spark, views, condition):
     df = assert_same(spark, f"SELECT id FROM t WHERE k = 3 AND {condition}")
     assert indexes_read(df) == {"ti", "oi"}
     assert all("/indexes/" in f for f in df.inputFiles())
 
 
+@pytest.mark.compat
 def test_scalar_subquery_reads_both_indexes(spark, views):
     df = assert_same(spark, "SELECT id FROM t WHERE k = 3 AND id > (SELECT avg(oid) FROM o WHERE g = 4)")
     assert indexes_read(df) == {"ti"}     # inputFiles() leaves out the subquery's scans

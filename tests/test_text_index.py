@@ -95,6 +95,7 @@ def check(spark, df, expected_files: int):
     ("message LIKE '%ms%'", 8),
     ("coalesce(message, '') LIKE '%ERR-0107%'", 8),    # not the indexed column itself
 ])
+@pytest.mark.compat
 def test_predicates_skip_files(spark, indexed, condition, files):
     check(spark, spark.read.parquet(indexed).where(condition), files)
 
@@ -116,6 +117,7 @@ def test_nested_field(spark, hs, logs):
     check(spark, spark.read.parquet(logs).where(F.col("mail.body").contains("GRÜSSE")), 8)
 
 
+@pytest.mark.compat
 def test_stale_index_reads_new_files_and_refreshes_incrementally(spark, hs, logs):
     hs.createIndex(spark.read.parquet(logs), TextIndexConfig("txt", column="message"))
     extra = [(10_000 + i, f"ERROR appended code=ERR-0107 {i}", None) for i in range(3)]
@@ -147,6 +149,7 @@ def test_deleted_file_is_ignored_until_full_refresh(spark, hs, logs):
 
 
 @pytest.mark.parametrize("scoring", [False, True])
+@pytest.mark.compat
 def test_search_returns_exactly_the_matching_rows(spark, hs, logs, scoring):
     df = spark.read.parquet(logs)
     hs.createIndex(df, TextIndexConfig("txt", column="message", scoring=scoring))
@@ -267,6 +270,7 @@ def test_config_errors(spark, hs, logs):
         TextIndexConfig("t5", column="message", scoring="yes")
 
 
+@pytest.mark.compat
 def test_explain_shows_skipped_files_and_literals(spark, hs, logs):
     hs.createIndex(spark.read.parquet(logs), TextIndexConfig("txt", column="message"))
     text = hs.explain(spark.read.parquet(logs).where("message LIKE '%ERR-0107%'"))
