@@ -150,6 +150,10 @@ def main(argv: list[str] | None = None) -> int:
     from bench import s3 as s3_bench
     s3_bench.add_arguments(sub.add_parser("s3", help="event-log lookups and cache workloads with "
                                                      "the lake on a local S3 server (bench/s3.py)"))
+    from bench import versions as versions_bench
+    versions_bench.add_arguments(sub.add_parser(
+        "versions", help="the workloads on several Spark lines (default 3.5 and 4.3), same data, "
+                         "each line's speed-ups compared (bench/versions.py)"))
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
     logging.getLogger("bench").setLevel(logging.INFO)
@@ -159,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
         return scheduler_bench.run(args)
     if args.command == "s3":
         return s3_bench.run(args)
+    if args.command == "versions":
+        return versions_bench.run(args)
 
     from bench import datasets
     from bench.harness import (build_cost, cache_planning_cost, cache_warmup_cost, claim_work_dir,

@@ -349,6 +349,9 @@ def generate(spark: SparkSession, out_dir: str, rows: int, files: int = 64,
     (events(spark, rows, files, seed).write.mode("overwrite")
      .option("compression", "snappy").option("maxRecordsPerFile", 0)
      .option("parquet.block.row.count.limit", ROW_GROUP_ROWS)
+     # Parquet 1.13 (Spark 3.5) has no row count limit: a one-byte block checked every N rows
+     .option("parquet.block.size", 1).option("parquet.page.size.row.check.min", ROW_GROUP_ROWS)
+     .option("parquet.page.size.row.check.max", ROW_GROUP_ROWS)
      .parquet(out_dir))
     log.info("wrote %d events in %d files to %s in %.1f s", rows, files, out_dir,
              time.perf_counter() - t0)

@@ -50,3 +50,12 @@ def eventually(condition, timeout_s: float = 20.0) -> bool:
             return False
         time.sleep(0.01)
     return True
+
+
+def row_groups_of(rows: int) -> dict[str, str]:
+    """Parquet write options that cut row groups of ``rows`` rows on every supported Spark:
+    ``parquet.block.row.count.limit`` (Parquet 1.14+, Spark 4), and for Parquet 1.13 (Spark 3.5)
+    a one-byte block size checked every ``rows`` rows."""
+    return {"parquet.block.row.count.limit": str(rows), "parquet.block.size": "1",
+            "parquet.page.size.row.check.min": str(rows),
+            "parquet.page.size.row.check.max": str(rows)}

@@ -21,7 +21,7 @@ from indexes.skipping.ir import Cmp, Lit, Sketched
 from indexes.skipping.match import kept_row_groups
 from indexes.skipping.stats import ColumnStats, FileStats, SketchSpec
 from indexes.skipping.store import FileEntry, RowGroup, decode, encode
-from tests.helpers import rows, session_conf, vanilla
+from tests.helpers import row_groups_of, rows, session_conf, vanilla
 
 ROW_GROUP = 1000
 
@@ -114,7 +114,7 @@ def clustered_path(spark, tmp_path):
         df = ids.select("id", (F.col("id") % 97).alias("bucket"),
                         F.to_json(F.struct(F.col("id").alias("t"), F.lit("x").alias("kind")))
                         .alias("payload"))
-        (df.write.mode("append").option("parquet.block.row.count.limit", ROW_GROUP)
+        (df.write.mode("append").options(**row_groups_of(ROW_GROUP))
          .parquet(path))
     return path
 
@@ -172,7 +172,7 @@ def test_bloom_filters_per_row_group_read_only_the_group_holding_the_value(spark
     has its own Bloom filter (sized by its rows), so a lookup reads the one holding it."""
     df = spark.read.parquet(clustered_path).withColumn("h", F.sha1(F.col("id").cast("string")))
     path = clustered_path + "_hashed"
-    df.write.option("parquet.block.row.count.limit", ROW_GROUP).parquet(path)
+    df.write.options(**row_groups_of(ROW_GROUP)).parquet(path)
     hs.createIndex(spark.read.parquet(path), DataSkippingIndexConfig(
         "rg_bloom", BloomFilterSketch("h", expectedDistinctCountPerFile=20000, fpp=0.001)))
     target = spark.read.parquet(path).where("id = 4321").first().h
@@ -225,7 +225,7 @@ def test_incremental_refresh_keeps_row_groups_of_unchanged_files(spark, hs, clus
                    DataSkippingIndexConfig("rg_refresh", MinMaxSketch("id")))
     (spark.range(20000, 23000).select("id", (F.col("id") % 97).alias("bucket"),
                                       F.lit("{}").alias("payload"))
-     .coalesce(1).write.mode("append").option("parquet.block.row.count.limit", ROW_GROUP)
+     .coalesce(1).write.mode("append").options(**row_groups_of(ROW_GROUP))
      .parquet(clustered_path))
     hs.refreshIndex("rg_refresh", "incremental")
     entry = hs._lifecycle().get("rg_refresh")
@@ -287,7 +287,7 @@ def test_text_index_reads_only_row_groups_holding_its_literals(spark, hs, tmp_pa
                               "WHEN id % 500 = 7 THEN 'rare-token seen' "
                               "WHEN id % 3 = 0 THEN NULL ELSE concat('ok request ', id) END")
                  .alias("msg"))
-         .write.mode("append").option("parquet.block.row.count.limit", ROW_GROUP).parquet(path))
+         .write.mode("append").options(**row_groups_of(ROW_GROUP)).parquet(path))
     hs.createIndex(spark.read.parquet(path), TextIndexConfig("rg_text", column="msg"))
     assert len(hs._lifecycle().get("rg_text").content["rowGroups"]) == 2
 

@@ -98,15 +98,21 @@ public final class RowGroupParquetFormat extends ReaderParquetFormat {
               file.otherConstantMetadataColumnValues()));
         }
       }
-      return new Concatenated(reader, parts.iterator());
+      @SuppressWarnings("unchecked")
+      Iterator<InternalRow> rows = (Iterator<InternalRow>) (Iterator<?>) new Concatenated(
+          reader, parts.iterator());
+      return rows;
     }
   }
 
-  /** The rows of each part in turn, each read when the previous one is exhausted. */
-  private static final class Concatenated extends AbstractIterator<InternalRow> {
+  /**
+   * The rows of each part in turn, each read when the previous one is exhausted. Elements are
+   * Objects: Spark's vectorized reader hands out ColumnarBatches through its row iterators.
+   */
+  private static final class Concatenated extends AbstractIterator<Object> {
     private final Function1<PartitionedFile, Iterator<InternalRow>> reader;
     private final java.util.Iterator<PartitionedFile> pending;
-    private Iterator<InternalRow> current;
+    private Iterator<?> current;
 
     Concatenated(Function1<PartitionedFile, Iterator<InternalRow>> reader,
         java.util.Iterator<PartitionedFile> pending) {
@@ -123,7 +129,7 @@ public final class RowGroupParquetFormat extends ReaderParquetFormat {
     }
 
     @Override
-    public InternalRow next() {
+    public Object next() {
       if (!hasNext()) {
         throw new java.util.NoSuchElementException("no more rows in the kept row groups");
       }
