@@ -429,15 +429,15 @@ def test_special_column_names_and_collation(spark, shared):
     there the column is a plain string (and the self-join below matches on case)."""
     cases = [("eq-upper", "w = 'APPLE'"), ("eq-lower", "w = 'banana'"), ("in", "w IN ('CHERRY', '')"),
              ("umlaut", "w = '\u00e4'"), ("null", "w IS NULL"),
-             ("nested-special", "w = 'apple' AND s.`in ner` = 'x1'"),
+             ("nested-special", "w = 'banana' AND s.`in ner` = 'x1'"),
              ("dots", "w >= 'b' AND `a.b` = 'd1' AND s.`b.c` > 10")]
     columns = ["id", "w", "`my col`", "s.`in ner`", "s.`b.c`", "`a.b`"]
     assert_cases(spark, lambda: spark.read.parquet(shared.data.weird), cases, columns,
                  shared.path, {"ix_weird"})
 
-    def joined():   # bucketed self-join on the collated key: 'apple' joins 'APPLE'
+    def joined():   # bucketed self-join on the collated key: 'apple' joins 'APPLE' (and 'apple')
         a = spark.read.parquet(shared.data.weird).filter("w IN ('apple', 'BANANA')").select("w", "id")
-        b = (spark.read.parquet(shared.data.weird).filter("w IN ('APPLE', 'banana')")
+        b = (spark.read.parquet(shared.data.weird).filter("w IN ('APPLE', 'banana', 'apple')")
              .select(F.col("w").alias("w2"), F.col("id").alias("id2")))
         return a.join(b, F.col("w") == F.col("w2")).select("id", "id2")
 
@@ -846,7 +846,9 @@ def test_json_source(spark, shared):
 
 def test_user_schema_with_other_types_does_not_use_index(spark, shared):
     def build():
-        return (spark.read.schema("id long, key string, qty long").parquet(shared.data.flat)
+        # key read as binary: a type every Spark line reads from a Parquet string (3.5's
+        # vectorized reader cannot widen int to long, which Spark 4 can)
+        return (spark.read.schema("id int, key binary, qty int").parquet(shared.data.flat)
                 .filter("qty = 1").select("id", "key"))
 
     assert_same(spark, build, shared.path, set())
