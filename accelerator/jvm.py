@@ -31,7 +31,7 @@ log = logging.getLogger("accelerator.jvm")
 
 SOURCE_DIR = Path(__file__).parent / "jvm" / "src"
 SCALA_DIRS = {v: Path(__file__).parent / "jvm" / f"scala-{v}" for v in ("2.12", "2.13")}
-MIN_JAVA = 11        # Spark 3.5's oldest Java but 8, which the sources do not target
+MIN_JAVA = 11        # Spark 3.5 also runs on Java 8, which the sources do not target
 MAX_RELEASE = 17     # the classes need nothing newer; a newer JVM runs them
 PACKAGE = "accelerator.jvm"
 EXTENSIONS_CLASS = f"{PACKAGE}.AcceleratorExtensions"
