@@ -32,12 +32,31 @@ HDFS_POINTS = int(os.environ.get("CRASH_HDFS_POINTS", "0"))
 SEED = os.environ.get("CRASH_SEED", "22")
 
 
-def _selected(items, root: str) -> set[str]:
-    """The scenarios of the tests of this module that will run on ``root`` (``-k`` and ``-m``
-    may leave some out)."""
-    return {item.callspec.params.get("scenario") for item in items
+#: the kill points some tests choose by the call they stop before, by test: the scenario, the
+#: method, a part of the call's path and which of the matching calls (0: the first)
+CHOSEN = {
+    "test_a_warmup_killed_between_its_commits_leaves_data_the_demoter_deletes":
+        ("cache", "create_exclusive", "/_manifest/entries/", 1),
+    "test_a_vacuum_killed_before_deleting_the_moved_index_leaves_nothing_after_vacuum":
+        ("vacuum-ix", "delete", "/_trash/", 0),
+}
+
+
+def _selected(items, root: str) -> set[tuple[str, str | None]]:
+    """The tests of this module that will run on ``root`` (``-k`` and ``-m`` may leave some
+    out): each one's name and scenario (None for those of :data:`CHOSEN`)."""
+    return {(item.originalname, item.callspec.params.get("scenario")) for item in items
             if item.module.__name__ == __name__ and hasattr(item, "callspec")
             and item.callspec.params.get("campaign") == root}
+
+
+def _chosen_point(running, name: str, method: str, where: str, nth: int) -> KillPoint:
+    """The point of scenario ``name`` before its ``nth`` call of ``method`` on a path holding
+    ``where`` (found in the counting run)."""
+    running.count(SCENARIOS[name])
+    calls = [n for n, call in enumerate(running.calls[name], 1)
+             if call.startswith(method + " ") and where in call]
+    return KillPoint("fs", calls[nth])
 
 
 @pytest.fixture(scope="module", params=[
@@ -52,18 +71,20 @@ def campaign(request, spark, tmp_path_factory):
         root, budget = f"{request.getfixturevalue('hdfs').url}/crash/{scratch.name}", HDFS_POINTS
     else:
         root, budget = str(scratch / "root"), POINTS
-    selected = [n for n in CI_SCENARIOS if n in _selected(request.session.items, request.param)]
-    with Campaign(spark, root, str(scratch / "drivers"),
-                  [SCENARIOS[n] for n in selected], budget, SEED) as running:
+    selected = _selected(request.session.items, request.param)
+    scenarios = [SCENARIOS[n] for n in CI_SCENARIOS if any(s == n for _, s in selected)]
+    with Campaign(spark, root, str(scratch / "drivers"), scenarios, budget, SEED) as running:
         runs: dict[str, list] = {}
         for run in running.start():
             runs.setdefault(run.scenario.name, []).append(run)
-        yield running, runs
+        chosen = {test: running.launch(SCENARIOS[where[0]], _chosen_point(running, *where))
+                  for test, where in CHOSEN.items() if (test, None) in selected}
+        yield running, runs, chosen
 
 
 @pytest.mark.parametrize("scenario", CI_SCENARIOS)
 def test_a_killed_operation_leaves_a_consistent_state(campaign, scenario):
-    running, runs = campaign
+    running, runs, _ = campaign
     failures = []
     for run in runs[scenario]:
         try:
@@ -73,24 +94,20 @@ def test_a_killed_operation_leaves_a_consistent_state(campaign, scenario):
     assert not failures, "\n".join(failures)
 
 
-def _kill_at(running, name: str, method: str, where: str, nth: int = 0):
-    """The run of scenario ``name`` killed before its ``nth`` call of ``method`` on a path
-    holding ``where`` (found in the counting run), started."""
-    scenario = SCENARIOS[name]
-    running.count(scenario)
-    calls = [n for n, call in enumerate(running.calls[name], 1)
-             if call.startswith(method + " ") and where in call]
-    return running.launch(scenario, KillPoint("fs", calls[nth]))
+def _check_chosen(campaign, request) -> None:
+    """Checks the run of the requesting test's point of :data:`CHOSEN` (started with the
+    campaign's others)."""
+    running, _, chosen = campaign
+    running.check(chosen[request.node.originalname])
 
 
-def test_a_warmup_killed_between_its_commits_leaves_data_the_demoter_deletes(campaign):
+def test_a_warmup_killed_between_its_commits_leaves_data_the_demoter_deletes(campaign, request):
     """Killed after the first of its entries was committed: the folders of the files it wrote
     but did not commit lie beside that entry's folder, which the demoter used to keep whole."""
-    running, _ = campaign
-    running.check(_kill_at(running, "cache", "create_exclusive", "/_manifest/entries/", 1))
+    _check_chosen(campaign, request)
 
 
-def test_a_vacuum_killed_before_deleting_the_moved_index_leaves_nothing_after_vacuum(campaign):
+def test_a_vacuum_killed_before_deleting_the_moved_index_leaves_nothing_after_vacuum(campaign,
+                                                                                      request):
     """Killed after moving the index directory into the trash: the next vacuum empties it."""
-    running, _ = campaign
-    running.check(_kill_at(running, "vacuum-ix", "delete", "/_trash/"))
+    _check_chosen(campaign, request)

@@ -33,6 +33,9 @@ def session(ctx: dict, scratch: str) -> SparkSession:
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.driver.memory", "1g")
+               # a short-lived JVM running tiny jobs: with the quick JIT alone it takes about 40%
+               # less CPU time (as in tests/cluster_driver.py)
+               .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
                .config("spark.local.dir", scratch)
                .config("spark.sql.warehouse.dir", os.path.join(scratch, "warehouse"))
                .config("spark.accelerator.text.localCacheDir", os.path.join(scratch, "text"))
