@@ -21,6 +21,12 @@ public final class BucketUnion extends LogicalNode {
     this.children = List.copyOf(children);
   }
 
+  /** The constructor Spark's {@code makeCopy} (as in {@code clone}) calls with {@link
+   * #productElement}'s children. */
+  public BucketUnion(scala.collection.Seq<LogicalPlan> children) {
+    this(Scala.list(children));
+  }
+
   @Override
   protected List<LogicalPlan> childList() {
     return children;

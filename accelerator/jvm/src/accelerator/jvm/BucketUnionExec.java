@@ -22,6 +22,11 @@ public final class BucketUnionExec extends PhysicalNode {
     this.children = List.copyOf(children);
   }
 
+  /** The constructor Spark's {@code makeCopy} calls with {@link #productElement}'s children. */
+  public BucketUnionExec(scala.collection.Seq<SparkPlan> children) {
+    this(Scala.list(children));
+  }
+
   @Override
   protected List<SparkPlan> childList() {
     return children;
