@@ -7,8 +7,9 @@ Each line runs ``python -m bench run --only <every workload>`` in a virtual envi
 when missing) over the shared ``--data-dir``, so both read the same generated files. The report
 (JSON, to ``--out`` and stdout) gives per workload the ratio vanilla/accelerated of each line (the
 median of its alternating pairs), the relative difference of each line's ratio to the first
-line's, whether that is within ``--tolerance`` (0.15), and whether every result equalled
-vanilla's. Exits 1 when a result differed or a line's run failed. Timings are reported, never
+line's, whether that is within ``--tolerance`` (0.15), each line's median seconds of vanilla, the
+accelerator and the limit (a ratio moves with vanilla's own time, which differs between Spark
+versions), and whether every result equalled vanilla's. Exits 1 when a result differed or a line's run failed. Timings are reported, never
 asserted.
 """
 from __future__ import annotations
@@ -56,7 +57,7 @@ def environment(envs: Path, line: str) -> Path:
 def run_line(python: Path, line: str, args: argparse.Namespace, workloads: list[str]) -> dict | None:
     """The ``bench run`` report of one line, or None when its run failed."""
     work = Path(args.work_dir) / line
-    report = work.with_suffix(".json")
+    report = work.parent / f"{line}.json"
     work.parent.mkdir(parents=True, exist_ok=True)
     cmd = [str(python), "-m", "bench", "run", "--scale", str(args.scale), "--pairs",
            str(args.pairs), "--data-dir", args.data_dir, "--work-dir", str(work),
@@ -80,14 +81,21 @@ def compare(reports: dict[str, dict], tolerance: float) -> dict:
                   for line in lines if name in by_name[line]}
         differences = {line: round(ratios[line] / ratios[reference] - 1, 3)
                        for line in ratios if line != reference}
+        medians = {side: {line: _median(by_name[line][name][f"{side}_s"]) for line in ratios}
+                   for side in ("vanilla", "accelerated", "limit")}
         rows.append({"name": name, "ratios": {k: round(v, 3) for k, v in ratios.items()},
                      "difference_to_" + reference: differences,
+                     **{f"{side}_s": values for side, values in medians.items()},
                      "within_tolerance": all(abs(d) <= tolerance for d in differences.values()),
                      "identical": all(by_name[line][name]["identical"] for line in ratios)})
     return {"lines": {line: reports[line]["spark"] for line in lines}, "tolerance": tolerance,
             "workloads": rows,
             "all_within_tolerance": all(r["within_tolerance"] for r in rows),
             "all_identical": all(r["identical"] for r in rows)}
+
+
+def _median(timing: dict | None) -> float | None:
+    return None if not timing else round(timing["median"], 3)
 
 
 def run(args: argparse.Namespace) -> int:
