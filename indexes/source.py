@@ -112,8 +112,12 @@ def source_mismatch(recorded: dict, current: dict, current_schema: list,
     if recorded.get("readSettings") != current.get("readSettings"):
         changed = sorted(k for k in set(recorded.get("readSettings") or {}) | set(current.get("readSettings") or {})
                          if (recorded.get("readSettings") or {}).get(k) != (current.get("readSettings") or {}).get(k))
+        version = recorded.get("sparkVersion")
+        under = (f" under Spark {version} (some of their defaults differ between Spark versions)"
+                 if version else "")
         return ("settings that change what is read from files differ from when the index was "
-                f"built: {', '.join(changed)}")
+                f"built{under}: {', '.join(changed)}; a full refresh rebuilds it under the "
+                "current ones")
     if recorded.get("schema") != current_schema:
         data_columns = [c for c in current_schema if c[0] != METADATA_COLUMN]
         if data_columns != current_schema and data_columns == recorded.get("schema"):

@@ -136,6 +136,20 @@ def test_a_query_reading_file_metadata_is_told_so():
     assert source_mismatch(recorded, current, [["id", "long"]]) is None
 
 
+def test_read_settings_of_an_index_built_under_another_spark_name_its_version():
+    """An index built under another Spark version whose defaults differ (Spark 4.0 changed
+    spark.sql.legacy.timeParserPolicy's): the reason names the setting, that version and the
+    refresh that fixes it."""
+    recorded = {"format": "parquet", "schema": [["id", "long"]], "sparkVersion": "4.3.0",
+                "readSettings": {"spark.sql.legacy.timeParserPolicy": "CORRECTED"}}
+    current = {"format": "parquet", "readSettings": {"spark.sql.legacy.timeParserPolicy": "EXCEPTION"}}
+    reason = source_mismatch(recorded, current, [["id", "long"]])
+    assert "spark.sql.legacy.timeParserPolicy" in reason and "under Spark 4.3.0" in reason
+    assert "full refresh" in reason
+    assert "under Spark" not in source_mismatch({**recorded, "sparkVersion": None}, current,
+                                                [["id", "long"]])
+
+
 def test_changed_files_are_counted_when_listed():
     root, relation = plan("seed")
     index = entry(relation, *SEED_INDEX, files=[["a", 1, 1], ["b", 1, 1]])
