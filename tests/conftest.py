@@ -12,7 +12,7 @@ from pyspark.sql import SparkSession
 from tests.helpers import using_system_path
 
 
-# The test files that take longest (about 15 and 9 minutes of the suite's 2 x 30), run first:
+# The test files that take longest (the fuzz test: 9 of the suite's 2 x 20 minutes), run first:
 # under the README's `-n 2 --dist loadfile` (with pyproject's `--no-loadscope-reorder`) one
 # process takes each while the other files fill both processes after them, so the two finish
 # together. (Tried: the next longest files third to sixth (remote file systems, bench smoke, demo,
