@@ -179,8 +179,9 @@ def test_join_with_appended_and_deleted_files_keeps_the_index_sides_unshuffled(
         # Spark copies plan nodes by reflection (makeCopy, as clone does: Spark 4.1's planner
         # did, and failed the query while BucketUnion lacked the constructor it calls)
         with session_conf(spark, spark__sql__autoBroadcastJoinThreshold="-1"):
-            qe = (spark.read.parquet(left).join(spark.read.parquet(right), F.col("k") == F.col("k2"))
-                  .select("k", "v", "w"))._jdf.queryExecution()
+            joined_df = spark.read.parquet(left).join(spark.read.parquet(right),
+                                                      F.col("k") == F.col("k2"))
+            qe = joined_df.select("k", "v", "w")._jdf.queryExecution()
             for tree in (qe.optimizedPlan(), qe.sparkPlan()):
                 copy = tree.clone()
                 assert copy.equals(tree) and "BucketUnion" in copy.toString()
