@@ -321,12 +321,18 @@ class Scanned:
     groups: dict[str, dict[int, FileStats]]
 
 
+def session_ansi(spark: Any) -> bool:
+    """The session's spark.sql.ansi.enabled: statistics are computed under it (and recorded with
+    it: the index serves only queries run under the same setting)."""
+    return str(spark.conf.get("spark.sql.ansi.enabled")).lower() == "true"
+
+
 def scan_stats(df: DataFrame, sketches: list[ResolvedSketch], specs: list[SketchSpec],
                layouts: dict[str, "Layout"]) -> Scanned:
     """Statistics of ``specs`` for every file that holds rows, and for each row group of the
     files ``layouts`` describes, by one Spark job."""
     expr_of = {s.key: s.expression for s in sketches}
-    ansi = str(df.sparkSession.conf.get("spark.sql.ansi.enabled")).lower() == "true"
+    ansi = session_ansi(df.sparkSession)
     columns = [F.col("_metadata.file_path").alias(FILE_COLUMN)]
     if layouts:
         columns.append(F.col("_metadata.row_index"))

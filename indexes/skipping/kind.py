@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 from indexes.kind import BuildJob, IndexKind, IoStats, MatchContext, Serving, SpecCheck
 from indexes.plan import PlanNode
 from indexes.skipping import ir, match
-from indexes.skipping.build import compute_stats, resolve_sketches, sketch_specs
+from indexes.skipping.build import compute_stats, resolve_sketches, session_ansi, sketch_specs
 from indexes.errors import InvalidIndexConfigError
 from indexes.skipping.config import KIND, SKETCH_CLASSES, DataSkippingIndexConfig
 from indexes.skipping.store import FileEntry, read_table, write_table
@@ -50,7 +50,7 @@ class SkippingKind(IndexKind):
         ``spark.sql.ansi.enabled`` (recorded in the content: the index serves only queries run
         under it); an incremental refresh reuses the previous version's entries of files that
         did not change, computed under the same setting, and sketches only the others."""
-        ansi = _session_ansi(job.spark)
+        ansi = session_ansi(job.spark)
         sketches = match.sketches_of(job.config)
         specs = sketch_specs(sketches)
         previous: dict[str, FileEntry] = ({} if job.previous is None else
@@ -77,7 +77,7 @@ class SkippingKind(IndexKind):
     def session_difference(self, entry: Any, spark: Any) -> str | None:
         """The ANSI setting, when the session's differs from the one the statistics were
         computed under."""
-        return match.ansi_difference(entry, _session_ansi(spark))
+        return match.ansi_difference(entry, session_ansi(spark))
 
     def load(self, entry: Any, fs: Any, settings: Any) -> StatsTable:
         """The per-file statistics of the index version."""
@@ -100,10 +100,6 @@ class SkippingKind(IndexKind):
         if any(k is None for k in keys):
             return None
         return frozenset(c.lower() for k in keys for c in ir.key_columns(k))
-
-
-def _session_ansi(spark: Any) -> bool:
-    return str(spark.conf.get("spark.sql.ansi.enabled")).lower() == "true"
 
 
 def _check_same_ansi(previous: Any, ansi: bool) -> None:
