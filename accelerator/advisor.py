@@ -5,9 +5,10 @@ them out through the public API.
 (:mod:`rules.extractor`), profiles the demanded sources (:mod:`accelerator.profiling`), asks the
 analyzer (:mod:`rules.analyzer`) for the engine's instructions, adds the user rules' own
 (:func:`rules.instructions.from_user_rule`) and merges them (NEVER > user > engine). Carrying an
-instruction out is one public call: ``createIndex`` with the config its kind names (the index
-marked as the engine's or the user rule's in its log), ``cache``, ``deleteIndex`` +
-``vacuumIndex``, ``uncache`` or ``refreshIndex``; one failing instruction never stops the others.
+instruction out is one operation: ``createIndex`` with the config its kind names (the index
+marked as the engine's or the user rule's in its log), ``cache``, ``delete`` + ``vacuum``,
+``uncache`` or ``refresh``, through the operations of the session's
+:class:`~accelerator.context.AcceleratorContext`; one failing instruction never stops the others.
 """
 from __future__ import annotations
 
@@ -15,20 +16,19 @@ import dataclasses
 import logging
 import time
 from datetime import date, datetime, timezone
-from typing import TYPE_CHECKING, Any, Iterable
+from dataclasses import dataclass
+from typing import Any, Iterable
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from accelerator import session, spark_versions
-from accelerator.history import wait_for_executions
+from accelerator import spark_versions
+from accelerator.context import AcceleratorContext
 from accelerator.operations import ORIGIN_KEY
 from accelerator.profiling import profile_source, read_source
-from accelerator.settings import RuleSettings, Settings
+from accelerator.settings import RuleSettings
 from indexes import kinds
 from indexes.covering.config import CoveringIndexConfig
-from indexes.events import EventLog
-from indexes.fs import HadoopFs
 from indexes.log import IndexLogEntry, IndexState
 from indexes.skipping.config import KIND as SKIPPING
 from indexes.skipping.config import (BloomFilterSketch, DataSkippingIndexConfig, MinMaxSketch,
@@ -42,17 +42,13 @@ from rules.instructions import Instruction, from_user_rule, merge
 from rules.probation import Action, ActionLog, cooling_down, new_action, verdict
 from rules.profiles import ExistingIndex, SourceProfile
 from rules.reader import RecordCache
-from rules.terms import byte_size, format_duration, parse_duration, parse_priority
+from rules.terms import byte_size, format_duration
 from rules.user_rules import Budget, RuleSet, UserRule, load_rules_file, scheme_less, \
     source_matches
 
-if TYPE_CHECKING:
-    from accelerator.hyperspace import Hyperspace
-
 log = logging.getLogger("accelerator.rules.advisor")
 
-__all__ = ["APPLIED_SCHEMA", "Advisor", "RECOMMENDATIONS_SCHEMA", "instruction_of",
-           "instruction_row"]
+__all__ = ["Advisor", "Applied"]
 #: sources profiled per recommendation at most (the most demanded first)
 MAX_SOURCES = 32
 #: source profiles kept for the next recommend() (the latest ones)
@@ -69,14 +65,21 @@ PROBATION = "probation: "
 #: a Bloom filter is sized for this many times the distinct values profiled per file
 _BLOOM_HEADROOM = 2.0
 
-RECOMMENDATIONS_SCHEMA = (
-    "action string, kind string, source string, columns array<string>, "
-    "includedColumns array<string>, name string, priority string, ttl string, origin string, "
-    "score double, estimatedSecondsSaved double, estimatedBytes long, queries long, "
-    "reason string")
-APPLIED_SCHEMA = (
-    "action string, kind string, source string, columns array<string>, name string, "
-    "origin string, status string, message string, seconds double")
+
+
+@dataclass(frozen=True)
+class Applied:
+    """What carrying out one instruction did: ``status`` ``applied``, ``failed`` (``message``
+    names the error) or ``planned`` (a dry run; ``message`` is the instruction's reason)."""
+
+    instruction: Instruction
+    status: str
+    message: str
+    seconds: float
+
+    @property
+    def applied(self) -> bool:
+        return self.status == "applied"
 
 
 def _either(value: Any, default: Any) -> Any:
@@ -98,12 +101,12 @@ def _since_ms(since: Any) -> int | None:
 
 
 class Advisor:
-    """The rule engine of one Hyperspace facade (its session and system path)."""
+    """The rule engine of one session and its system path."""
 
-    def __init__(self, hs: "Hyperspace", rules: RuleSet | None = None):
-        """The rule engine of ``hs``, following ``rules`` (default: the session's
-        ``spark.accelerator.rules.path``, read at each use)."""
-        self._hs = hs
+    def __init__(self, context: AcceleratorContext, rules: RuleSet | None = None):
+        """The rule engine of ``context``'s session, following ``rules`` (default: the
+        session's ``spark.accelerator.rules.path``, read at each use)."""
+        self._context = context
         self._fixed_rules = rules
         self._profiles: dict[str, SourceProfile] = {}
         self._usages: dict[str, RelationUsage] = {}
@@ -116,7 +119,7 @@ class Advisor:
 
     @property
     def spark(self) -> SparkSession:
-        return self._hs.spark
+        return self._context.spark
 
     # --- rules ----------------------------------------------------------------------------
     def rules(self) -> RuleSet:
@@ -152,12 +155,11 @@ class Advisor:
     def records(self, since: Any = None) -> list[QueryRecord]:
         """The recorded queries of the system path (since ``since``), after writing what this
         process still buffers (with the costs of the queries that finished)."""
-        system_path = Settings.of_session(self.spark).system_path
-        wait_for_executions(self.spark)
-        session.rewriter(self.spark).flush_history(system_path)
+        system_path = self._context.settings().system_path
+        self._context.flush_history()
         start = _since_ms(since)
         day = None if start is None else datetime.fromtimestamp(start / 1000, timezone.utc).date()
-        records = self._history.records(HadoopFs(self.spark), system_path, day)
+        records = self._history.records(self._context.fs, system_path, day)
         return [r for r in records if start is None or r.timestamp >= start]
 
     def recommend(self, since: Any = None) -> list[Instruction]:
@@ -171,7 +173,7 @@ class Advisor:
         sources = _ranked_sources(demand, rules)[:MAX_SOURCES]
         self._profiles = {s: p for s in sources if (p := self._profile(s, demand)) is not None}
         self._demand = demand
-        entries = self._hs._lifecycle().list()   # the index logs, read once
+        entries = self._context.lifecycle().list()   # the index logs, read once
         existing = _existing(entries)
         actions = self._actions().read()
         reverts = self._review(actions, records, now)
@@ -189,7 +191,7 @@ class Advisor:
 
     # --- probation --------------------------------------------------------------------------
     def _actions(self) -> ActionLog:
-        return ActionLog(self._hs._ops.fs, Settings.of_session(self.spark).system_path)
+        return ActionLog(self._context.fs, self._context.settings().system_path)
 
     def _review(self, actions: list[Action], records: list[QueryRecord],
                 now: int) -> list[Instruction]:
@@ -234,7 +236,7 @@ class Advisor:
             if a.state == "probation" and a.target == i.target:
                 log_.decide(a, "reverted", i.reason, now)
         zero = {"files": 0, "levels": [], "rows": 0, "bytes": 0}
-        EventLog(self._hs._ops.fs, Settings.of_session(self.spark).system_path).write(
+        self._context.events().write(
             "revert", i.name or i.source, "probation", now, now, None, zero, zero,
             message=i.reason)
 
@@ -267,7 +269,7 @@ class Advisor:
             return None
 
     def _files(self, usage: RelationUsage) -> list[tuple[str, int]]:
-        source = self._hs._ops.describe_source(read_source(self.spark, usage))
+        source = self._context.indexes.describe_source(read_source(self.spark, usage))
         return [(str(f[0]), int(f[1])) for f in source["files"]]
 
     def _broadcasts(self) -> bool:
@@ -278,11 +280,11 @@ class Advisor:
         return any(byte_size(t) > 0 for t in (planned, adaptive))
 
     def _cache_capacity(self) -> int | None:
-        settings = Settings.of_session(self.spark)
+        settings = self._context.settings()
         if not settings.cache_enabled:
             return None
         try:
-            return int(self._hs._cache.tier(settings).max_bytes(settings.cache_max_bytes))
+            return int(self._context.cache.tier(settings).max_bytes(settings.cache_max_bytes))
         except Exception:  # noqa: BLE001 - no cache capacity known: no cache instructions
             log.debug("cache capacity unknown", exc_info=True)
             return None
@@ -323,16 +325,14 @@ class Advisor:
     def rule_instructions(self, pattern: str) -> list[Instruction]:
         """The user rules' instructions for the sources of :meth:`sources_matching`
         ``pattern`` (called first): every cache instruction, and the indexes not built yet."""
-        existing = _existing(self._hs._lifecycle().list())
+        existing = _existing(self._context.lifecycle().list())
         return [i for i in self._user_instructions(self.rules(), existing)
                 if source_matches(pattern, i.source)]
 
     # --- doing it ---------------------------------------------------------------------------
-    def apply(self, instructions: list[Instruction], dry_run: bool = False) -> list[tuple]:
-        """Carries out ``instructions`` in order; one row per instruction (see
-        :data:`APPLIED_SCHEMA`): status ``applied``, ``failed`` (with the error), or
-        ``planned`` on a dry run."""
-        rows = []
+    def apply(self, instructions: list[Instruction], dry_run: bool = False) -> list[Applied]:
+        """Carries out ``instructions`` in order; what each did (see :class:`Applied`)."""
+        done = []
         for i in instructions:
             started = time.monotonic()
             if dry_run:
@@ -349,9 +349,8 @@ class Advisor:
                     log.warning("rule engine: %s %s on %s failed: %s", i.action, i.kind,
                                 i.source, exc)
                     status, message = "failed", f"{type(exc).__name__}: {exc}"
-            rows.append((i.action, i.kind, i.source, list(i.columns), i.name, i.origin, status,
-                         message, round(time.monotonic() - started, 3)))
-        return rows
+            done.append(Applied(i, status, message, round(time.monotonic() - started, 3)))
+        return done
 
     def source_df(self, source: str) -> DataFrame:
         """A source as the history read it last (or as the rule naming it says)."""
@@ -365,27 +364,26 @@ class Advisor:
         return read_source(self.spark, usage)
 
     def _carry_out(self, i: Instruction) -> str:
-        hs = self._hs
+        indexes, cache = self._context.indexes, self._context.cache
         if i.action == "create":
             df = self.source_df(i.source)
-            result = hs._ops.create(df, self._config(i), origin=i.origin)
-            return result.message
+            return indexes.create(df, self._config(i), origin=i.origin).message
         if i.action == "drop":
-            hs.deleteIndex(i.name)
-            hs.vacuumIndex(i.name)
+            indexes.delete(i.name)
+            indexes.vacuum(i.name, None)
             return f"dropped index {i.name}"
         if i.action == "refresh":
-            return hs._ops.refresh(i.name, "incremental").message
+            return indexes.refresh(i.name, "incremental").message
         df = self.source_df(i.source)
         if i.action == "uncache":
-            hs.uncache(df)
+            cache.uncache(df)
             return f"uncached {i.source}"
         window = self._window(i)
         if window is not None:
             df = df.where(window)
         ttl = format_duration(i.ttl_seconds) if i.ttl_seconds else None
-        row = hs.cache(df, list(i.columns) or None, i.priority.name, ttl).first()
-        return f"cached {row['files']} files ({row['bytesWritten']} bytes written)"
+        warmed = cache.cache(df, list(i.columns) or None, i.priority.name, ttl)
+        return f"cached {warmed.files} files ({warmed.bytes_written} bytes written)"
 
     def _window(self, i: Instruction) -> Any:
         """The partitions a cache instruction warms (None: all of them): a user rule's
@@ -494,26 +492,3 @@ def _usage_of_rule(rule: UserRule) -> RelationUsage:
         schema = spark_versions.parse_ddl(rule.schema).json()
     return RelationUsage(source=rule.source, root_paths=[rule.source], format=rule.format or "",
                          options=dict(rule.options), data_schema=schema)
-
-
-def instruction_row(i: Instruction) -> tuple:
-    """One row of :data:`RECOMMENDATIONS_SCHEMA`."""
-    return (i.action, i.kind, i.source, list(i.columns), list(i.included_columns), i.name,
-            i.priority.name, format_duration(i.ttl_seconds) if i.ttl_seconds else None, i.origin,
-            float(i.score), float(i.estimated_seconds_saved), int(i.estimated_bytes),
-            int(i.queries), i.reason)
-
-
-def instruction_of(row: Any) -> Instruction:
-    """The instruction of a row of ``recommend()`` (possibly filtered by the user)."""
-    d = row.asDict() if hasattr(row, "asDict") else dict(row)
-    ttl = d.get("ttl")
-    return Instruction(
-        d["action"], d["kind"], d["source"], tuple(d.get("columns") or ()),
-        tuple(d.get("includedColumns") or ()), d.get("name"),
-        parse_priority(d.get("priority") or "MEDIUM", allow_never=False),
-        parse_duration(ttl, "ttl") if ttl else None, d.get("origin") or "engine",
-        float(d.get("score") or 0.0), float(d.get("estimatedSecondsSaved") or 0.0),
-        int(d.get("estimatedBytes") or 0), int(d.get("queries") or 0), d.get("reason") or "")
-
-

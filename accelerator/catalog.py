@@ -65,6 +65,11 @@ class IndexCatalog:
             with self._lock:
                 self._reloading.discard(system_path)
 
+    def reloading(self) -> bool:
+        """Whether a reload in the background is running."""
+        with self._lock:
+            return bool(self._reloading)
+
     def invalidate(self, system_path: str | None = None) -> None:
         """Forgets the entries of ``system_path`` (or of every path); a reload under way is
         discarded."""

@@ -10,19 +10,17 @@ spec file, a system path that does not exist, SQL that Spark cannot analyse); 2 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import json
 import logging
-import os
 import sys
 from importlib import metadata
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from accelerator import demo as demo_command
 from accelerator.scheduler import commands as scheduler_commands
-from accelerator.session import conf_set
-from accelerator.settings import ENABLED, SYSTEM_PATH, Settings
+from accelerator.command_session import spark_session
+from accelerator.settings import Settings
 from accelerator.spec import load_spec
 from indexes.errors import AcceleratorError
 
@@ -33,36 +31,6 @@ _QUERY_CONTEXT_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger"
 
 class CliError(AcceleratorError):
     """A user error the command line finds itself: a missing system path."""
-
-
-# --- session ------------------------------------------------------------------------------
-@contextlib.contextmanager
-def spark_session(args: argparse.Namespace, app: str, system_path: str | None) -> Iterator[Any]:
-    """The active SparkSession (its settings restored afterwards, never stopped), or a new local
-    one (stopped afterwards), with ``system_path`` as accelerator system path when given."""
-    from pyspark.sql import SparkSession
-
-    spark = SparkSession.getActiveSession()
-    created = spark is None
-    if created:
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)   # workers run index builds
-        spark = (SparkSession.builder.master(args.master).appName(app)
-                 .config("spark.ui.enabled", "false")
-                 .config("spark.ui.showConsoleProgress", "false")
-                 .config("spark.sql.shuffle.partitions", "8")
-                 .config("spark.sql.maxMetadataStringLength", "1000")
-                 .getOrCreate())
-        spark.sparkContext.setLogLevel("ERROR")
-    # the system path, and the rewrite that explain/whynot turn on, restored afterwards
-    overrides = {ENABLED: spark.conf.get(ENABLED, "false")}
-    if system_path:
-        overrides[SYSTEM_PATH] = system_path
-    try:
-        with conf_set(spark, overrides):
-            yield spark
-    finally:
-        if created:
-            spark.stop()
 
 
 def _check_system_path(spark: Any) -> None:

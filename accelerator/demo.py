@@ -378,7 +378,7 @@ def _fresh_system_path(args: argparse.Namespace, work: Path) -> str | None:
 def lake_demo(args: argparse.Namespace) -> int:
     """The default demo (see the module docstring)."""
     from accelerator import Hyperspace
-    from accelerator.cli import spark_session
+    from accelerator.command_session import spark_session
 
     started = time.perf_counter()
     scale = QUICK if args.quick else FULL
@@ -423,7 +423,7 @@ def covering_demo(args: argparse.Namespace) -> int:
     from pyspark.sql import functions as F
 
     from accelerator import Hyperspace, IndexConfig
-    from accelerator.cli import spark_session
+    from accelerator.command_session import spark_session
     from indexes.errors import IndexNotFoundError
 
     work = Path(args.work_dir).resolve()

@@ -1,39 +1,38 @@
 """The Hyperspace-compatible public API: a thin facade to create and manage indexes, turn the
 plan rewrite on and off, and see which indexes a query uses and why others are not used.
 
-The work happens elsewhere: operations in :mod:`accelerator.operations` (through the index
-kinds of :mod:`indexes.kinds`), the rewrite in :mod:`accelerator.rewriter`, explain and whyNot in
-:mod:`accelerator.explain`.
+The work happens elsewhere: the facade makes the session's
+:class:`~accelerator.context.AcceleratorContext` (the composition root) and calls its index
+operations (:mod:`accelerator.operations`, through the index kinds of :mod:`indexes.kinds`),
+cache operations and rule engine (:mod:`accelerator.advisor`); the rewrite is
+:mod:`accelerator.rewriter`'s, explain and whyNot :mod:`accelerator.explain`'s. The facade only
+turns their results into DataFrames (:mod:`accelerator.rows`).
 """
 from __future__ import annotations
 
 import logging
-from datetime import datetime
 from typing import Any, Callable
 
 from pyspark.sql import DataFrame, SparkSession
 
 from accelerator import explain as explain_mod
-from accelerator import session, spark_versions
-from accelerator.cache.operations import (CACHE_SUMMARY_SCHEMA, ENTRIES_SCHEMA, EVICTED_SCHEMA,
-                                          STATS_SCHEMA, UNCACHE_SCHEMA, CacheOperations)
-from accelerator.advisor import (APPLIED_SCHEMA, RECOMMENDATIONS_SCHEMA, Advisor,
-                                 instruction_of, instruction_row)
+from accelerator import rows as R
+from accelerator import session
+from accelerator.advisor import Advisor
+from accelerator.context import AcceleratorContext, flush_history
 from accelerator.frames import local_frame
-from accelerator.history import read_history, wait_for_executions
-from accelerator.operations import ORIGIN_KEY, SUMMARY_SCHEMA, IndexOperations, OperationResult
-from accelerator.settings import RULES_PATH, Settings
+from accelerator.operations import ORIGIN_KEY, OperationResult
+from accelerator.scheduler.service import Scheduler
+from accelerator.settings import RULES_PATH
 from indexes import kinds
 from indexes.covering.config import CoveringIndexConfig
 from indexes.errors import InvalidIndexConfigError
-from indexes.events import EventLog
 from indexes.log import IndexLogEntry, IndexState
 from indexes.skipping.config import DataSkippingIndexConfig
 from indexes.source import same_source, source_mismatch, source_name
 from indexes.text import search as text_search
 from indexes.text.config import KIND as TEXT, TextIndexConfig
-from rules.terms import format_duration
-from rules.user_rules import UserRule, load_rules_file
+from rules.user_rules import load_rules_file
 
 log = logging.getLogger("accelerator.hyperspace")
 
@@ -53,11 +52,12 @@ class Hyperspace:
     """
 
     def __init__(self, spark: SparkSession):
-        spark_versions.check_session(spark)
+        """The facade of ``spark``; UnsupportedSparkError when its Spark version is not
+        supported."""
         self.spark = spark
-        self._ops = IndexOperations(spark)
-        self._cache = CacheOperations(spark)
-        self._advisor = Advisor(self)
+        #: the session's accelerator parts (:class:`~accelerator.context.AcceleratorContext`)
+        self.context = AcceleratorContext(spark)
+        self._advisor = Advisor(self.context)
 
     # --- session ------------------------------------------------------------------------
     @staticmethod
@@ -75,14 +75,8 @@ class Hyperspace:
         """Whether queries of ``spark`` are rewritten."""
         return session.is_enabled(spark)
 
-    def _settings(self) -> Settings:
-        return self._ops.settings()
-
-    def _lifecycle(self) -> Any:
-        return self._ops.lifecycle()
-
     def _summary(self, result: OperationResult) -> DataFrame:
-        return local_frame(self.spark, [result.row()], SUMMARY_SCHEMA)
+        return local_frame(self.spark, [R.summary_row(result)], R.SUMMARY_SCHEMA)
 
     # --- lifecycle ----------------------------------------------------------------------
     def createIndex(self, df: DataFrame,
@@ -95,7 +89,7 @@ class Hyperspace:
         over a non-string column), UnsupportedSourceError when ``df`` is not a DataFrame that
         reads files directly, IndexExistsError when the name is taken.
         """
-        return self._summary(self._ops.create(df, config))
+        return self._summary(self.context.indexes.create(df, config))
 
     def refreshIndex(self, indexName: str, mode: str = "full") -> DataFrame:
         """Brings the index up to date with its source's current files.
@@ -112,7 +106,7 @@ class Hyperspace:
         have changed, nothing is done (status ``noop``). Raises SourceNotFoundError when the
         source's directory no longer exists.
         """
-        return self._summary(self._ops.refresh(indexName, mode))
+        return self._summary(self.context.indexes.refresh(indexName, mode))
 
     def optimizeIndex(self, indexName: str, mode: str = "quick") -> DataFrame:
         """Compacts a covering index's small data files, per bucket, into one sorted file each,
@@ -128,15 +122,15 @@ class Hyperspace:
         mode all of them, and every bucket then ends as one file). When nothing qualifies,
         nothing is done (status ``noop``).
         """
-        return self._summary(self._ops.optimize(indexName, mode))
+        return self._summary(self.context.indexes.optimize(indexName, mode))
 
     def deleteIndex(self, indexName: str) -> DataFrame:
         """Soft-deletes the index: it is no longer used, its data is kept for restoreIndex."""
-        return self._summary(self._ops.delete(indexName))
+        return self._summary(self.context.indexes.delete(indexName))
 
     def restoreIndex(self, indexName: str) -> DataFrame:
         """Brings a deleted index back into use."""
-        return self._summary(self._ops.restore(indexName))
+        return self._summary(self.context.indexes.restore(indexName))
 
     def vacuumIndex(self, indexName: str, retentionSeconds: float | None = None) -> DataFrame:
         """Removes a deleted index and its data for good; on an ACTIVE index, removes the data
@@ -146,12 +140,12 @@ class Hyperspace:
         a refresh, here or in another process (which sees it within
         ``spark.accelerator.index.cache.expirySeconds``), may still read the older version.
         Raises InvalidIndexConfigError for a negative retention."""
-        return self._summary(self._ops.vacuum(indexName, retentionSeconds))
+        return self._summary(self.context.indexes.vacuum(indexName, retentionSeconds))
 
     def cancel(self, indexName: str) -> DataFrame:
         """Rolls back an operation that did not finish because its process died, restoring the
         last stable state (an operation that fails with an error rolls back by itself)."""
-        return self._summary(self._ops.cancel(indexName))
+        return self._summary(self.context.indexes.cancel(indexName))
 
     def events(self) -> DataFrame:
         """The events of index operations under the system path, oldest first: ``operation``,
@@ -164,16 +158,8 @@ class Hyperspace:
         of the scheduler's jobs is an event too: its ``operation`` is the job's kind (warmup,
         advise, refresh, optimize, evict, vacuum), ``job`` its name, ``status`` succeeded,
         failed or ``timed out``, input and output what it read and wrote."""
-        rows = []
-        for e in EventLog(self._ops.fs, self._settings().system_path).read():
-            stats = [(s["files"], s["levels"], s["rows"], s["bytes"])
-                     for s in (e["input"], e["output"])]
-            rows.append((e["operation"], e["index"], e["mode"],
-                         datetime.fromtimestamp(e["started"] / 1000),
-                         datetime.fromtimestamp(e["finished"] / 1000),
-                         e.get("dataVersion"), *stats, e.get("status", "succeeded"),
-                         e.get("error"), e.get("message"), e.get("job")))
-        return local_frame(self.spark, rows, _EVENTS_SCHEMA)
+        rows = [R.event_row(e) for e in self.context.events().read()]
+        return local_frame(self.spark, rows, R.EVENTS_SCHEMA)
 
     # --- full-text search ---------------------------------------------------------------
     def search(self, df: DataFrame, indexName: str, query: str, score: bool = False) -> DataFrame:
@@ -192,7 +178,7 @@ class Hyperspace:
         text index over ``df``'s source or the query does not parse, and
         UnsupportedSourceError when ``df`` does not read files directly.
         """
-        entry = self._lifecycle().get(indexName)
+        entry = self.context.lifecycle().get(indexName)
         if entry.kind != TEXT:
             raise InvalidIndexConfigError(
                 f"index '{entry.name}' is a {_display_kind(entry)}; search needs a text index "
@@ -200,7 +186,7 @@ class Hyperspace:
         if entry.state is not IndexState.ACTIVE:
             raise InvalidIndexConfigError(
                 f"index '{entry.name}' is {entry.state}; search needs an ACTIVE index")
-        source = self._ops.describe_source(df)
+        source = self.context.indexes.describe_source(df)
         if not same_source(entry.source, source):
             raise InvalidIndexConfigError(
                 f"index '{entry.name}' is over {source_name(entry.source)}, "
@@ -218,12 +204,12 @@ class Hyperspace:
         except ValueError as e:
             raise InvalidIndexConfigError(
                 f"index '{entry.name}': invalid full-text query {query!r}: {e}") from None
-        reader = session.rewriter(self.spark).state(entry, self._settings())
+        reader = session.rewriter(self.spark).state(entry, self.context.settings())
         if score and not reader.scores_rows():
             raise InvalidIndexConfigError(
                 f"index '{entry.name}': score=True needs an index of one document per row; this "
                 "one holds groups of rows: recreate it with TextIndexConfig(..., scoring=True)")
-        self._ops.prepare_executors(kinds.kind_of(entry))
+        self.context.indexes.prepare_executors(kinds.kind_of(entry))
         with session.suspended(self.spark):
             return text_search.search(df, entry, source, reader, query, score)
 
@@ -233,19 +219,19 @@ class Hyperspace:
         numBuckets, state, location, numFiles, sizeInBytes, warning, createdBy`` (``warning``:
         why the index cannot be used as it is, e.g. its source directory is gone or its log is
         corrupt; ``createdBy``: ``engine`` for an index the rule engine chose, else ``user``)."""
-        rows = [self._row(e) for e in self._lifecycle().list()]
-        return local_frame(self.spark, rows, _SUMMARY_SCHEMA)
+        rows = [self._row(e) for e in self.context.lifecycle().list()]
+        return local_frame(self.spark, rows, R.INDEXES_SCHEMA)
 
     def index(self, indexName: str) -> DataFrame:
         """One index with the columns of :meth:`indexes` plus ``sourceFiles, sourceFormat,
         sourcePaths, dataVersion, numRows, logVersion, source`` (``source``: what the index
         is over: ``table <name> at <location>``, the glob pattern, or the paths)."""
-        entry = self._lifecycle().get(indexName)
+        entry = self.context.lifecycle().get(indexName)
         row = self._row(entry) + (
             len(entry.source.get("files", [])), entry.source.get("format"),
             list(entry.source.get("rootPaths", [])), entry.data_version,
             entry.content.get("numRows"), entry.id, source_name(entry.source))
-        return local_frame(self.spark, [row], _DETAIL_SCHEMA)
+        return local_frame(self.spark, [row], R.INDEX_SCHEMA)
 
     def _row(self, e: IndexLogEntry) -> tuple:
         kind = kinds.kind_of(e)
@@ -261,7 +247,7 @@ class Hyperspace:
                     f"{e.properties.get('error')}; vacuumIndex('{e.name}') removes the index")
         if kind is None:
             return f"unknown index kind '{e.kind}'"
-        return self._ops.source_problem(e) if e.state is IndexState.ACTIVE else None
+        return self.context.indexes.source_problem(e) if e.state is IndexState.ACTIVE else None
 
     # --- the cache tier -----------------------------------------------------------------
     def cache(self, df: DataFrame, columns: list[str] | None = None, priority: str = "HIGH",
@@ -274,50 +260,50 @@ class Hyperspace:
         :meth:`uncache`); an existing entry's priority is raised, never lowered. ``ttl``: an
         ISO-8601 duration counted from the last use (None: none). Returns one row: ``files,
         bytesRead, bytesWritten, seconds``."""
-        row = self._cache.cache(df, list(columns) if columns is not None else None, priority,
-                                ttl)
-        return local_frame(self.spark, [row], CACHE_SUMMARY_SCHEMA)
+        warmed = self.context.cache.cache(df, list(columns) if columns is not None else None,
+                                          priority, ttl)
+        return local_frame(self.spark, [R.warmup_row(warmed)], R.CACHE_SUMMARY_SCHEMA)
 
     def uncache(self, df: DataFrame) -> DataFrame:
         """Evicts the entries of the files ``df`` reads and lifts the NEVER marker of its
         sources; one row: ``entries, bytes`` evicted (their files go after
         ``spark.accelerator.cache.deleteGraceSeconds``)."""
-        return local_frame(self.spark, [self._cache.uncache(df)], UNCACHE_SCHEMA)
+        return local_frame(self.spark, [self.context.cache.uncache(df)], R.UNCACHE_SCHEMA)
 
     def cacheEntries(self) -> DataFrame:
         """The cache's entries: ``source, file, columns, priority, ttl, bytes, created,
         lastUsed, hits, state`` (``EVICTED`` ones are no longer served; their files are
         deleted after the grace period)."""
-        return local_frame(self.spark, self._cache.entries(), ENTRIES_SCHEMA)
+        return local_frame(self.spark, R.entry_rows(self.context.cache.entries()),
+                           R.ENTRIES_SCHEMA)
 
     def cacheStats(self) -> DataFrame:
         """One row: ``capacityBytes`` (``spark.accelerator.cache.maxBytes``), ``usedBytes`` and
         ``entries`` (ACTIVE ones), ``hits``, ``misses`` (files read from the source by queries
         over cached sources), ``bytesServed`` (bytes of the entries served) and
         ``evictions``."""
-        return local_frame(self.spark, [self._cache.stats()], STATS_SCHEMA)
+        return local_frame(self.spark, [R.stats_row(self.context.cache.stats())], R.STATS_SCHEMA)
 
     def evictCache(self) -> DataFrame:
         """Runs the demoter now (expired entries, then the lowest priorities, least recently
         used first, while usage is above ``maxUsagePercent``, down to ``cleanupPercent``) and
         deletes files whose grace period is over; one row per entry evicted: ``source, file,
         priority, bytes, reason`` (``EXPIRED`` or ``SPACE``)."""
-        return local_frame(self.spark, self._cache.evict(), EVICTED_SCHEMA)
+        return local_frame(self.spark, R.eviction_rows(self.context.cache.evict()),
+                           R.EVICTED_SCHEMA)
 
     # --- query history ------------------------------------------------------------------
     def history(self) -> DataFrame:
         """The query history recorded under the system path (one row per query the rewrite saw),
         including records still buffered in this process only after :meth:`flushHistory`."""
-        return read_history(self.spark, self._settings().system_path)
+        return self.context.history()
 
     @staticmethod
     def flushHistory(spark: SparkSession) -> int:
         """Writes the query history this process buffered for ``spark``'s system path now
         (it is otherwise written in the background), with the costs of the queries that
         finished; returns how many records were written."""
-        system_path = Settings.of_session(spark).system_path
-        wait_for_executions(spark)
-        return session.rewriter(spark).flush_history(system_path)
+        return flush_history(spark)
 
     # --- the rule engine ----------------------------------------------------------------
     def loadRules(self, path: str) -> DataFrame:
@@ -328,7 +314,7 @@ class Hyperspace:
         per rule, ``source, kind, columns, includedColumns, priority, ttl, line``."""
         rules = load_rules_file(path, self._advisor.columns_of)
         self.spark.conf.set(RULES_PATH, str(path))
-        return local_frame(self.spark, [_rule_row(r) for r in rules.rules], _RULES_SCHEMA)
+        return local_frame(self.spark, [R.rule_row(r) for r in rules.rules], R.RULES_SCHEMA)
 
     def recommend(self, since: Any = None) -> DataFrame:
         """What the rule engine would do now, from the query history (since ``since``: a
@@ -338,8 +324,8 @@ class Hyperspace:
         origin`` (engine or user), ``score``, ``estimatedSecondsSaved`` (per query),
         ``estimatedBytes``, ``queries`` and a one-sentence ``reason``. Writes this process's
         buffered history first, so the queries just run count."""
-        rows = [instruction_row(i) for i in self._advisor.recommend(since)]
-        return local_frame(self.spark, rows, RECOMMENDATIONS_SCHEMA)
+        rows = [R.instruction_row(i) for i in self._advisor.recommend(since)]
+        return local_frame(self.spark, rows, R.RECOMMENDATIONS_SCHEMA)
 
     def applyRecommendations(self, recs: DataFrame | None = None,
                              dryRun: bool = False) -> DataFrame:
@@ -348,12 +334,12 @@ class Hyperspace:
         others. Returns one row per instruction: ``action, kind, source, columns, name, origin,
         status`` (applied, failed, or planned when ``dryRun``), ``message, seconds``."""
         instructions = (self._advisor.recommend() if recs is None
-                        else [instruction_of(r) for r in recs.collect()])
-        rows = self._advisor.apply(instructions, dry_run=dryRun)
-        return local_frame(self.spark, rows, APPLIED_SCHEMA)
+                        else [R.instruction_of(r) for r in recs.collect()])
+        rows = [R.applied_row(a) for a in self._advisor.apply(instructions, dry_run=dryRun)]
+        return local_frame(self.spark, rows, R.APPLIED_SCHEMA)
 
     # --- the scheduler ------------------------------------------------------------------
-    def scheduler(self, path: str) -> Any:
+    def scheduler(self, path: str) -> Scheduler:
         """The jobs of the scheduler configuration file at ``path`` (see
         ``configs/accelerator.yaml``; its ``systemPath`` must be this session's) to run in this
         session: ``.start()`` runs them in background threads (taking the system path's lease:
@@ -361,8 +347,7 @@ class Hyperspace:
         lists them with their last and next runs, ``.run_job(name)`` runs one now. Start the
         session with ``spark.scheduler.mode=FAIR`` so the jobs' Spark work runs in a low-weight
         pool beside your queries. Raises ``ConfigError`` listing the file's problems."""
-        from accelerator.scheduler.service import Scheduler
-        return Scheduler(self, path)
+        return Scheduler(self.context, path)
 
     # --- plan analysis ------------------------------------------------------------------
     def explain(self, df: DataFrame, verbose: bool = False,
@@ -385,27 +370,6 @@ class Hyperspace:
 IndexConfig = CoveringIndexConfig
 
 
-_RULES_SCHEMA = ("source string, kind string, columns array<string>, "
-                 "includedColumns array<string>, priority string, ttl string, line int")
-
-
-def _rule_row(rule: UserRule) -> tuple:
-    return (rule.source, rule.kind, list(rule.columns), list(rule.included_columns),
-            rule.priority.name, format_duration(rule.ttl_seconds) if rule.ttl_seconds else None,
-            rule.line)
-
-
 def _display_kind(entry: IndexLogEntry) -> str:
     kind = kinds.kind_of(entry)
     return kind.display_name if kind is not None else entry.kind
-
-
-_SUMMARY_SCHEMA = ("name string, kind string, indexedColumns array<string>, "
-                   "includedColumns array<string>, numBuckets int, state string, location string, "
-                   "numFiles long, sizeInBytes long, warning string, createdBy string")
-_STATS = "struct<files:long, levels:array<int>, rows:long, bytes:long>"
-_EVENTS_SCHEMA = (f"operation string, index string, mode string, started timestamp, "
-                  f"finished timestamp, dataVersion int, input {_STATS}, output {_STATS}, "
-                  "status string, error string, message string, job string")
-_DETAIL_SCHEMA = _SUMMARY_SCHEMA + (", sourceFiles long, sourceFormat string, sourcePaths array<string>,"
-                                    " dataVersion int, numRows long, logVersion int, source string")

@@ -87,7 +87,7 @@ def java_feature(version: str) -> int:
         raise JvmSetupError(f"cannot read the Java version {version!r}") from None
 
 
-def _java_release(java_version: str) -> int:
+def java_release(java_version: str) -> int:
     """The ``--release`` the classes are compiled for, to run on a JVM of ``java_version``."""
     feature = java_feature(java_version)
     if feature < MIN_JAVA:
@@ -116,7 +116,7 @@ def driver_java_version(spark: Any) -> str:
     return str(spark.sparkContext._jvm.java.lang.System.getProperty("java.specification.version"))
 
 
-def _spark_jars_dir() -> Path:
+def spark_jars_dir() -> Path:
     import pyspark
     home = os.environ.get("SPARK_HOME")
     candidates = [Path(home) / "jars"] if home else []
@@ -153,9 +153,9 @@ def build_jar(spark_version: str, java_version: str | None = None) -> Path:
     """Compiles the Java sources into the cached jar unless it is already there: against the
     jars of the Spark of ``spark_version`` (its Scala version's adapters), for a JVM of
     ``java_version`` (default: the ``java`` Spark would launch)."""
-    jars = _spark_jars_dir()
+    jars = spark_jars_dir()
     scala = scala_version(jars)
-    release = _java_release(java_version or _launcher_java_version())
+    release = java_release(java_version or _launcher_java_version())
     target = jar_path(spark_version, scala, release)
     if target.exists():
         return target

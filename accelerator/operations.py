@@ -45,11 +45,6 @@ from indexes.source import (
 
 log = logging.getLogger("accelerator.operations")
 
-SUMMARY_SCHEMA = ("index string, operation string, status string, dataVersion int, "
-                  "filesRead long, bytesRead long, filesWritten long, bytesWritten long, "
-                  "seconds double, message string")
-
-
 #: the key of an index's config naming the rule engine's instruction that created it:
 #: "engine" (its own choice) or "user" (a user rule); absent for an index created by hand
 ORIGIN_KEY = "createdBy"
@@ -57,7 +52,7 @@ ORIGIN_KEY = "createdBy"
 
 @dataclass(frozen=True)
 class OperationResult:
-    """What one operation did: the row of the summary DataFrame the facade returns."""
+    """What one operation did (the facade shows it as one summary row)."""
 
     index: str
     operation: str
@@ -67,11 +62,6 @@ class OperationResult:
     written: IoStats
     seconds: float
     message: str
-
-    def row(self) -> tuple:
-        return (self.index, self.operation, self.status, self.data_version, self.read.files,
-                self.read.bytes, self.written.files, self.written.bytes, self.seconds,
-                self.message)
 
 
 @dataclass
@@ -88,9 +78,9 @@ class _Outcome:
 class IndexOperations:
     """The operations on the indexes of one SparkSession's system path."""
 
-    def __init__(self, spark: SparkSession):
+    def __init__(self, spark: SparkSession, fs: HadoopFs | None = None):
         self.spark = spark
-        self.fs = HadoopFs(spark)
+        self.fs = fs or HadoopFs(spark)
 
     # --- shared -------------------------------------------------------------------------
     def settings(self) -> Settings:

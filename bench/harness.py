@@ -168,7 +168,7 @@ def _build_facts(hs: Hyperspace, name: str, source: str, seconds: float | None =
     """Size of an index and, for a data-skipping index, how its sketches were computed; for a
     text index, the text it indexed, that text per second of ``seconds`` (the build), and the
     index size over the text and over the column's compressed Parquet bytes in ``source``."""
-    entry = hs._lifecycle().get(name)
+    entry = hs.context.lifecycle().get(name)
     out = {"bytes": hs.index(name).first()["sizeInBytes"]}
     content = entry.content
     for key in ("footerSketches", "scannedSketches"):

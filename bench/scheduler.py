@@ -11,7 +11,7 @@ Two targets of the scheduler:
 One ``local[2]`` session started with ``spark.scheduler.mode=FAIR``, the accelerator enabled,
 its system path under ``--work-dir`` (wiped first). The jobs come from a configuration file
 written there (the format of ``configs/accelerator.yaml``) and run exactly as the scheduler runs
-them: ``Scheduler(hs, config).run_job(name)``, i.e. a :class:`JobRunner` run with its own job
+them: ``Scheduler(hs.context, config).run_job(name)``, i.e. a :class:`JobRunner` run with its own job
 group in the FAIR pool ``accelerator-jobs``; the lookups run in the session's default pool.
 
 - **Lookups**: ``lineitem`` (TPC-H, Parquet) with a covering index on ``l_partkey``
@@ -390,7 +390,7 @@ def run(args: argparse.Namespace) -> int:
                                landing, facts["path"], schema)
     with open(config_file) as f:
         config = load_config(f.read(), config_file)
-    scheduler = Scheduler(hs, config)
+    scheduler = Scheduler(hs.context, config)
     log.info("landing zone: %d files, %.0f MB", len(files),
              sum(os.path.getsize(p) for p in files) / 1e6)
 

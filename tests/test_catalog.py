@@ -69,7 +69,7 @@ def test_a_failed_reload_keeps_the_entries_and_retries_later():
     def broken():
         raise OSError("name node down")
     assert catalog.entries("/sys", broken, 10) == ["a"]
-    assert eventually(lambda: not catalog._reloading)
+    assert eventually(lambda: not catalog.reloading())
     now[0] = 20.0                                            # the failure counts as a reload
     assert catalog.entries("/sys", lambda: ["b"], 10) == ["a"]
     now[0] = 26.0

@@ -70,7 +70,7 @@ def test_minmax_point_lookup_reads_one_file(spark, hs, range_path):
     check(spark, spark.read.parquet(range_path).where("id > 97 or id < 1"), expected_files=3)
     check(spark, spark.read.parquet(range_path).where("id + 1 = 5"), expected_files=1)
     check(spark, spark.read.parquet(range_path).where("id = 1000"), expected_files=0)
-    entry = hs._lifecycle().get("ds_range")
+    entry = hs.context.lifecycle().get("ds_range")
     assert entry.content["footerSketches"], "a Parquet long column's min/max come from footers"
 
 
@@ -124,7 +124,7 @@ def test_partitioned_source_sketches_partition_columns(spark, hs, tmp_path):
      .write.partitionBy("part").parquet(path))
     df = spark.read.parquet(path)
     hs.createIndex(df, DataSkippingIndexConfig("ds_parted", MinMaxSketch("id")))
-    sketches = [s["expression"] for s in hs._lifecycle().get("ds_parted").config["sketches"]]
+    sketches = [s["expression"] for s in hs.context.lifecycle().get("ds_parted").config["sketches"]]
     assert "part" in sketches
     # 6 writer tasks x 3 partition values: id = 7 may be in each partition's file of task 0
     check(spark, spark.read.parquet(path).where("id = 7"), expected_files=3)
@@ -150,11 +150,11 @@ def test_incremental_refresh_sketches_only_new_files(spark, hs, range_path):
         "ds_range", MinMaxSketch("id"), BloomFilterSketch("id", expectedDistinctCountPerFile=10)))
     spark.range(200, 203).repartition(3).write.mode("append").parquet(range_path)
     hs.refreshIndex("ds_range", mode="incremental")
-    entry = hs._lifecycle().get("ds_range")
+    entry = hs.context.lifecycle().get("ds_range")
     assert (entry.content["sketchedFiles"], entry.content["reusedFiles"]) == (3, 100)
     check(spark, spark.read.parquet(range_path).where("id = 201"), expected_files=1)
     hs.refreshIndex("ds_range", mode="incremental")   # nothing changed: a no-op
-    assert hs._lifecycle().get("ds_range").id == entry.id
+    assert hs.context.lifecycle().get("ds_range").id == entry.id
     hs.refreshIndex("ds_range", mode="full")
     hs.refreshIndex("ds_range", mode="full")
     check(spark, spark.read.parquet(range_path).where("id = 201"), expected_files=1)
@@ -212,7 +212,7 @@ def test_every_kind_refreshes_incrementally(spark, hs, range_path):
     df = spark.read.parquet(range_path)
     hs.createIndex(df, IndexConfig("ci_range", ["id"]))
     hs.refreshIndex("ci_range", mode="incremental")     # nothing changed: a no-op, no error
-    assert hs._lifecycle().get("ci_range").content["dataVersion"] == 0
+    assert hs.context.lifecycle().get("ci_range").content["dataVersion"] == 0
 
 
 def test_json_field_through_from_json(spark, hs, tmp_path):

@@ -9,10 +9,9 @@ from datetime import datetime
 
 import pytest
 
-from accelerator.advisor import RECOMMENDATIONS_SCHEMA
-from accelerator.cache.operations import CACHE_SUMMARY_SCHEMA, ENTRIES_SCHEMA
 from accelerator.frames import local_frame
-from accelerator.hyperspace import _DETAIL_SCHEMA, _EVENTS_SCHEMA
+from accelerator.rows import (CACHE_SUMMARY_SCHEMA, ENTRIES_SCHEMA, EVENTS_SCHEMA, INDEX_SCHEMA,
+                              RECOMMENDATIONS_SCHEMA)
 from tests.helpers import session_conf
 
 pytestmark = pytest.mark.compat   # local_frame's Arrow path differs by pyspark version
@@ -26,10 +25,10 @@ CASES = [
         ("/lake/a", "/lake/a/g.json.gz", [], "ALWAYS", None, 0,
          datetime(1970, 1, 1, 1), datetime(2030, 3, 17, 18, 46, 40), 0, "EVICTED")]),
     (ENTRIES_SCHEMA, []),
-    (_EVENTS_SCHEMA, [
+    (EVENTS_SCHEMA, [
         ("create", "idx", None, datetime(2017, 7, 14, 4, 40), datetime(2020, 10, 25, 2, 30),
          None, (1, [0, 1], 5, 6), (None, None, None, None), "succeeded", None, "é ✓", None)]),
-    (_DETAIL_SCHEMA, [
+    (INDEX_SCHEMA, [
         ("n", "covering", ["a__b"], [], 8, "ACTIVE", "/x", 3, 4, None, "user", 5, "parquet",
          ["/p", "/q"], 1, None, 2, "src")]),
     (RECOMMENDATIONS_SCHEMA, [

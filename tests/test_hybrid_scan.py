@@ -133,10 +133,10 @@ def test_deleted_files_disable_the_index(spark, hs, source):
 @pytest.mark.compat
 def test_incremental_refresh_indexes_only_the_appended_files(spark, hs, source):
     hs.createIndex(spark.read.parquet(source), IndexConfig("ix", ["payload.code"], ["id", "payload.size"]))
-    before = hs._lifecycle().get("ix").content
+    before = hs.context.lifecycle().get("ix").content
     append(spark, source, range(1000, 1040))
     hs.refreshIndex("ix", mode="incremental")
-    after = hs._lifecycle().get("ix").content
+    after = hs.context.lifecycle().get("ix").content
     assert after["dataVersion"] == 1 and after["appendedFiles"] == 1
     assert after["numRows"] == 640 and after["numFiles"] > before["numFiles"]
     df = query(spark, source)
@@ -158,7 +158,7 @@ def test_incremental_refresh_indexes_only_the_appended_files(spark, hs, source):
         F.col("_metadata.file_name"), r"_(\d+)\.c\d+", 1).cast("int"))
     assert misplaced.count() == 0
     hs.refreshIndex("ix", mode="incremental")          # nothing changed: a no-op
-    assert hs._lifecycle().get("ix").content["dataVersion"] == 1
+    assert hs.context.lifecycle().get("ix").content["dataVersion"] == 1
 
 
 def test_incremental_refresh_after_a_delete_asks_for_a_full_one(spark, hs, source):
@@ -168,7 +168,7 @@ def test_incremental_refresh_after_a_delete_asks_for_a_full_one(spark, hs, sourc
     os.remove(os.path.join(source, victim))
     with pytest.raises(InvalidIndexConfigError, match="1 indexed source files were deleted.*mode='full'"):
         hs.refreshIndex("ix", mode="incremental")
-    assert hs._lifecycle().get("ix").state.name == "ACTIVE"
+    assert hs.context.lifecycle().get("ix").state.name == "ACTIVE"
     hs.refreshIndex("ix", mode="full")
     df = query(spark, source)
     assert rows(df) == vanilla(spark, lambda: query(spark, source))

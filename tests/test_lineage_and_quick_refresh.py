@@ -195,7 +195,7 @@ def test_incremental_refresh_drops_the_rows_of_deleted_files(spark, hs, source):
     os.remove(os.path.join(source, parquet_files(source)[0]))
     append(spark, source, range(5000, 5050))
     hs.refreshIndex("ix", mode="incremental")
-    content = hs._lifecycle().get("ix").content
+    content = hs.context.lifecycle().get("ix").content
     assert content["dataVersion"] == 1 and content["deletedFiles"] == 1
     assert content["numRows"] == spark.read.parquet(source).count()
     df = assert_query(spark, source)
@@ -223,7 +223,7 @@ def test_delta_rows_of_a_file_deleted_after_the_refresh_are_filtered_out(spark, 
     # refreshing drops the deleted file's rows: the delta file's others are rewritten into
     # the buckets with the rest
     hs.refreshIndex("ix", mode="incremental")
-    content = hs._lifecycle().get("ix").content
+    content = hs.context.lifecycle().get("ix").content
     assert all(f[1] is not None for f in content["files"])
     assert content["numRows"] == spark.read.parquet(source).count()
     df = assert_query(spark, source)
@@ -253,7 +253,7 @@ def test_incremental_refresh_without_lineage_asks_for_a_full_one(spark, hs, sour
         hs.refreshIndex("ix", mode="incremental")
     with pytest.raises(InvalidIndexConfigError, match="no lineage column.*mode='full'"):
         hs.refreshIndex("ix", mode="quick")
-    assert hs._lifecycle().get("ix").state.name == "ACTIVE"
+    assert hs.context.lifecycle().get("ix").state.name == "ACTIVE"
 
 
 @pytest.mark.compat
@@ -262,27 +262,27 @@ def test_quick_refresh_records_changes_for_hybrid_scan(spark, hs, source):
     os.remove(os.path.join(source, parquet_files(source)[0]))
     append(spark, source, range(5000, 5050))
     hs.refreshIndex("ix", mode="quick")
-    entry = hs._lifecycle().get("ix")
+    entry = hs.context.lifecycle().get("ix")
     assert entry.content["dataVersion"] == 0
     pending = entry.content["quickRefresh"]
     assert len(pending["appended"]) == 1 and len(pending["deleted"]) == 1
     df = assert_query(spark, source)
     assert len(split_files(df, "ix")[1]) == 1
     hs.refreshIndex("ix", mode="quick")                 # nothing new: a no-op
-    assert hs._lifecycle().get("ix").id == entry.id
+    assert hs.context.lifecycle().get("ix").id == entry.id
     with session_conf(spark, spark__accelerator__index__hybridScan__enabled="false"):
         df = assert_query(spark, source)
         code, reason = why(hs, df, "ix")
         assert code == "SOURCE_CHANGED" and "mode='quick'" in reason
     hs.refreshIndex("ix", mode="incremental")           # applies the recorded changes
-    entry = hs._lifecycle().get("ix")
+    entry = hs.context.lifecycle().get("ix")
     assert entry.content["dataVersion"] == 1 and "quickRefresh" not in entry.content
     df = assert_query(spark, source)
     assert split_files(df, "ix")[1] == []
     append(spark, source, range(6000, 6010))
     hs.refreshIndex("ix", mode="quick")
     hs.refreshIndex("ix", mode="full")
-    entry = hs._lifecycle().get("ix")
+    entry = hs.context.lifecycle().get("ix")
     assert entry.content["dataVersion"] == 2 and "quickRefresh" not in entry.content
     assert split_files(assert_query(spark, source), "ix")[1] == []
 
@@ -296,7 +296,7 @@ def test_quick_refresh_of_data_skipping_and_text_indexes(spark, hs, source):
         .coalesce(1).write.mode("append").parquet(source)
     for name in ("ds", "tx"):
         hs.refreshIndex(name, mode="quick")
-        entry = hs._lifecycle().get(name)
+        entry = hs.context.lifecycle().get(name)
         assert entry.content["dataVersion"] == 0
         assert len(entry.content["quickRefresh"]["appended"]) == 1
     by_id = lambda s, p: s.read.parquet(p).filter("id >= 5003 AND id < 5005")  # noqa: E731

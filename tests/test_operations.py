@@ -72,7 +72,7 @@ def test_every_operation_returns_a_summary_and_writes_an_event(spark, hs, source
 
 def test_cancel_rolls_back_a_crashed_operation_and_reports_it(spark, hs, source):
     hs.createIndex(spark.read.parquet(source), IndexConfig("ix", ["k"], ["id"]))
-    lifecycle = hs._lifecycle()
+    lifecycle = hs.context.lifecycle()
     entry = lifecycle.get("ix")
     # a process that died mid-refresh leaves the transient state behind
     assert lifecycle.log_manager("ix").write(entry.derive(entry.id + 1, IndexState.REFRESHING))
@@ -102,7 +102,7 @@ def test_a_deleted_source_directory_is_named(spark, hs, source, tmp_path):
 def test_a_corrupt_log_entry_is_listed_and_can_be_vacuumed(spark, hs, source):
     hs.createIndex(spark.read.parquet(source), IndexConfig("ix", ["k"], ["id"]))
     hs.createIndex(spark.read.parquet(source), IndexConfig("other", ["id"], ["k"]))
-    log_dir = os.path.join(hs._settings().system_path, "ix", "_log")
+    log_dir = os.path.join(hs.context.settings().system_path, "ix", "_log")
     newest = max((f for f in os.listdir(log_dir) if f.endswith(".json")),
                  key=lambda f: int(f.split(".")[0]))
     with open(os.path.join(log_dir, newest), "w") as f:

@@ -24,7 +24,7 @@ def source(spark, tmp_path):
 
 def index_files(hs, name="ix"):
     """The data files the index's current version reads, relative to its directory."""
-    return sorted(f[0] for f in hs._lifecycle().get(name).content["files"])
+    return sorted(f[0] for f in hs.context.lifecycle().get(name).content["files"])
 
 
 def query(spark, path):
@@ -52,13 +52,13 @@ def test_quick_optimize_compacts_level_groups_and_converges(spark, hs, source):
     files = index_files(hs)
     assert len(files) == 4 and sum("/delta-" in n for n in files) == 2
     hs.optimizeIndex("ix")      # the deltas, ~1000 rows per bucket, folded with the level-2 files
-    entry = hs._lifecycle().get("ix")
+    entry = hs.context.lifecycle().get("ix")
     assert entry.content["dataVersion"] == 3 and len(index_files(hs)) == 2
     assert entry.content["numRows"] == 2600 and entry.content["numFiles"] == 2
     df = assert_query(spark, source)
     assert len(split_files(df, "ix")[0]) == 2
     hs.optimizeIndex("ix")                    # nothing qualifies now: a no-op
-    assert hs._lifecycle().get("ix").content["dataVersion"] == 3
+    assert hs.context.lifecycle().get("ix").content["dataVersion"] == 3
 
     events = hs.events().collect()
     assert [(e["operation"], e["mode"], e["dataVersion"]) for e in events] == [
@@ -70,7 +70,7 @@ def test_quick_optimize_compacts_level_groups_and_converges(spark, hs, source):
     assert optimize["input"]["levels"] == [2, 2, 3, 3] and optimize["output"]["levels"] == [3, 3]
     assert events[1]["input"]["rows"] == 600 and events[1]["output"]["rows"] == 1600
     assert all(e["finished"] >= e["started"] for e in events)
-    assert os.listdir(os.path.join(hs._settings().system_path, "_events"))
+    assert os.listdir(os.path.join(hs.context.settings().system_path, "_events"))
 
 
 def test_quick_optimize_folds_delta_files_oldest_first_within_its_byte_budget(spark, hs, source):
@@ -86,7 +86,7 @@ def test_quick_optimize_folds_delta_files_oldest_first_within_its_byte_budget(sp
         assert len(split_files(df, "ix")[0]) == 3
         hs.optimizeIndex("ix")       # then the second one's
     assert not [n for n in index_files(hs) if "/delta-" in n]
-    assert hs._lifecycle().get("ix").content["numRows"] == 2600
+    assert hs.context.lifecycle().get("ix").content["numRows"] == 2600
     assert_query(spark, source)
     events = hs.events().collect()
     assert [e["input"]["rows"] for e in events if e["operation"] == "optimize"] == [
@@ -121,7 +121,7 @@ def test_quick_optimize_never_leaves_more_files_than_it_found(spark, hs, tmp_pat
     assert len(index_files(hs)) == 9            # and one delta file of 80 rows
     # the delta's ~10 rows per bucket would make 8 files next to the 8 kept: it waits
     hs.optimizeIndex("ix", mode="quick")
-    assert len(index_files(hs)) == 9 and hs._lifecycle().get("ix").content["dataVersion"] == 1
+    assert len(index_files(hs)) == 9 and hs.context.lifecycle().get("ix").content["dataVersion"] == 1
     assert_query(spark, path)
     append(spark, path, range(20_000, 28_000))
     hs.refreshIndex("ix", mode="incremental")
@@ -132,7 +132,7 @@ def test_quick_optimize_never_leaves_more_files_than_it_found(spark, hs, tmp_pat
     assert len(files) == 8 and not any("/delta-" in n for n in files)
     df = assert_query(spark, path)
     assert split_files(df, "ix")[0] and not split_files(df, "ix")[1]
-    assert hs._lifecycle().get("ix").content["dataVersion"] == 3
+    assert hs.context.lifecycle().get("ix").content["dataVersion"] == 3
 
 
 def test_failed_operations_roll_back_and_are_events_too(spark, hs, source, monkeypatch):
@@ -151,7 +151,7 @@ def test_failed_operations_roll_back_and_are_events_too(spark, hs, source, monke
     monkeypatch.setattr(covering_kind, "write_delta", crash)
     with pytest.raises(IndexOperationError, match="'ix'.*RuntimeError: executor lost"):
         hs.refreshIndex("ix", mode="incremental")
-    entry = hs._lifecycle().get("ix")    # rolled back: the version it started from
+    entry = hs.context.lifecycle().get("ix")    # rolled back: the version it started from
     assert entry.state.name == "ACTIVE" and entry.data_version == 0
     monkeypatch.undo()
     hs.refreshIndex("ix", mode="incremental")
@@ -185,12 +185,12 @@ def test_vacuum_of_an_active_index_removes_unreferenced_versions(spark, hs, sour
     append(spark, source, range(1000, 1040))
     hs.refreshIndex("ix", mode="incremental")
     hs.optimizeIndex("ix", mode="full")
-    index_dir = os.path.join(hs._settings().system_path, "ix")
+    index_dir = os.path.join(hs.context.settings().system_path, "ix")
     assert sorted(d for d in os.listdir(index_dir) if d.startswith("v__")) == \
         ["v__=0", "v__=1", "v__=2"]
     hs.vacuumIndex("ix", retentionSeconds=0)
     assert [d for d in os.listdir(index_dir) if d.startswith("v__")] == ["v__=2"]
-    entry = hs._lifecycle().get("ix")
+    entry = hs.context.lifecycle().get("ix")
     assert entry.state.name == "ACTIVE" and entry.content["dataVersion"] == 2
     df = assert_query(spark, source)
     assert split_files(df, "ix")[0]
@@ -203,7 +203,7 @@ def test_vacuum_keeps_versions_replaced_within_the_retention(spark, hs, source):
     expected = rows(planned)
     append(spark, source, range(1000, 1040))
     hs.refreshIndex("ix", mode="full")
-    index_dir = os.path.join(hs._settings().system_path, "ix")
+    index_dir = os.path.join(hs.context.settings().system_path, "ix")
     versions = lambda: sorted(d for d in os.listdir(index_dir) if d.startswith("v__"))  # noqa: E731
     hs.vacuumIndex("ix")                    # v__=0 was replaced just now: within the hour
     assert versions() == ["v__=0", "v__=1"]

@@ -134,7 +134,7 @@ def test_data_skipping_and_text_index(spark, hs, root):
     df = lambda: spark.read.parquet(lake)  # noqa: E731
     hs.createIndex(df(), DataSkippingIndexConfig("ds", MinMaxSketch("id")))
     hs.createIndex(df(), TextIndexConfig("txt", column="message"))
-    shards = hs._lifecycle().get("txt").content["shards"]
+    shards = hs.context.lifecycle().get("txt").content["shards"]
     assert len(shards) >= 2 and all(s["path"].startswith(HadoopFs(spark).qualify(root))
                                     for s in shards)
 

@@ -123,7 +123,7 @@ def clustered_path(spark, tmp_path):
 def test_plain_column_reads_only_matching_row_groups(spark, hs, clustered_path):
     hs.createIndex(spark.read.parquet(clustered_path),
                    DataSkippingIndexConfig("rg_plain", MinMaxSketch("id")))
-    assert hs._lifecycle().get("rg_plain").content["rowGroupFiles"] == 2
+    assert hs.context.lifecycle().get("rg_plain").content["rowGroupFiles"] == 2
 
     def q(condition):
         return spark.read.parquet(clustered_path).where(condition)
@@ -154,7 +154,7 @@ def test_json_path_statistics_per_row_group_from_the_scan(spark, hs, clustered_p
     hs.createIndex(spark.read.parquet(clustered_path), DataSkippingIndexConfig(
         "rg_json", MinMaxSketch("cast(get_json_object(payload, '$.t') as bigint)"),
         ValueListSketch("bucket", maxValues=200)))
-    entry = hs._lifecycle().get("rg_json")
+    entry = hs.context.lifecycle().get("rg_json")
     assert entry.content["scannedSketches"] and entry.content["rowGroupFiles"] == 2
 
     def window():
@@ -228,7 +228,7 @@ def test_incremental_refresh_keeps_row_groups_of_unchanged_files(spark, hs, clus
      .coalesce(1).write.mode("append").options(**row_groups_of(ROW_GROUP))
      .parquet(clustered_path))
     hs.refreshIndex("rg_refresh", "incremental")
-    entry = hs._lifecycle().get("rg_refresh")
+    entry = hs.context.lifecycle().get("rg_refresh")
     assert entry.content["reusedFiles"] == 2 and entry.content["rowGroupFiles"] == 1
 
     def q():
@@ -289,7 +289,7 @@ def test_text_index_reads_only_row_groups_holding_its_literals(spark, hs, tmp_pa
                  .alias("msg"))
          .write.mode("append").options(**row_groups_of(ROW_GROUP)).parquet(path))
     hs.createIndex(spark.read.parquet(path), TextIndexConfig("rg_text", column="msg"))
-    assert len(hs._lifecycle().get("rg_text").content["rowGroups"]) == 2
+    assert len(hs.context.lifecycle().get("rg_text").content["rowGroups"]) == 2
 
     def q(condition):
         return spark.read.parquet(path).where(condition)

@@ -63,7 +63,7 @@ jobs:
     timezone: Europe/Paris
     timeout: PT45M
 """)
-    scheduler = Scheduler(hs, config)
+    scheduler = Scheduler(hs.context, config)
     run = scheduler.run_job("morning-report", now=NOW)
     assert run.status == "succeeded", run.error
     assert run.read.files == 6 and run.written.files == 6       # 3 days x 2 files
@@ -107,11 +107,11 @@ jobs:
 """)
 
     def slow_evict(runner, job, now):   # a Spark job far longer than the timeout
-        runner.hs.spark.range(2, numPartitions=2).rdd.map(
+        runner.context.spark.range(2, numPartitions=2).rdd.map(
             lambda x: time.sleep(120) or x).collect()
-        return jobs_mod._Did()
-    monkeypatch.setitem(jobs_mod._KINDS, "evict", slow_evict)
-    scheduler = Scheduler(hs, config)
+        return jobs_mod.Work()
+    monkeypatch.setitem(jobs_mod.KIND_WORK, "evict", slow_evict)
+    scheduler = Scheduler(hs.context, config)
 
     failed = scheduler.run_job("refresh-missing")
     assert failed.status == "failed"
@@ -172,15 +172,15 @@ jobs:
   - {{name: every-minute, kind: evict, interval: PT1M}}
   - {{name: nightly, kind: evict, cron: "0 {hour} * * *", misfireGraceTime: PT1H}}
 """)
-    Scheduler(hs, config).start().shutdown()
+    Scheduler(hs.context, config).start().shutdown()
     assert _job_events(hs, "every-minute") == []
     store = str(config.job_store)
     now = datetime.now(timezone.utc)
     _set_next_run(store, "every-minute", now - timedelta(minutes=4, seconds=30))   # 5 missed
     _set_next_run(store, "nightly", now - timedelta(hours=2))                      # too late
-    listed = {s.job.name: s.next_run for s in job_statuses(hs, config)}
+    listed = {s.job.name: s.next_run for s in job_statuses(hs.context, config)}
     assert listed["every-minute"] < now
-    scheduler = Scheduler(hs, config).start()
+    scheduler = Scheduler(hs.context, config).start()
     try:
         assert eventually(lambda: len(_job_events(hs, "every-minute")) >= 1, 30)
         time.sleep(2)
@@ -189,19 +189,19 @@ jobs:
     assert len(_job_events(hs, "every-minute")) == 1   # coalesced: once, not five times
     assert _job_events(hs, "nightly") == []            # two hours late: past its grace time
     # the nightly job keeps its schedule: its next run is the next occurrence of its hour
-    nxt = {s.job.name: s.next_run for s in job_statuses(hs, config)}["nightly"]
+    nxt = {s.job.name: s.next_run for s in job_statuses(hs.context, config)}["nightly"]
     assert nxt > now and (nxt.hour, nxt.minute) == (hour, 0)
 
 
 def test_one_scheduler_per_system_path(spark, hs, system_path, tmp_path):
     config = _config(tmp_path, system_path, "jobs:\n  - {name: evict, kind: evict, interval: PT1H}\n")
-    first = Scheduler(hs, config).start()
+    first = Scheduler(hs.context, config).start()
     try:
         with pytest.raises(SchedulerError, match=r"another scheduler runs the jobs of .*pid"):
-            Scheduler(hs, config).start()
+            Scheduler(hs.context, config).start()
     finally:
         first.shutdown()
-    Scheduler(hs, config).start().shutdown()   # released: the next one starts
+    Scheduler(hs.context, config).start().shutdown()   # released: the next one starts
 
 
 def test_the_configuration_must_serve_the_sessions_system_path(spark, hs, tmp_path):
@@ -213,7 +213,7 @@ def test_the_configuration_must_serve_the_sessions_system_path(spark, hs, tmp_pa
 
 
 def test_a_background_warmup_cuts_its_files_into_runs_of_bounded_bytes():
-    from accelerator.cache.warmup import _chunks
-    assert _chunks([3, 5, 7, 9], [40, 40, 40, 40], 100) == [[3, 5], [7, 9]]
-    assert _chunks([1, 2, 3], [150, 10, 95], 100) == [[1], [2], [3]]   # a larger file alone
-    assert _chunks([], [], 100) == []
+    from accelerator.cache.warmup import chunks
+    assert chunks([3, 5, 7, 9], [40, 40, 40, 40], 100) == [[3, 5], [7, 9]]
+    assert chunks([1, 2, 3], [150, 10, 95], 100) == [[1], [2], [3]]   # a larger file alone
+    assert chunks([], [], 100) == []

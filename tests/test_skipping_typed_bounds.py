@@ -43,7 +43,7 @@ def test_a_string_json_path_sketch_prunes_queries_that_cast_it(spark, hs, tmp_pa
     read = lambda: spark.read.parquet(path)  # noqa: E731
     with session_conf(spark, spark__sql__ansi__enabled=ansi):
         hs.createIndex(read(), DataSkippingIndexConfig("typed", MinMaxSketch(T), MinMaxSketch(AT)))
-        sketches = {s["expression"] for s in hs._lifecycle().get("typed").config["sketches"]}
+        sketches = {s["expression"] for s in hs.context.lifecycle().get("typed").config["sketches"]}
         assert f"CAST(({T}) AS BIGINT)" in sketches and f"CAST(({AT}) AS TIMESTAMP)" in sketches
         check(spark, read().where(F.expr(T).cast("long").between(45, 50)), 1)
         check(spark, read().where(f"cast({T} as int) in (3, 119)"), 2)

@@ -58,14 +58,14 @@ def test_java_feature_release(version, feature):
 
 
 def test_the_rule_targets_the_drivers_java_release_up_to_17():
-    assert jvm._java_release("11") == 11
-    assert jvm._java_release("17") == 17
-    assert jvm._java_release("21") == 17
+    assert jvm.java_release("11") == 11
+    assert jvm.java_release("17") == 17
+    assert jvm.java_release("21") == 17
 
 
 def test_java_8_is_refused_with_the_reason():
     with pytest.raises(JvmSetupError, match="needs Java 11 or newer"):
-        jvm._java_release("1.8")
+        jvm.java_release("1.8")
 
 
 @pytest.mark.parametrize("jar, scala", [("scala-library-2.12.18.jar", "2.12"),
@@ -95,9 +95,9 @@ def test_the_jar_is_built_for_the_running_spark(spark):
     and cached under a name that tells Scala versions and Java releases apart."""
     jar = jvm.session_jar(spark)
     assert jar.exists()
-    scala = jvm.scala_version(jvm._spark_jars_dir())
+    scala = jvm.scala_version(jvm.spark_jars_dir())
     assert scala == ("2.12" if spark_versions.PYSPARK < (4, 0) else "2.13")
-    release = jvm._java_release(jvm.driver_java_version(spark))
+    release = jvm.java_release(jvm.driver_java_version(spark))
     assert jar == jvm.jar_path(spark.version, scala, release)
     other = "2.13" if scala == "2.12" else "2.12"
     assert jvm.jar_path(spark.version, other, release) != jar

@@ -139,7 +139,7 @@ def test_data_skipping_index(spark, hs, source):
         assert len(same_rows(spark, build)) == found
         assert len(build().inputFiles()) == files, (condition, build().inputFiles())
 
-    assert hs._lifecycle().get("ds").content["footerSketches"], "id's min/max from footers"
+    assert hs.context.lifecycle().get("ds").content["footerSketches"], "id's min/max from footers"
     check("id = 57", 1, 2)                       # ids 0-99: one file in each partition
     check("code = 'c3' AND id < 100", 10, 1)     # odd ids only: one partition's file
     check("message = 'INFO 3 served'", 1, 1)
@@ -147,12 +147,12 @@ def test_data_skipping_index(spark, hs, source):
     check("message = 'INFO 1003 served'", 1, 2)  # files the index does not know are read
     check("id = 57", 1, 4)
     hs.refreshIndex("ds", mode="incremental")
-    assert hs._lifecycle().get("ds").content["sketchedFiles"] == 2
+    assert hs.context.lifecycle().get("ds").content["sketchedFiles"] == 2
     check("message = 'INFO 1003 served'", 1, 1)
     check("id = 57", 1, 2)
     append(spark, source, range(2000, 2010))
     hs.refreshIndex("ds", mode="full")
-    assert hs._lifecycle().get("ds").content["sketchedFiles"] == 12
+    assert hs.context.lifecycle().get("ds").content["sketchedFiles"] == 12
     check("message = 'INFO 2003 served'", 1, 1)
     check("code = 'c3' AND id < 100", 10, 1)
 
@@ -179,7 +179,7 @@ def test_text_index_and_search(spark, hs, source, scoring):
         assert sorted(r.id for r in scored) == [107, 1007] and all(r.score > 0 for r in scored)
     append(spark, source, range(2000, 2010))
     hs.refreshIndex("txt", mode="full")
-    assert hs._lifecycle().get("txt").content["indexedFiles"] == 12
+    assert hs.context.lifecycle().get("txt").content["indexedFiles"] == 12
     assert len(same_rows(spark, like)) == 1 and len(like().inputFiles()) == 1
     df = spark.read.parquet(source)
     assert sorted(r.id for r in hs.search(df, "txt", "err-1007 OR err-2007").collect()) == [1007, 2007]

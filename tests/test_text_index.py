@@ -126,12 +126,12 @@ def test_stale_index_reads_new_files_and_refreshes_incrementally(spark, hs, logs
     check(spark, q(), 2)                                    # the appended file is always read
     assert len(rows(q())) == 4
     hs.refreshIndex("txt", mode="incremental")
-    entry = hs._lifecycle().get("txt")
+    entry = hs.context.lifecycle().get("txt")
     assert entry.content["indexedFiles"] == 1 and entry.content["reusedShards"] >= 1
     check(spark, q(), 2)
     check(spark, spark.read.parquet(logs).where("message LIKE '%ERR-0207%'"), 1)
     hs.refreshIndex("txt", mode="incremental")              # nothing changed: a no-op
-    assert hs._lifecycle().get("txt").id == entry.id
+    assert hs.context.lifecycle().get("txt").id == entry.id
 
 
 def test_deleted_file_is_ignored_until_full_refresh(spark, hs, logs):

@@ -40,7 +40,7 @@ import re
 import time
 import uuid
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterable, Mapping
+from typing import Callable, Iterable, Mapping
 
 from accelerator.cache.model import CacheEntry, Priority, merge_ttl
 from indexes.errors import ConcurrentModificationError

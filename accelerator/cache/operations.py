@@ -1,25 +1,30 @@
 """The cache tier's operations behind the facade (``hs.cache``, ``uncache``, ``cacheEntries``,
-``cacheStats``, ``evictCache``): each returns plain rows; :mod:`accelerator.hyperspace` turns
-them into DataFrames."""
+``cacheStats``, ``evictCache``): each returns values; :mod:`accelerator.rows` turns them into
+the facade's rows."""
 from __future__ import annotations
 
-from datetime import datetime
+from dataclasses import dataclass
 from typing import Any
 
 from accelerator import jvm, session
 from accelerator.cache import warmup
-from accelerator.cache.model import Priority, format_duration
+from accelerator.cache.model import CacheEntry
+from accelerator.cache.policy import Eviction
 from accelerator.cache.tier import CacheTier, tier_for
 from accelerator.settings import Settings
 
-CACHE_SUMMARY_SCHEMA = "files long, bytesRead long, bytesWritten long, seconds double"
-UNCACHE_SCHEMA = "entries long, bytes long"
-ENTRIES_SCHEMA = ("source string, file string, columns array<string>, priority string, "
-                  "ttl string, bytes long, created timestamp, lastUsed timestamp, hits long, "
-                  "state string")
-STATS_SCHEMA = ("capacityBytes long, usedBytes long, entries long, hits long, misses long, "
-                "bytesServed long, evictions long")
-EVICTED_SCHEMA = "source string, file string, priority string, bytes long, reason string"
+
+@dataclass(frozen=True)
+class CacheStats:
+    """The cache's usage and counters (``cacheStats()``)."""
+
+    capacity_bytes: int
+    used_bytes: int
+    entries: int
+    hits: int
+    misses: int
+    bytes_served: int
+    evictions: int
 
 
 class CacheOperations:
@@ -36,42 +41,39 @@ class CacheOperations:
         return tier_for(self.fs, settings.cache_path)
 
     def cache(self, df: Any, columns: list[str] | None, priority: str,
-              ttl: str | None) -> tuple:
-        """Warms the files ``df`` reads; the summary row."""
+              ttl: str | None) -> warmup.WarmupResult:
+        """Warms the files ``df`` reads; what it read and wrote."""
         settings = self.settings()
         r = warmup.warm(self.spark, self.tier(settings), settings, df, columns, priority, ttl)
         # the next query over these files goes to the rewriter, which then serves them
         session.rewriter(self.spark).forget_answers()
-        return (r.files, r.bytes_read, r.bytes_written, round(r.seconds, 3))
+        return r
 
-    def uncache(self, df: Any) -> tuple:
+    def uncache(self, df: Any) -> tuple[int, int]:
+        """Evicts the entries of the files ``df`` reads; (entries evicted, their bytes)."""
         settings = self.settings()
         return warmup.uncache(self.spark, self.tier(settings), settings, df)
 
-    def entries(self) -> list[tuple]:
-        """One row per entry, EVICTED ones (until their files are deleted) included."""
+    def entries(self) -> list[CacheEntry]:
+        """Every entry, EVICTED ones (until their files are deleted) included, by source and
+        file."""
         tier = self.tier(self.settings())
         tier.flush()
-        return [(e.source_root, e.file_path, list(e.columns), e.priority.name,
-                 format_duration(e.ttl_seconds) if e.ttl_seconds is not None else None,
-                 e.bytes, datetime.fromtimestamp(e.created), datetime.fromtimestamp(e.last_used),
-                 e.hits, e.state.value)
-                for e in sorted(tier.manifest.entries(include_evicted=True),
-                                key=lambda e: (e.source_root, e.file_path, e.state.value))]
+        return sorted(tier.manifest.entries(include_evicted=True),
+                      key=lambda e: (e.source_root, e.file_path, e.state.value))
 
-    def stats(self) -> tuple:
+    def stats(self) -> CacheStats:
+        """The cache's usage and counters now."""
         settings = self.settings()
         tier = self.tier(settings)
         tier.flush()
         active = tier.manifest.entries()
         totals = tier.manifest.totals()
-        return (tier.max_bytes(settings.cache_max_bytes), sum(e.bytes for e in active),
-                len(active), sum(e.hits for e in active), totals.misses, totals.bytes_served,
-                totals.evictions)
+        return CacheStats(tier.max_bytes(settings.cache_max_bytes), sum(e.bytes for e in active),
+                          len(active), sum(e.hits for e in active), totals.misses,
+                          totals.bytes_served, totals.evictions)
 
-    def evict(self) -> list[tuple]:
-        """Runs the demoter now; one row per entry it evicted."""
+    def evict(self) -> list[Eviction]:
+        """Runs the demoter now; the entries it evicted."""
         settings = self.settings()
-        run = self.tier(settings).demote(settings)
-        return [(ev.entry.source_root, ev.entry.file_path, Priority(ev.entry.priority).name,
-                 ev.entry.bytes, ev.reason.value) for ev in run.evicted]
+        return list(self.tier(settings).demote(settings).evicted)

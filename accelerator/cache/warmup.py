@@ -198,7 +198,7 @@ def background_slots(spark: Any) -> int | None:
     return max(1, sc.defaultParallelism - 1)
 
 
-def _chunks(group: list[int], sizes: list[int], limit: int) -> list[list[int]]:
+def chunks(group: list[int], sizes: list[int], limit: int) -> list[list[int]]:
     """``group`` cut, in order, into runs whose ``sizes`` sum to at most ``limit`` (a larger
     item alone)."""
     out: list[list[int]] = []
@@ -230,7 +230,7 @@ def _write(spark: Any, tier: CacheTier, scan: Scan, files: list[list],
     slots = background_slots(spark)
     if slots is not None:
         groups = [chunk for group in groups for chunk in
-                  _chunks(group, [int(files[i][1]) for i in group], slots * POOL_TASK_BYTES)]
+                  chunks(group, [int(files[i][1]) for i in group], slots * POOL_TASK_BYTES)]
     for n, group in enumerate(groups):
         target = f"{batch}/{n}"
         source = DataFrame(helpers.cache.read(scan.jscan, "\n".join(paths[i] for i in group)),

@@ -51,7 +51,7 @@ def config_session(config: SchedulerConfig, app: str) -> Iterator[Any]:
     afterwards."""
     from pyspark.sql import SparkSession
 
-    from accelerator import Hyperspace
+    from accelerator import session
     from accelerator.settings import SYSTEM_PATH
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)   # executors run index builds
@@ -61,7 +61,7 @@ def config_session(config: SchedulerConfig, app: str) -> Iterator[Any]:
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    Hyperspace.enable(spark)
+    session.enable(spark)
     try:
         yield spark
     finally:
@@ -71,14 +71,14 @@ def config_session(config: SchedulerConfig, app: str) -> Iterator[Any]:
 def serve(args: argparse.Namespace) -> int:
     """``accelerator serve``: takes the system path's lease (or waits for it as a standby),
     runs the jobs until SIGTERM or SIGINT, then stops cleanly and exits 0."""
-    from accelerator import Hyperspace
+    from accelerator.context import AcceleratorContext
 
     config = load_config_file(args.config)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     with config_session(config, "accelerator-serve") as spark:
-        scheduler = Scheduler(Hyperspace(spark), config)
+        scheduler = Scheduler(AcceleratorContext(spark), config)
         holder = scheduler.lease.holder()
         if holder is not None and not holder.expired(now_ms()) and args.no_wait:
             print(f"accelerator serve: error: another service runs the jobs of "
@@ -106,11 +106,11 @@ def serve(args: argparse.Namespace) -> int:
 
 def list_jobs(args: argparse.Namespace) -> int:
     """``accelerator jobs``: each job with its schedule, last run and next run."""
-    from accelerator import Hyperspace
+    from accelerator.context import AcceleratorContext
 
     config = load_config_file(args.config)
     with config_session(config, "accelerator-jobs") as spark:
-        statuses = job_statuses(Hyperspace(spark), config)
+        statuses = job_statuses(AcceleratorContext(spark), config)
     for s in statuses:
         print(s.job.describe())
         last = s.last_run
@@ -127,14 +127,15 @@ def list_jobs(args: argparse.Namespace) -> int:
 def run_job(args: argparse.Namespace) -> int:
     """``accelerator run-job NAME``: runs one job now, prints what it did; exit 0 when it
     succeeded, else 1."""
-    from accelerator import Hyperspace
+    from accelerator.context import AcceleratorContext
     from accelerator.scheduler.jobs import JobRunner
 
     config = load_config_file(args.config)
     job = config.job(args.name)
     with config_session(config, f"accelerator-run-job-{args.name}") as spark:
-        run = JobRunner(Hyperspace(spark), config).run(job)
-        Hyperspace.flushHistory(spark)
+        context = AcceleratorContext(spark)
+        run = JobRunner(context, config).run(job)
+        context.flush_history()
     print(f"{run.job} ({run.kind}): {run.status} in {run.seconds:.1f} s"
           + (f": {run.message}" if run.message else ""))
     if run.error:

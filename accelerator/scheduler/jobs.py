@@ -19,9 +19,9 @@ Kinds (:data:`accelerator.scheduler.config.KINDS`):
 A run's Spark jobs carry a job group of their own (cancelled with ``interruptOnCancel`` when
 the run passes its ``timeout`` or the service stops) and run in the FAIR pool
 :data:`accelerator.settings.JOBS_POOL`.
-Every run writes one event into ``hs.events()``: its ``operation`` is the kind, ``job`` the
-job's name, ``status`` succeeded, failed, timed out or cancelled. A run never raises: its
-failure is its event.
+Every run writes one event into the system path's event log (``hs.events()``): its
+``operation`` is the kind, ``job`` the job's name, ``status`` succeeded, failed, timed out or
+cancelled. A run never raises: its failure is its event.
 """
 from __future__ import annotations
 
@@ -32,22 +32,19 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from pyspark.sql import functions as F
 
 from accelerator.advisor import Advisor
+from accelerator.context import AcceleratorContext
 from accelerator.scheduler.config import Job, JobError, SchedulerConfig, partition_window
 from accelerator.settings import JOBS_POOL, POOL_PROPERTY
 from indexes import kinds
-from indexes.events import EventLog
 from indexes.kind import IoStats
 from indexes.log import IndexState, now_ms
 from rules.instructions import Instruction
 from rules.terms import format_duration
-
-if TYPE_CHECKING:
-    from accelerator.hyperspace import Hyperspace
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +72,7 @@ class JobRun:
 
 
 @dataclass
-class _Did:
+class Work:
     """What a kind's work did: what it read and wrote, one sentence, and the failures of its
     parts (the others still ran)."""
 
@@ -124,20 +121,20 @@ class _Watchdog:
 
 
 class JobRunner:
-    """Runs the jobs of one configuration in one session (``hs``'s); safe to call from several
-    threads (each run has its own job group)."""
+    """Runs the jobs of one configuration in one session (``context``'s); safe to call from
+    several threads (each run has its own job group)."""
 
-    def __init__(self, hs: "Hyperspace", config: SchedulerConfig):
-        self.hs = hs
+    def __init__(self, context: AcceleratorContext, config: SchedulerConfig):
+        self.context = context
         self.config = config
-        self.advisor = Advisor(hs, rules=config.rules)
+        self.advisor = Advisor(context, rules=config.rules)
         self._running: dict[str, _Watchdog] = {}
         self._lock = threading.Lock()
 
     def run(self, job: Job, now: datetime | None = None) -> JobRun:
         """Runs ``job`` now (``now``: the time its partition window is resolved at; default
         the current time), records its event and returns it; never raises."""
-        sc = self.hs.spark.sparkContext
+        sc = self.context.spark.sparkContext
         group = f"accelerator-job-{job.name}-{uuid.uuid4().hex[:8]}"
         watchdog = _Watchdog(lambda: sc.cancelJobGroup(group), job.timeout_seconds)
         with self._lock:
@@ -148,13 +145,13 @@ class JobRunner:
         sc.setLocalProperty(POOL_PROPERTY, JOBS_POOL)
         error = None
         try:
-            did = _KINDS[job.kind](self, job, now)
+            did = KIND_WORK[job.kind](self, job, now)
             if watchdog.fired:
                 error = f"the run was {watchdog.fired} (after its Spark jobs were cancelled)"
             elif did.failures:
                 error = "; ".join(did.failures)
         except Exception as exc:  # noqa: BLE001 - a failed run is its event
-            did = _Did()
+            did = Work()
             error = f"{type(exc).__name__}: {_first_line(exc)}"
             log.warning("accelerator job '%s' failed: %s", job.name, error,
                         exc_info=not watchdog.fired)
@@ -189,7 +186,7 @@ class JobRunner:
 
     def _record(self, job: Job, run: JobRun) -> None:
         try:
-            EventLog(self.hs._ops.fs, self.hs._settings().system_path).write(
+            self.context.events().write(
                 job.kind, None, job.mode or "", run.started_ms, run.finished_ms, None,
                 run.read.to_json(), run.written.to_json(), error=run.error,
                 message=run.message, job=job.name, status=run.status)
@@ -197,7 +194,7 @@ class JobRunner:
             log.warning("could not record the run of job '%s'", job.name, exc_info=True)
 
     # --- the kinds ------------------------------------------------------------------------
-    def _warmup(self, job: Job, now: datetime | None) -> _Did:
+    def _warmup(self, job: Job, now: datetime | None) -> Work:
         rules = self.advisor.rules()
         sources = [s for s in self.advisor.sources_matching(job.source)
                    if rules.never(s) is None]
@@ -218,53 +215,53 @@ class JobRunner:
                 if window is not None:
                     df = _within(df, job.partitions.column, *window)
                 for i in caches:
-                    row = self.hs.cache(df, list(job.columns or i.columns) or None,
-                                        (job.priority or i.priority).name,
-                                        _ttl(job.ttl_seconds or i.ttl_seconds)).first()
-                    files += row["files"]
-                    read += row["bytesRead"]
-                    written += row["bytesWritten"]
+                    warmed = self.context.cache.cache(
+                        df, list(job.columns or i.columns) or None,
+                        (job.priority or i.priority).name, _ttl(job.ttl_seconds or i.ttl_seconds))
+                    files += warmed.files
+                    read += warmed.bytes_read
+                    written += warmed.bytes_written
             except Exception as exc:  # noqa: BLE001 - the other sources still warm
                 failures.append(f"{source}: {type(exc).__name__}: {_first_line(exc)}")
-            for row in self.advisor.apply([i for i in mine if i.action == "create"]):
-                (created if row[6] == "applied" else failures).append(f"{row[4]}: {row[7]}")
+            for a in self.advisor.apply([i for i in mine if i.action == "create"]):
+                (created if a.applied else failures).append(f"{a.instruction.name}: {a.message}")
         days = f" over {window[0]}..{window[1]}" if window else ""
         message = (f"warmed {files} files of {len(sources)} source(s){days}: {read} bytes read, "
                    f"{written} written")
         if created:
             message += f"; created {', '.join(created)}"
-        return _Did(IoStats(files, read), IoStats(files, written), message, failures)
+        return Work(IoStats(files, read), IoStats(files, written), message, failures)
 
-    def _advise(self, job: Job, now: datetime | None) -> _Did:
+    def _advise(self, job: Job, now: datetime | None) -> Work:
         instructions = self.advisor.recommend()
         if not job.apply:
             said = "; ".join(f"{i.action} {i.kind} on {i.source}" for i in instructions)
-            return _Did(message=f"{len(instructions)} recommendation(s)" +
+            return Work(message=f"{len(instructions)} recommendation(s)" +
                         (f": {said}" if said else ""))
-        rows = self.advisor.apply(instructions)
-        done = [f"{r[0]} {r[1]} {r[4] or r[2]}" for r in rows if r[6] == "applied"]
-        failures = [f"{r[0]} {r[1]} {r[4] or r[2]}: {r[7]}" for r in rows if r[6] != "applied"]
-        return _Did(message=f"{len(instructions)} recommendation(s), {len(done)} applied" +
+        applied = self.advisor.apply(instructions)
+        done = [_what(a.instruction) for a in applied if a.applied]
+        failures = [f"{_what(a.instruction)}: {a.message}" for a in applied if not a.applied]
+        return Work(message=f"{len(instructions)} recommendation(s), {len(done)} applied" +
                     (f": {'; '.join(done)}" if done else ""), failures=failures)
 
-    def _refresh(self, job: Job, now: datetime | None) -> _Did:
+    def _refresh(self, job: Job, now: datetime | None) -> Work:
         return self._each_index(job, lambda e: True,
-                                lambda name: self.hs._ops.refresh(name, job.mode), "refreshed")
+                                lambda name: self.context.indexes.refresh(name, job.mode), "refreshed")
 
-    def _optimize(self, job: Job, now: datetime | None) -> _Did:
+    def _optimize(self, job: Job, now: datetime | None) -> Work:
         return self._each_index(job, lambda e: getattr(kinds.kind_of(e), "compacts", False),
-                                lambda name: self.hs._ops.optimize(name, job.mode), "optimized")
+                                lambda name: self.context.indexes.optimize(name, job.mode), "optimized")
 
-    def _vacuum(self, job: Job, now: datetime | None) -> _Did:
+    def _vacuum(self, job: Job, now: datetime | None) -> Work:
         return self._each_index(job, lambda e: True,
-                                lambda name: self.hs._ops.vacuum(name, job.retention_seconds),
+                                lambda name: self.context.indexes.vacuum(name, job.retention_seconds),
                                 "vacuumed")
 
     def _each_index(self, job: Job, eligible: Callable, operation: Callable,
-                    verb: str) -> _Did:
+                    verb: str) -> Work:
         """``operation`` on each ACTIVE index (of the job's ``indexes`` when it names some)
         that is ``eligible``; each one's failure is reported, the others still run."""
-        entries = [e for e in self.hs._lifecycle().list()
+        entries = [e for e in self.context.lifecycle().list()
                    if e.state is IndexState.ACTIVE and eligible(e)
                    and (not job.indexes or e.name in job.indexes)]
         unknown = sorted(set(job.indexes) - {e.name for e in entries})
@@ -281,16 +278,17 @@ class JobRunner:
                 read, written = _plus(read, result.read), _plus(written, result.written)
         message = f"{verb} {len(done)} of {len(entries)} index(es)" + (
             f": {', '.join(done)}" if done else "")
-        return _Did(read, written, message, failures)
+        return Work(read, written, message, failures)
 
-    def _evict(self, job: Job, now: datetime | None) -> _Did:
-        evicted = self.hs.evictCache().collect()
-        freed = sum(r["bytes"] for r in evicted)
-        return _Did(written=IoStats(len(evicted), freed),
+    def _evict(self, job: Job, now: datetime | None) -> Work:
+        evicted = self.context.cache.evict()
+        freed = sum(ev.entry.bytes for ev in evicted)
+        return Work(written=IoStats(len(evicted), freed),
                     message=f"evicted {len(evicted)} cache entries ({freed} bytes)")
 
 
-_KINDS: dict[str, Callable[[JobRunner, Job, datetime | None], _Did]] = {
+#: what a run of each job kind does
+KIND_WORK: dict[str, Callable[[JobRunner, Job, datetime | None], Work]] = {
     "warmup": JobRunner._warmup, "advise": JobRunner._advise, "refresh": JobRunner._refresh,
     "optimize": JobRunner._optimize, "evict": JobRunner._evict, "vacuum": JobRunner._vacuum,
 }
@@ -302,6 +300,11 @@ def _within(df, column: str, first, last):
         raise JobError(f"the source has no partition column '{column}' (its columns: "
                        f"{', '.join(df.columns)})")
     return df.where(F.col(column).between(F.lit(first), F.lit(last)))
+
+
+def _what(i: Instruction) -> str:
+    """An instruction in a job's message: its action, kind and index name (else source)."""
+    return f"{i.action} {i.kind} {i.name or i.source}"
 
 
 def _ttl(seconds: int | None) -> str | None:

@@ -25,20 +25,17 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
 from apscheduler.schedulers.background import BackgroundScheduler
 
+from accelerator.context import AcceleratorContext
 from accelerator.scheduler.config import Job, JobError, SchedulerConfig, load_config_file
 from accelerator.scheduler.jobs import JobRun, JobRunner
 from accelerator.scheduler.lease import Heartbeat, Lease, LeaseHolder
-from indexes.events import EventLog
 from indexes.log import now_ms
-
-if TYPE_CHECKING:
-    from accelerator.hyperspace import Hyperspace
 
 log = logging.getLogger(__name__)
 
@@ -78,22 +75,22 @@ class JobStatus:
 
 
 class Scheduler:
-    """The jobs of ``config`` in ``hs``'s session (see the module docstring)."""
+    """The jobs of ``config`` in ``context``'s session (see the module docstring)."""
 
-    def __init__(self, hs: "Hyperspace", config: SchedulerConfig | str | Path,
+    def __init__(self, context: AcceleratorContext, config: SchedulerConfig | str | Path,
                  lease_ttl_seconds: float = LEASE_TTL_SECONDS):
         if not isinstance(config, SchedulerConfig):
             config = load_config_file(config)
-        fs, session_path = hs._ops.fs, hs._settings().system_path
+        fs, session_path = context.fs, context.settings().system_path
         if fs.qualify(config.system_path).rstrip("/") != fs.qualify(session_path).rstrip("/"):
             raise SchedulerError(
                 f"{config.file} serves the system path {config.system_path}, but this session's "
                 f"spark.accelerator.system.path is {session_path}: set it to "
                 f"{config.system_path} before starting the scheduler")
-        self.hs = hs
+        self.context = context
         self.config = config
-        self.runner = JobRunner(hs, config)
-        self.lease = Lease(hs._ops.fs, hs._settings().system_path, lease_ttl_seconds)
+        self.runner = JobRunner(context, config)
+        self.lease = Lease(fs, session_path, lease_ttl_seconds)
         self._store = str(Path(config.job_store).resolve())
         self._scheduler: BackgroundScheduler | None = None
         self._heartbeat: Heartbeat | None = None
@@ -106,7 +103,7 @@ class Scheduler:
         if not self.lease.try_acquire():
             holder = self.lease.holder()
             raise SchedulerError(
-                f"another scheduler runs the jobs of {self.hs._settings().system_path}: "
+                f"another scheduler runs the jobs of {self.context.settings().system_path}: "
                 f"{holder.describe(now_ms()) if holder else 'unknown holder'}; stop it, or "
                 "wait for its lease to expire")
         self._begin()
@@ -160,7 +157,7 @@ class Scheduler:
                 max_instances=1, misfire_grace_time=job.misfire_grace_seconds)
 
     def _check_pool(self) -> None:
-        mode = self.hs.spark.sparkContext.getConf().get("spark.scheduler.mode", "FIFO")
+        mode = self.context.spark.sparkContext.getConf().get("spark.scheduler.mode", "FIFO")
         if mode.upper() != "FAIR":
             log.warning("spark.scheduler.mode is %s: the scheduler's Spark jobs queue with the "
                         "session's queries instead of running in the low-weight FAIR pool; "
@@ -168,7 +165,7 @@ class Scheduler:
 
     def _on_lease_lost(self) -> None:
         log.error("the scheduler lost the lease of %s: it stops taking jobs and cancels its "
-                  "running ones", self.hs._settings().system_path)
+                  "running ones", self.context.settings().system_path)
         self._lost.set()
         if self._scheduler is not None:
             self._scheduler.pause()
@@ -204,7 +201,7 @@ class Scheduler:
         if self._heartbeat is not None:
             self._heartbeat.stop()
         try:
-            self.hs.flushHistory(self.hs.spark)
+            self.context.flush_history()
         except Exception:  # noqa: BLE001 - stopping anyway
             log.warning("could not write the query history", exc_info=True)
         if not self._lost.is_set():
@@ -222,16 +219,16 @@ class Scheduler:
     def jobs(self) -> list[JobStatus]:
         """Each job with its last run and next run time (from the running scheduler, else
         the job store, else its schedule)."""
-        return job_statuses(self.hs, self.config, self._scheduler)
+        return job_statuses(self.context, self.config, self._scheduler)
 
 
-def job_statuses(hs: "Hyperspace", config: SchedulerConfig,
+def job_statuses(context: AcceleratorContext, config: SchedulerConfig,
                  scheduler: BackgroundScheduler | None = None) -> list[JobStatus]:
-    """The jobs of ``config`` with their last runs (from ``hs.events()``'s records) and next
+    """The jobs of ``config`` with their last runs (from the system path's events) and next
     run times (``scheduler``'s, else the job store's when it has the job, else the next time
     its schedule gives)."""
     last: dict[str, dict] = {}
-    for event in EventLog(hs._ops.fs, hs._settings().system_path).read():
+    for event in context.events().read():
         if event.get("job"):
             last[event["job"]] = event
     stored = _stored_next_runs(config) if scheduler is None else {

@@ -257,7 +257,7 @@ def _rows_between(bounds: list[int], g: int) -> int | None:
     return bounds[g + 1] - bounds[g] if g + 1 < len(bounds) else None
 
 
-def _scan_partition(specs: list[SketchSpec], layouts: dict[str, list[int]]):
+def scan_partition(specs: list[SketchSpec], layouts: dict[str, list[int]]):
     """Task function: each file's partial statistics (see FILE_BLOOM) and row counts per row
     group (``sketch`` -1). ``layouts``: by file URI, the row group boundaries (each one's first
     row, then the file's row count); the batches then carry the row's index in the file after
@@ -340,7 +340,7 @@ def scan_stats(df: DataFrame, sketches: list[ResolvedSketch], specs: list[Sketch
                 for i, spec in enumerate(specs)]
     bounds = {file_uri(p): [*layout.first_rows, layout.rows] for p, layout in layouts.items()}
     rows = (df.select(*columns)
-            .mapInArrow(_scan_partition(specs, bounds),
+            .mapInArrow(scan_partition(specs, bounds),
                         "file string, grp int, sketch int, partial binary")
             .collect())
     return fold_partials(specs, [(hadoop_path(r.file), r.grp, r.sketch, bytes(r.partial))
@@ -350,7 +350,7 @@ def scan_stats(df: DataFrame, sketches: list[ResolvedSketch], specs: list[Sketch
 def fold_partials(specs: list[SketchSpec], partials: list[tuple[str, int, int, bytes]],
                   layered: set[str]) -> Scanned:
     """Each file's statistics, merged from the tasks' partials (``(path, grp, sketch,
-    partial)`` as :func:`_scan_partition` emits them), and the row groups' own for the
+    partial)`` as :func:`scan_partition` emits them), and the row groups' own for the
     ``layered`` files."""
     counts: dict[tuple[str, int], int] = {}
     accs: dict[tuple[str, int, int], StatsAccumulator] = {}

@@ -51,11 +51,11 @@ class Artifact:
 
 def hadoop_version() -> str:
     """The Hadoop version of pyspark's bundled client, read from its ``hadoop-client-api`` jar."""
-    from accelerator.jvm import _spark_jars_dir
+    from accelerator.jvm import spark_jars_dir
 
-    found = sorted(_spark_jars_dir().glob("hadoop-client-api-*.jar"))
+    found = sorted(spark_jars_dir().glob("hadoop-client-api-*.jar"))
     if not found:
-        raise MavenError(f"no hadoop-client-api jar in {_spark_jars_dir()}")
+        raise MavenError(f"no hadoop-client-api jar in {spark_jars_dir()}")
     return found[-1].name[len("hadoop-client-api-"):-len(".jar")]
 
 

@@ -71,7 +71,7 @@ def start_s3(tmp_dir: str | os.PathLike) -> S3:
 def s3a_jars() -> list[Path]:
     """``hadoop-aws`` and the AWS SDK modules S3A uses, minus the jars pyspark already has (the
     same artifact in another version would otherwise shadow or be shadowed by Spark's)."""
-    from accelerator.jvm import _spark_jars_dir
+    from accelerator.jvm import spark_jars_dir
 
     version = hadoop_version()
     if version not in SDK_VERSIONS:
@@ -82,7 +82,7 @@ def s3a_jars() -> list[Path]:
         Artifact(f"org.apache.hadoop:hadoop-aws:{version}", ("software.amazon.awssdk:bundle",)),
         *(Artifact(f"software.amazon.awssdk:{module}:{sdk}")
           for module in ("s3", "s3-transfer-manager", "sts"))])
-    bundled = {_artifact_name(j.name) for j in _spark_jars_dir().glob("*.jar")}
+    bundled = {_artifact_name(j.name) for j in spark_jars_dir().glob("*.jar")}
     return [j for j in jars if _artifact_name(j.name) not in bundled]
 
 
