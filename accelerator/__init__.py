@@ -17,6 +17,7 @@ from indexes.skipping.config import (
 from indexes.text.config import TextIndexConfig
 from indexes.errors import (
     AcceleratorError,
+    CacheRequestError,
     ConcurrentModificationError,
     CorruptLogError,
     ExecutorEnvironmentError,
@@ -37,4 +38,5 @@ __all__ = [
     "IndexExistsError", "IndexNotFoundError",
     "IndexOperationError", "IndexStateError", "InvalidIndexConfigError", "JvmSetupError",
     "SourceNotFoundError", "UnsupportedSourceError", "CacheCapacityError", "CacheNeverError",
+    "CacheRequestError",
 ]

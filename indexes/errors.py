@@ -1,4 +1,8 @@
-"""Errors a user can cause, each with a message naming what is wrong and what to do."""
+"""Errors a user can cause, each with a message naming what is wrong and what to do.
+
+Every one is an :class:`AcceleratorError`. :class:`CacheRequestError` is the cache tier's
+:class:`InvalidIndexConfigError`: a cache request or setting that cannot be carried out as asked.
+"""
 
 
 class AcceleratorError(Exception):
@@ -7,6 +11,12 @@ class AcceleratorError(Exception):
 
 class InvalidIndexConfigError(AcceleratorError, ValueError):
     """The index configuration is invalid (name, columns or types)."""
+
+
+class CacheRequestError(InvalidIndexConfigError):
+    """A cache request or setting that cannot be carried out as asked: an unknown priority, an
+    unreadable TTL, a column the source lacks or whose type Parquet cannot hold, a source read in
+    a way the cache cannot copy faithfully, a cache size or usage threshold out of range."""
 
 
 class UnsupportedSourceError(AcceleratorError):

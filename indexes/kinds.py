@@ -26,11 +26,6 @@ _BY_NAME = {k.name: k for k in KINDS}
 _SERVING_ORDER = {Serving.REPLACE: 0, Serving.PRUNE: 1}
 
 
-def kind_named(name: str) -> IndexKind | None:
-    """The kind whose log entries say ``kind: name``, or None for an unknown kind."""
-    return _BY_NAME.get(name)
-
-
 def kind_of(entry: Any) -> IndexKind | None:
     """The kind of an index log entry, or None when no registered kind wrote it."""
     return _BY_NAME.get(entry.kind)

@@ -14,10 +14,11 @@ import threading
 import time
 import uuid
 import weakref
-from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Iterable, Sequence
+
+from cachetools import FIFOCache
 
 from rules.executions import ExecutionFeed, with_execution
 from rules.history import HISTORY_SCHEMA, PARTITION_COLUMN, QueryRecord, history_path
@@ -103,7 +104,7 @@ class HistoryRecorder:
         self._wake = threading.Event()
         self._buffer: list[QueryRecord] = []
         self._feed = feed
-        self._planned: OrderedDict[str, _Planned] = OrderedDict()
+        self._planned: FIFOCache[str, _Planned] = FIFOCache(_PLANNED_KEPT)
         self._thread: threading.Thread | None = None
         self._closed = False
         self._dropped = 0
@@ -175,9 +176,7 @@ class HistoryRecorder:
             return None
         if query_id is not None and self._feed is not None:
             with self._lock:
-                self._planned[query_id] = _Planned(rec, serving_paths)
-                while len(self._planned) > _PLANNED_KEPT:
-                    self._planned.popitem(last=False)
+                self._planned[query_id] = _Planned(rec, serving_paths)   # the first planned goes
         self.record(rec)
         return rec
 

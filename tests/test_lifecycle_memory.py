@@ -1,4 +1,4 @@
-"""The in-memory file system (indexes/fs.py MemoryFs): its own semantics, which HadoopFs shares.
+"""The in-memory file system (indexes/fs/memory.py): its own semantics, which HadoopFs shares.
 
 The index log and every lifecycle action run over MemoryFs in tests/test_index_log.py (its
 ``memory`` param, which needs no JVM and no Spark: ``-k memory``), and over HadoopFs there too."""

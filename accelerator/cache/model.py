@@ -12,7 +12,7 @@ import json
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Iterable, Mapping
 
-from indexes.errors import AcceleratorError, InvalidIndexConfigError
+from indexes.errors import AcceleratorError, CacheRequestError
 from rules import terms
 from rules.terms import Priority, format_duration
 
@@ -31,19 +31,19 @@ class CacheNeverError(AcceleratorError):
 
 
 def parse_priority(value: str | Priority, allow_never: bool = False) -> Priority:
-    """:func:`rules.terms.parse_priority`, raising :class:`InvalidIndexConfigError`."""
+    """:func:`rules.terms.parse_priority`, raising :class:`CacheRequestError`."""
     try:
         return terms.parse_priority(value, allow_never)
     except terms.TermError as exc:
-        raise InvalidIndexConfigError(str(exc)) from None
+        raise CacheRequestError(str(exc)) from None
 
 
 def parse_duration(text: str) -> int:
-    """:func:`rules.terms.parse_duration` (a TTL), raising :class:`InvalidIndexConfigError`."""
+    """:func:`rules.terms.parse_duration` (a TTL), raising :class:`CacheRequestError`."""
     try:
         return terms.parse_duration(text, what="TTL")
     except terms.TermError as exc:
-        raise InvalidIndexConfigError(str(exc)) from None
+        raise CacheRequestError(str(exc)) from None
 
 
 def _canonical_json(text: str | None) -> Any:
@@ -126,7 +126,7 @@ def normalize_columns(columns: Iterable[str]) -> tuple[str, ...]:
     column: the caller passes ``nested`` for ``nested.a.b``."""
     out = tuple(sorted({str(c) for c in columns}))
     if not out or any(not c.strip() for c in out):
-        raise InvalidIndexConfigError(
+        raise CacheRequestError(
             f"a cache entry needs non-empty column names, got {list(out)}")
     return out
 

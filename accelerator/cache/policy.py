@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from accelerator.cache.model import CacheCapacityError, CacheEntry, Priority
-from indexes.errors import InvalidIndexConfigError
+from indexes.errors import CacheRequestError
 
 
 class EvictionReason(str, enum.Enum):
@@ -42,9 +42,9 @@ def usage_percent(entries: Iterable[CacheEntry], max_bytes: int) -> float:
 
 def _check_thresholds(max_bytes: int, max_usage_percent: float, cleanup_percent: float) -> None:
     if max_bytes <= 0:
-        raise InvalidIndexConfigError(f"the cache size must be positive, got {max_bytes} bytes")
+        raise CacheRequestError(f"the cache size must be positive, got {max_bytes} bytes")
     if not 0 < cleanup_percent < max_usage_percent <= 100:
-        raise InvalidIndexConfigError(
+        raise CacheRequestError(
             f"cache thresholds must satisfy 0 < cleanup ({cleanup_percent}%) < maximum usage "
             f"({max_usage_percent}%) <= 100")
 

@@ -34,7 +34,7 @@ from accelerator.cache.policy import check_always_fits
 from accelerator.cache.serving import FILE_SELECTING_OPTIONS
 from accelerator.cache.tier import CacheTier
 from accelerator.settings import CACHE_ENABLED, ENABLED, JOBS_POOL, POOL_PROPERTY, Settings
-from indexes.errors import InvalidIndexConfigError
+from indexes.errors import CacheRequestError
 from indexes.fs import in_parallel
 
 FILE_ID = "__accelerator_file"
@@ -107,27 +107,27 @@ def _check_source(scan: Scan, columns: Iterable[str]) -> None:
     options = {k.lower(): v for k, v in (d.get("options") or {}).items()}
     mode = options.get("mode", "PERMISSIVE").upper()
     if d["format"] in ("csv", "json") and mode != "PERMISSIVE":
-        raise InvalidIndexConfigError(
+        raise CacheRequestError(
             f"cannot cache {roots}: it is read with mode={mode}, which drops or fails on "
             "malformed rows depending on the columns read; only mode=PERMISSIVE sources can be "
             "cached")
     corrupt = options.get("columnnameofcorruptrecord", "_corrupt_record")
     fields = {f["name"]: f for f in json.loads(d["dataSchema"])["fields"]}
     if d["format"] in ("csv", "json") and corrupt in fields:
-        raise InvalidIndexConfigError(
+        raise CacheRequestError(
             f"cannot cache {roots}: its schema holds the corrupt-record column '{corrupt}', "
             "whose values depend on the columns read")
     for name in columns:
         kind = json.dumps(fields[name]["type"]).lower()
         if any(t in kind for t in _UNSUPPORTED_TYPES):
-            raise InvalidIndexConfigError(
+            raise CacheRequestError(
                 f"cannot cache column '{name}' of {roots}: Parquet cannot hold its type "
                 f"{fields[name]['type']}")
 
 
 def cached_columns(scan: Scan, columns: list[str] | None, case_sensitive: bool) -> list[str]:
     """The top-level data columns to cache: ``columns`` (nested fields name their top-level
-    column) or those the scan reads; InvalidIndexConfigError for a column the source lacks."""
+    column) or those the scan reads; CacheRequestError for a column the source lacks."""
     data = [f["name"] for f in json.loads(scan.description["dataSchema"])["fields"]]
     if columns is None:
         wanted = list(scan.description["required"]) or data[:1]
@@ -141,7 +141,7 @@ def cached_columns(scan: Scan, columns: list[str] | None, case_sensitive: bool) 
                 parts = scan.description["partitionColumns"]
                 where = " (a partition column: its values are kept with every entry)" \
                     if top in parts else ""
-                raise InvalidIndexConfigError(
+                raise CacheRequestError(
                     f"cannot cache column '{c}' of {', '.join(scan.roots)}: no such data "
                     f"column{where}; its data columns are {data}")
             wanted.append(found)

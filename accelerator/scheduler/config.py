@@ -66,7 +66,7 @@ _KIND_KEYS = {
 _ANY_KIND_KEYS = tuple(dict.fromkeys(k for keys in _KIND_KEYS.values() for k in keys))
 
 
-class ConfigError(RulesError):
+class ConfigError(RulesError, AcceleratorError):
     """A configuration file that cannot be used; ``problems`` lists every problem found."""
 
 

@@ -120,9 +120,3 @@ class DataSkippingIndexConfig:
                 if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= MAX_VALUE_LIST:
                     raise InvalidIndexConfigError(
                         f"{where}: maxValues must be an integer from 1 to {MAX_VALUE_LIST}")
-
-
-def sketch_from_json(d: dict) -> Any:
-    """The sketch object recorded as ``{"kind", "expression", "params"}`` in the index log."""
-    cls = {c.kind: c for c in SKETCH_CLASSES}[d["kind"]]
-    return cls(d["expression"], **d.get("params", {}))

@@ -5,8 +5,9 @@ of its files the statistics describe as they are now."""
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass
+
+from cachetools import LRUCache
 
 from indexes.skipping.prefilter import Bounds
 from indexes.skipping.store import FileEntry
@@ -35,7 +36,7 @@ class StatsTable(dict):
         super().__init__(entries)
         self._lock = threading.Lock()
         self._bounds: dict[tuple[str, str], Bounds] = {}
-        self._listings: OrderedDict[int, tuple[list, Listing]] = OrderedDict()
+        self._listings: LRUCache[int, tuple[list, Listing]] = LRUCache(_LISTINGS_KEPT)
 
     def bounds(self, key: str, type_: str) -> Bounds:
         """Every file's bounds of the sketched expression ``key`` of type ``type_``."""
@@ -53,7 +54,6 @@ class StatsTable(dict):
         with self._lock:
             found = self._listings.get(id(files))
             if found is not None and found[0] is files:
-                self._listings.move_to_end(id(files))
                 return found[1]
         judged: dict[str, FileEntry] = {}
         unindexed: list[str] = []
@@ -66,7 +66,5 @@ class StatsTable(dict):
         listing = Listing(judged, unindexed, {f[0]: i for i, f in enumerate(files)},
                           {f[0]: f[1] for f in files}, sum(f[1] for f in files))
         with self._lock:
-            self._listings[id(files)] = (files, listing)
-            while len(self._listings) > _LISTINGS_KEPT:
-                self._listings.popitem(last=False)
+            self._listings[id(files)] = (files, listing)   # the least recently used goes
         return listing
