@@ -227,14 +227,14 @@ public final class CacheServing {
       for (FileStatusWithMetadata listed : Scala.list(dir.files())) {
         FileStatus f = listed.fileStatus();
         files.append(files.length() > 1 ? "," : "").append('[')
-            .append(PlanRewrite.quote(f.getPath().toString())).append(',').append(f.getLen())
+            .append(Json.quote(f.getPath().toString())).append(',').append(f.getLen())
             .append(',').append(f.getModificationTime()).append(',')
-            .append(PlanRewrite.quote(f.getPath().toUri().toString())).append(']');
+            .append(Json.quote(f.getPath().toUri().toString())).append(']');
       }
     }
     StringBuilder required = new StringBuilder("[");
     for (String name : scan.requiredSchema().fieldNames()) {
-      required.append(required.length() > 1 ? "," : "").append(PlanRewrite.quote(name));
+      required.append(required.length() > 1 ? "," : "").append(Json.quote(name));
     }
     String relation = PlanRewrite.describeFs(fs, 0);
     return relation.substring(0, relation.length() - 1) + ",\"required\":" + required

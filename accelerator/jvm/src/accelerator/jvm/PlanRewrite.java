@@ -143,17 +143,18 @@ public final class PlanRewrite {
     for (Map.Entry<String, String> e : all.entrySet()) {
       String k = e.getKey();
       if (k.startsWith("spark.accelerator.") || k.equals("spark.sql.caseSensitive")) {
-        sb.append(quote(k)).append(':').append(quote(e.getValue())).append(',');
+        sb.append(Json.quote(k)).append(':').append(Json.quote(e.getValue())).append(',');
       }
     }
     sb.append("\"spark.sql.ansi.enabled\":")
-        .append(quote(session.conf().get("spark.sql.ansi.enabled"))).append(',');
+        .append(Json.quote(session.conf().get("spark.sql.ansi.enabled"))).append(',');
     for (String key : new String[] {"spark.sql.autoBroadcastJoinThreshold",
         "spark.sql.sources.bucketing.enabled"}) {
-      sb.append(quote(key)).append(':').append(quote(session.conf().get(key))).append(',');
+      sb.append(Json.quote(key)).append(':').append(Json.quote(session.conf().get(key)))
+          .append(',');
     }
     sb.append("\"spark.sql.warehouse.dir\":")
-        .append(quote(session.conf().get("spark.sql.warehouse.dir")));
+        .append(Json.quote(session.conf().get("spark.sql.warehouse.dir")));
     return sb.append('}').toString();
   }
 
@@ -164,7 +165,7 @@ public final class PlanRewrite {
                         long plannedAt) {
     StringBuilder sb = new StringBuilder(4096).append('{');
     if (queryId != null) {
-      sb.append("\"queryId\":").append(quote(queryId)).append(',');
+      sb.append("\"queryId\":").append(Json.quote(queryId)).append(',');
     }
     if (plannedAt >= 0) {
       sb.append("\"plannedAt\":").append(plannedAt).append(',');
@@ -187,7 +188,7 @@ public final class PlanRewrite {
     List<LogicalPlan> joins = new ArrayList<>();
     collectJoins(plan, joins);
     for (int i = 0; i < joins.size(); i++) {
-      sb.append(i == 0 ? "" : ",").append(quote(((Join) joins.get(i)).hint().toString()));
+      sb.append(i == 0 ? "" : ",").append(Json.quote(((Join) joins.get(i)).hint().toString()));
     }
     // toJSON drops the values of InSet (IN lists over 10 items): spell them out for data skipping
     LogicalPlan shown = skipping ? (LogicalPlan) plan.transformAllExpressions(new InSetAsIn()) : plan;
@@ -204,7 +205,7 @@ public final class PlanRewrite {
       } catch (java.util.NoSuchElementException e) {
         value = "";
       }
-      sb.append(i == 0 ? "" : ",").append(quote(READ_SETTINGS[i])).append(':').append(quote(value));
+      sb.append(i == 0 ? "" : ",").append(Json.quote(READ_SETTINGS[i])).append(':').append(Json.quote(value));
     }
     return sb.append('}').toString();
   }
@@ -253,30 +254,30 @@ public final class PlanRewrite {
     Object format = fs.fileFormat();
     String name = format instanceof DataSourceRegister
         ? ((DataSourceRegister) format).shortName() : format.getClass().getName();
-    sb.append("{\"format\":").append(quote(name));
+    sb.append("{\"format\":").append(Json.quote(name));
     if (table != null) {
-      sb.append(",\"table\":").append(quote(table));
+      sb.append(",\"table\":").append(Json.quote(table));
     } else {
       String glob = globPath(fs);
       if (glob != null) {
-        sb.append(",\"globPath\":").append(quote(glob));
+        sb.append(",\"globPath\":").append(Json.quote(glob));
       }
     }
     sb.append(",\"rootPaths\":[");
     scala.collection.Seq<Path> roots = fs.location().rootPaths();
     for (int i = 0; i < roots.size(); i++) {
-      sb.append(i == 0 ? "" : ",").append(quote(roots.apply(i).toString()));
+      sb.append(i == 0 ? "" : ",").append(Json.quote(roots.apply(i).toString()));
     }
     sb.append("],\"partitionColumns\":[");
     String[] parts = fs.partitionSchema().fieldNames();
     for (int i = 0; i < parts.length; i++) {
-      sb.append(i == 0 ? "" : ",").append(quote(parts[i]));
+      sb.append(i == 0 ? "" : ",").append(Json.quote(parts[i]));
     }
     sb.append("],\"options\":{");
     Map<String, String> options = Scala.map(fs.options());
     boolean first = true;
     for (Map.Entry<String, String> e : options.entrySet()) {
-      sb.append(first ? "" : ",").append(quote(e.getKey())).append(':').append(quote(e.getValue()));
+      sb.append(first ? "" : ",").append(Json.quote(e.getKey())).append(':').append(Json.quote(e.getValue()));
       first = false;
     }
     sb.append("},\"bucketed\":").append(fs.bucketSpec().isDefined());
@@ -289,7 +290,7 @@ public final class PlanRewrite {
       return sb.append(",\"fingerprint\":null,\"files\":null}").toString();
     }
     Listing listing = listing(listed, listed.allFiles());
-    sb.append(",\"fingerprint\":").append(quote(listing.fingerprint));
+    sb.append(",\"fingerprint\":").append(Json.quote(listing.fingerprint));
     if (detail > 1) {
       sb.append(",\"files\":[").append(String.join(",", listing.lines)).append(']');
     }
@@ -307,7 +308,7 @@ public final class PlanRewrite {
       });
 
   private static String schemaJson(StructType schema) {
-    return SCHEMA_JSON.computeIfAbsent(schema, s -> quote(s.json()));
+    return SCHEMA_JSON.computeIfAbsent(schema, s -> Json.quote(s.json()));
   }
 
   /**
@@ -366,7 +367,7 @@ public final class PlanRewrite {
       for (int i = 0; i < statuses.length; i++) {
         FileStatus f = statuses[i];
         paths[i] = f.getPath().toString();
-        lines.add("[" + quote(paths[i]) + "," + f.getLen() + "," + f.getModificationTime() + "]");
+        lines.add("[" + Json.quote(paths[i]) + "," + f.getLen() + "," + f.getModificationTime() + "]");
       }
       Collections.sort(lines);
       fingerprint = sha256(lines);
@@ -873,21 +874,6 @@ public final class PlanRewrite {
       throw new IllegalStateException(obj.getClass().getName() + " has no copy method");
     }
     return copy;
-  }
-
-  static String quote(String s) {
-    StringBuilder sb = new StringBuilder(s.length() + 2).append('"');
-    for (int i = 0; i < s.length(); i++) {
-      char c = s.charAt(i);
-      if (c == '"' || c == '\\') {
-        sb.append('\\').append(c);
-      } else if (c < 0x20) {
-        sb.append(String.format("\\u%04x", (int) c));
-      } else {
-        sb.append(c);
-      }
-    }
-    return sb.append('"').toString();
   }
 
   /** Matches one plan node by identity. */
