@@ -125,19 +125,19 @@ public final class CacheServing {
     PlanRewrite.Listing listing = listingOf(fs.location());
     Map<FileStatus, String> paths = pathsOf(listing);
     PrunedFileIndex restIndex = new PrunedFileIndex(fs.location(), cached.keySet(), false, paths);
-    Object rest = PlanRewrite.copyCaseClass(fs, 0, restIndex, session);
-    Object cache = PlanRewrite.copyCaseClass(fs, 0, new CachedFileIndex(fs.location(), cached, paths),
+    Object rest = CaseClasses.copy(fs, 0, restIndex, session);
+    Object cache = CaseClasses.copy(fs, 0, new CachedFileIndex(fs.location(), cached, paths),
         session);
-    cache = PlanRewrite.copyCaseClass(cache, 2, new StructType(keptFields.toArray(new StructField[0])),
+    cache = CaseClasses.copy(cache, 2, new StructType(keptFields.toArray(new StructField[0])),
         session);
-    cache = PlanRewrite.copyCaseClass(cache, 4, new ParquetFileFormat(), session);
-    cache = PlanRewrite.copyCaseClass(cache, 5, scala.collection.immutable.Map$.MODULE$.empty(),
+    cache = CaseClasses.copy(cache, 4, new ParquetFileFormat(), session);
+    cache = CaseClasses.copy(cache, 5, scala.collection.immutable.Map$.MODULE$.empty(),
         session);
-    LogicalPlan cacheRel = (LogicalPlan) PlanRewrite.copyCaseClass(
-        PlanRewrite.copyCaseClass(rel, 0, cache), 1, Scala.seq(kept));
+    LogicalPlan cacheRel = (LogicalPlan) CaseClasses.copy(
+        CaseClasses.copy(rel, 0, cache), 1, Scala.seq(kept));
     List<NamedExpression> projection = new ArrayList<>(kept);
     LogicalPlan restRel = new Project(Scala.seq(projection),
-        (LogicalPlan) PlanRewrite.copyCaseClass(rel, 0, rest));
+        (LogicalPlan) CaseClasses.copy(rel, 0, rest));
     if (listing != null && cached.keySet().containsAll(Arrays.asList(listing.paths))) {
       // every file is cached: no union needed
       return (LogicalPlan) plan.transformUp(new PlanRewrite.SameNode(rel, cacheRel));
@@ -259,7 +259,7 @@ public final class CacheServing {
   public Dataset<Row> read(FileSourceScanExec scan, String fileLines) {
     HadoopFsRelation fs = scan.relation();
     Set<String> files = new HashSet<>(Arrays.asList(fileLines.split("\n")));
-    Object only = PlanRewrite.copyCaseClass(fs, 0, new PrunedFileIndex(fs.location(), files),
+    Object only = CaseClasses.copy(fs, 0, new PrunedFileIndex(fs.location(), files),
         fs.sparkSession());
     @SuppressWarnings("unchecked")
     Dataset<Row> out = (Dataset<Row>) fs.sparkSession().baseRelationToDataFrame(

@@ -1,6 +1,5 @@
 package accelerator.jvm;
 
-import java.lang.reflect.Method;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -677,8 +676,8 @@ public final class PlanRewrite {
       String[] specs, Map<Long, Attribute> originalById, List<AttributeReference> indexOutput) {
     HadoopFsRelation fs = (HadoopFsRelation) rel.relation();
     PrunedFileIndex only = new PrunedFileIndex(fs.location(), files);
-    LogicalPlan scan = (LogicalPlan) copyCaseClass(rel, 0,
-        copyCaseClass(fs, 0, only, fs.sparkSession()));
+    LogicalPlan scan = (LogicalPlan) CaseClasses.copy(rel, 0,
+        CaseClasses.copy(fs, 0, only, fs.sparkSession()));
     List<NamedExpression> columns = new ArrayList<>();
     var none = Scala.seq(List.<String>of());
     for (int i = 0; i < specs.length; i++) {
@@ -738,12 +737,12 @@ public final class PlanRewrite {
     LogicalRelation rel = (LogicalRelation) fileRelations(plan)[ordinal];
     HadoopFsRelation fs = (HadoopFsRelation) rel.relation();
     PrunedFileIndex pruned = new PrunedFileIndex(fs.location(), lineSet(keptLines));
-    Object relation = copyCaseClass(fs, 0, pruned, fs.sparkSession());
+    Object relation = CaseClasses.copy(fs, 0, pruned, fs.sparkSession());
     if (!rowGroupLines.isEmpty() && selectsRowGroups(rel)) {
-      relation = copyCaseClass(relation, 4, new RowGroupParquetFormat(rowGroupLines),
+      relation = CaseClasses.copy(relation, 4, new RowGroupParquetFormat(rowGroupLines),
           fs.sparkSession());
     }
-    LogicalPlan replacement = (LogicalPlan) copyCaseClass(rel, 0, relation);
+    LogicalPlan replacement = (LogicalPlan) CaseClasses.copy(rel, 0, relation);
     return (LogicalPlan) plan.transformUp(new SameNode(rel, replacement));
   }
 
@@ -821,59 +820,23 @@ public final class PlanRewrite {
     HadoopFsRelation fs = (HadoopFsRelation) rel.relation();
     var cols = Scala.seq(Arrays.asList(columns));
     BucketSpec spec = new BucketSpec(numBuckets, cols, cols);
-    HadoopFsRelation bucketed = (HadoopFsRelation) copyCaseClass(
+    HadoopFsRelation bucketed = (HadoopFsRelation) CaseClasses.copy(
         fs, 3, scala.Option.apply(spec), fs.sparkSession());
     if (!sortedScan) {
-      return (LogicalPlan) copyCaseClass(rel, 0, bucketed);
+      return (LogicalPlan) CaseClasses.copy(rel, 0, bucketed);
     }
     scala.collection.immutable.Map<String, String> options =
         bucketed.options().updated(SortedBucketScanExec.MARKER, "true");
     if (coalescedBuckets > 0 && coalescedBuckets < numBuckets) {
       options = options.updated(SortedBucketScanExec.COALESCED, Integer.toString(coalescedBuckets));
     }
-    Object marked = copyCaseClass(bucketed, 5, options, fs.sparkSession());
-    return (LogicalPlan) copyCaseClass(rel, 0, marked);
+    Object marked = CaseClasses.copy(bucketed, 5, options, fs.sparkSession());
+    return (LogicalPlan) CaseClasses.copy(rel, 0, marked);
   }
 
   /** Copies a LogicalRelation with another output, by field name (its arity varies by version). */
   private static LogicalPlan withOutput(LogicalRelation rel, List<AttributeReference> output) {
-    return (LogicalPlan) copyCaseClass(rel, 1, Scala.seq(output));
-  }
-
-  /**
-   * Copies a Scala case class with field {@code index} replaced, through its {@code copy} method
-   * and {@code copy$default$N} (their arity differs between Spark versions). Parameters of a
-   * second parameter list, which have no defaults, come from {@code curried}.
-   */
-  static Object copyCaseClass(Object obj, int index, Object value, Object... curried) {
-    try {
-      Method copy = copyMethod(obj);
-      int n = copy.getParameterCount();
-      int defaults = n - curried.length;
-      Object[] args = new Object[n];
-      for (int i = 0; i < defaults; i++) {
-        args[i] = obj.getClass().getMethod("copy$default$" + (i + 1)).invoke(obj);
-      }
-      System.arraycopy(curried, 0, args, defaults, curried.length);
-      args[index] = value;
-      return copy.invoke(obj, args);
-    } catch (ReflectiveOperationException e) {
-      throw new IllegalStateException("cannot copy " + obj.getClass().getName(), e);
-    }
-  }
-
-  /** The {@code copy} method of a Scala case class instance. */
-  static Method copyMethod(Object obj) {
-    Method copy = null;
-    for (Method m : obj.getClass().getMethods()) {
-      if (m.getName().equals("copy")) {
-        copy = m;
-      }
-    }
-    if (copy == null) {
-      throw new IllegalStateException(obj.getClass().getName() + " has no copy method");
-    }
-    return copy;
+    return (LogicalPlan) CaseClasses.copy(rel, 1, Scala.seq(output));
   }
 
   /** Matches one plan node by identity. */
