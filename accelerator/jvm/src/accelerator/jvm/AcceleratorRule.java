@@ -84,7 +84,7 @@ public final class AcceleratorRule extends Rule<LogicalPlan> {
     try {
       if (!"true".equalsIgnoreCase(session.conf().get(ENABLED_KEY, "false"))
           || "true".equals(session.sparkContext().getLocalProperty(SUSPENDED_KEY))
-          || !PlanRewrite.hasFileRelation(plan)) {
+          || !PlanTree.hasFileRelation(plan)) {
         return plan;
       }
     } catch (Throwable t) {

@@ -83,9 +83,7 @@ public final class CacheServing {
   public LogicalPlan swap(LogicalPlan plan, int ordinal, CachedFiles files,
       String requiredLines) {
     Map<String, FileStatus[]> cached = files.cached;
-    List<LogicalPlan> relations = new ArrayList<>();
-    PlanRewrite.collect(plan, relations);
-    LogicalRelation rel = (LogicalRelation) relations.get(ordinal);
+    LogicalRelation rel = (LogicalRelation) PlanTree.fileRelations(plan).get(ordinal);
     HadoopFsRelation fs = (HadoopFsRelation) rel.relation();
     StructType data = fs.dataSchema();
     StructType partitions = fs.partitionSchema();
@@ -140,16 +138,16 @@ public final class CacheServing {
         (LogicalPlan) CaseClasses.copy(rel, 0, rest));
     if (listing != null && cached.keySet().containsAll(Arrays.asList(listing.paths))) {
       // every file is cached: no union needed
-      return (LogicalPlan) plan.transformUp(new PlanRewrite.SameNode(rel, cacheRel));
+      return (LogicalPlan) plan.transformUp(new SameNode(rel, cacheRel));
     }
-    LogicalPlan parent = PlanRewrite.parentOf(plan, rel);
+    LogicalPlan parent = PlanTree.parentOf(plan, rel);
     LogicalPlan anchor = parent instanceof Filter ? parent : rel;
     List<LogicalPlan> branches = new ArrayList<>();
     for (LogicalPlan branch : new LogicalPlan[] {restRel, cacheRel}) {
       branches.add(anchor == rel ? branch : new Filter(((Filter) anchor).condition(), branch));
     }
     LogicalPlan union = new Union(Scala.seq(branches), false, false);
-    return (LogicalPlan) plan.transformUp(new PlanRewrite.SameNode(anchor, union));
+    return (LogicalPlan) plan.transformUp(new SameNode(anchor, union));
   }
 
   /** The ids of the attributes the plan's nodes refer to. */

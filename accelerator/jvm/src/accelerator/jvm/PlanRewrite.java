@@ -85,36 +85,6 @@ public final class PlanRewrite {
     return DeferredPlans.takeDropped();
   }
 
-  /** The non-empty lines of {@code lines}. */
-  static java.util.Set<String> lineSet(String lines) {
-    java.util.Set<String> out = new java.util.HashSet<>();
-    for (String line : lines.split("\n")) {
-      if (!line.isEmpty()) {
-        out.add(line);
-      }
-    }
-    return out;
-  }
-
-  /** True when some leaf of the plan reads files through a HadoopFsRelation. */
-  public static boolean hasFileRelation(LogicalPlan plan) {
-    return anyNode(plan, PlanRewrite::isFileRelation);
-  }
-
-  /** Whether {@code plan} or a node below it passes {@code test}. */
-  static boolean anyNode(LogicalPlan plan, java.util.function.Predicate<LogicalPlan> test) {
-    if (test.test(plan)) {
-      return true;
-    }
-    scala.collection.Seq<LogicalPlan> children = plan.children();
-    for (int i = 0; i < children.size(); i++) {
-      if (anyNode(children.apply(i), test)) {
-        return true;
-      }
-    }
-    return false;
-  }
-
   /**
    * What the Python rewriter needs about a plan, as one JSON object: the session's
    * {@code spark.accelerator.*} settings and the few SQL settings it reads ({@code conf}), a
@@ -173,8 +143,7 @@ public final class PlanRewrite {
     sb.append(",\"bucketUnion\":").append(BucketUnion.installed(session));
     sb.append(",\"readSettings\":").append(readSettings(session));
     sb.append(",\"relations\":[");
-    List<LogicalPlan> relations = new ArrayList<>();
-    collect(plan, relations);
+    List<LogicalPlan> relations = PlanTree.fileRelations(plan);
     boolean skipping = false;
     for (int i = 0; i < relations.size(); i++) {
       LogicalPlan rel = relations.get(i);
@@ -184,8 +153,7 @@ public final class PlanRewrite {
           skips || IndexedRoots.indexed(rel) ? 1 : 0));
     }
     sb.append("],\"joinHints\":[");
-    List<LogicalPlan> joins = new ArrayList<>();
-    collectJoins(plan, joins);
+    List<LogicalPlan> joins = PlanTree.joins(plan);
     for (int i = 0; i < joins.size(); i++) {
       sb.append(i == 0 ? "" : ",").append(Json.quote(((Join) joins.get(i)).hint().toString()));
     }
@@ -216,9 +184,7 @@ public final class PlanRewrite {
 
   /** The file relations of the plan, in pre-order (the order of {@code plan.toJSON()}). */
   public LogicalPlan[] fileRelations(LogicalPlan plan) {
-    List<LogicalPlan> out = new ArrayList<>();
-    collect(plan, out);
-    return out.toArray(new LogicalPlan[0]);
+    return PlanTree.fileRelations(plan).toArray(new LogicalPlan[0]);
   }
 
   /**
@@ -580,7 +546,7 @@ public final class PlanRewrite {
     }
     List<LogicalPlan> extra = new ArrayList<>();
     if (!appendedLines.isEmpty()) {
-      LogicalPlan appended = appendedPart((LogicalRelation) original, lineSet(appendedLines),
+      LogicalPlan appended = appendedPart((LogicalRelation) original, Lines.nonEmpty(appendedLines),
           specs, originalById, output);
       extra.add(restoreOrder ? restored(origOut, appended) : appended);
     }
@@ -591,7 +557,7 @@ public final class PlanRewrite {
     if (extra.isEmpty()) {
       return swapped;
     }
-    LogicalPlan filter = parentOf(swapped, replacement);
+    LogicalPlan filter = PlanTree.parentOf(swapped, replacement);
     LogicalPlan anchor = filter instanceof Filter ? filter : replacement;
     List<LogicalPlan> branches = new ArrayList<>();
     branches.add(anchor);
@@ -705,26 +671,11 @@ public final class PlanRewrite {
   /** The Filters right above {@code relation} in {@code plan}, nearest first. */
   private static List<Filter> filtersAbove(LogicalPlan plan, LogicalPlan relation) {
     List<Filter> out = new ArrayList<>();
-    for (LogicalPlan node = parentOf(plan, relation); node instanceof Filter;
-         node = parentOf(plan, node)) {
+    for (LogicalPlan node = PlanTree.parentOf(plan, relation); node instanceof Filter;
+         node = PlanTree.parentOf(plan, node)) {
       out.add((Filter) node);
     }
     return out;
-  }
-
-  /** The node of {@code plan} whose child is {@code child} (by identity), or null. */
-  static LogicalPlan parentOf(LogicalPlan plan, LogicalPlan child) {
-    scala.collection.Seq<LogicalPlan> children = plan.children();
-    for (int i = 0; i < children.size(); i++) {
-      if (children.apply(i) == child) {
-        return plan;
-      }
-      LogicalPlan found = parentOf(children.apply(i), child);
-      if (found != null) {
-        return found;
-      }
-    }
-    return null;
   }
 
   /**
@@ -736,7 +687,7 @@ public final class PlanRewrite {
       String rowGroupLines) {
     LogicalRelation rel = (LogicalRelation) fileRelations(plan)[ordinal];
     HadoopFsRelation fs = (HadoopFsRelation) rel.relation();
-    PrunedFileIndex pruned = new PrunedFileIndex(fs.location(), lineSet(keptLines));
+    PrunedFileIndex pruned = new PrunedFileIndex(fs.location(), Lines.nonEmpty(keptLines));
     Object relation = CaseClasses.copy(fs, 0, pruned, fs.sparkSession());
     if (!rowGroupLines.isEmpty() && selectsRowGroups(rel)) {
       relation = CaseClasses.copy(relation, 4, new RowGroupParquetFormat(rowGroupLines),
@@ -761,32 +712,6 @@ public final class PlanRewrite {
       }
     }
     return true;
-  }
-
-  static boolean isFileRelation(LogicalPlan plan) {
-    return plan instanceof LogicalRelation
-        && ((LogicalRelation) plan).relation() instanceof HadoopFsRelation;
-  }
-
-  static void collect(LogicalPlan plan, List<LogicalPlan> out) {
-    if (isFileRelation(plan)) {
-      out.add(plan);
-    }
-    scala.collection.Seq<LogicalPlan> children = plan.children();
-    for (int i = 0; i < children.size(); i++) {
-      collect(children.apply(i), out);
-    }
-  }
-
-  /** The Join nodes of the plan in pre-order (their hints are not in {@code toJSON}). */
-  private static void collectJoins(LogicalPlan plan, List<LogicalPlan> out) {
-    if (plan instanceof Join) {
-      out.add(plan);
-    }
-    scala.collection.Seq<LogicalPlan> children = plan.children();
-    for (int i = 0; i < children.size(); i++) {
-      collectJoins(children.apply(i), out);
-    }
   }
 
   /** Key of a struct-field chain over an attribute: exprId, then field names, \u0001-separated. */
@@ -837,30 +762,6 @@ public final class PlanRewrite {
   /** Copies a LogicalRelation with another output, by field name (its arity varies by version). */
   private static LogicalPlan withOutput(LogicalRelation rel, List<AttributeReference> output) {
     return (LogicalPlan) CaseClasses.copy(rel, 1, Scala.seq(output));
-  }
-
-  /** Matches one plan node by identity. */
-  static final class SameNode
-      extends scala.runtime.AbstractPartialFunction<LogicalPlan, LogicalPlan> {
-    private final LogicalPlan target;
-    private final LogicalPlan replacement;
-
-    SameNode(LogicalPlan target, LogicalPlan replacement) {
-      this.target = target;
-      this.replacement = replacement;
-    }
-
-    @Override
-    public boolean isDefinedAt(LogicalPlan p) {
-      return p == target;
-    }
-
-    @Override
-    public <A1 extends LogicalPlan, B1> B1 applyOrElse(A1 p, scala.Function1<A1, B1> dflt) {
-      @SuppressWarnings("unchecked")
-      B1 out = p == target ? (B1) replacement : dflt.apply(p);
-      return out;
-    }
   }
 
   /** Writes an InSet as the equivalent In over literals (for the plan's JSON only). */
