@@ -120,7 +120,7 @@ public final class CacheServing {
       }
     }
     SparkSession session = fs.sparkSession();
-    PlanRewrite.Listing listing = listingOf(fs.location());
+    Listing listing = listingOf(fs.location());
     Map<FileStatus, String> paths = pathsOf(listing);
     PrunedFileIndex restIndex = new PrunedFileIndex(fs.location(), cached.keySet(), false, paths);
     Object rest = CaseClasses.copy(fs, 0, restIndex, session);
@@ -166,11 +166,11 @@ public final class CacheServing {
 
   /** The listing the payload's fingerprint already made of a file index's files (null for an
    * index that does not list them). */
-  private static PlanRewrite.Listing listingOf(FileIndex location) {
+  private static Listing listingOf(FileIndex location) {
     if (!(location instanceof PartitioningAwareFileIndex)) {
       return null;
     }
-    return PlanRewrite.listing(location, ((PartitioningAwareFileIndex) location).allFiles());
+    return Listings.of(location, ((PartitioningAwareFileIndex) location).allFiles());
   }
 
   /**
@@ -178,7 +178,7 @@ public final class CacheServing {
    * (or left to fill, when null), so a fresh DataFrame over thousands of files turns each path
    * into a string once per query, not three times.
    */
-  private static Map<FileStatus, String> pathsOf(PlanRewrite.Listing listing) {
+  private static Map<FileStatus, String> pathsOf(Listing listing) {
     Map<FileStatus, String> paths =
         java.util.Collections.synchronizedMap(new java.util.IdentityHashMap<>());
     if (listing != null) {

@@ -1,8 +1,5 @@
 package accelerator.jvm;
 
-import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
@@ -11,7 +8,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
-import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.Path;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.catalog.BucketSpec;
@@ -254,7 +250,7 @@ public final class PlanRewrite {
     if (listed == null) {
       return sb.append(",\"fingerprint\":null,\"files\":null}").toString();
     }
-    Listing listing = listing(listed, listed.allFiles());
+    Listing listing = Listings.of(listed, listed.allFiles());
     sb.append(",\"fingerprint\":").append(Json.quote(listing.fingerprint));
     if (detail > 1) {
       sb.append(",\"files\":[").append(String.join(",", listing.lines)).append(']');
@@ -313,145 +309,6 @@ public final class PlanRewrite {
           .makeQualified(p).toString();
     } catch (Exception e) {   // not a path Hadoop can qualify: no pattern to record
       return null;
-    }
-  }
-
-  /** A file index's files as sorted JSON lines [path,size,mtime] and their SHA-256. */
-  static final class Listing {
-    final Object index;
-    final FileStatus[] statuses;
-    final String[] paths;      // statuses[i].getPath().toString()
-    final List<String> lines;
-    final String fingerprint;
-
-    Listing(Object index, FileStatus[] statuses) {
-      this.index = index;
-      this.statuses = statuses;
-      paths = new String[statuses.length];
-      lines = new ArrayList<>(statuses.length);
-      for (int i = 0; i < statuses.length; i++) {
-        FileStatus f = statuses[i];
-        paths[i] = f.getPath().toString();
-        lines.add("[" + Json.quote(paths[i]) + "," + f.getLen() + "," + f.getModificationTime() + "]");
-      }
-      Collections.sort(lines);
-      fingerprint = sha256(lines);
-    }
-
-    /** {@code statuses} of {@code index}, which describe the files of {@code same} alike. */
-    private Listing(Object index, FileStatus[] statuses, Listing same) {
-      this.index = index;
-      this.statuses = statuses;
-      paths = same.paths;
-      lines = same.lines;
-      fingerprint = same.fingerprint;
-    }
-
-    /** Whether {@code files} are the very objects listed (a refreshed index lists new ones). */
-    boolean same(Object index, FileStatus[] files) {
-      if (this.index != index || files.length != statuses.length) {
-        return false;
-      }
-      for (int i = 0; i < files.length; i++) {
-        if (files[i] != statuses[i]) {
-          return false;
-        }
-      }
-      return true;
-    }
-
-    /**
-     * This listing's lines over {@code files} of {@code index}, when they describe the same
-     * files in the same order (another DataFrame reading the same unchanged files): else null.
-     */
-    Listing alike(Object index, FileStatus[] files) {
-      if (files.length != statuses.length) {
-        return null;
-      }
-      for (int i = 0; i < files.length; i++) {
-        if (!sameFile(files[i], statuses[i])) {
-          return null;
-        }
-      }
-      return new Listing(index, files, this);
-    }
-  }
-
-  /**
-   * Whether two statuses give one listing line: the same size, modification time and path
-   * string (compared by the raw URI parts the string is made of, without building it).
-   */
-  private static boolean sameFile(FileStatus a, FileStatus b) {
-    if (a == b) {
-      return true;
-    }
-    if (a.getLen() != b.getLen() || a.getModificationTime() != b.getModificationTime()) {
-      return false;
-    }
-    java.net.URI x = a.getPath().toUri();
-    java.net.URI y = b.getPath().toUri();
-    return java.util.Objects.equals(x.getRawPath(), y.getRawPath())
-        && java.util.Objects.equals(x.getScheme(), y.getScheme())
-        && java.util.Objects.equals(x.getRawAuthority(), y.getRawAuthority())
-        && java.util.Objects.equals(x.getRawQuery(), y.getRawQuery())
-        && java.util.Objects.equals(x.getRawFragment(), y.getRawFragment());
-  }
-
-  private static final int LISTINGS_KEPT = 16;
-  private static final java.util.LinkedList<Listing> LISTINGS = new java.util.LinkedList<>();
-
-  /**
-   * The listing of a file index's files, remembered for the last few indexes: while an index
-   * lists the same FileStatus objects (until it is refreshed), queries over one DataFrame
-   * describe thousands of files once, not once per query; a new DataFrame over the same
-   * unchanged files (new FileStatus objects, in the same order) reuses the lines and the
-   * fingerprint of the last one, compared file by file without building them.
-   */
-  static Listing listing(Object index, scala.collection.Seq<FileStatus> all) {
-    FileStatus[] files = new FileStatus[all.size()];
-    int n = 0;
-    for (FileStatus f : Scala.list(all)) {   // a List's apply is linear
-      files[n++] = f;
-    }
-    List<Listing> kept;
-    synchronized (LISTINGS) {
-      for (Listing l : LISTINGS) {
-        if (l.same(index, files)) {
-          return l;
-        }
-      }
-      kept = new ArrayList<>(LISTINGS);
-    }
-    Listing fresh = null;
-    for (int i = 0; i < kept.size() && fresh == null; i++) {
-      fresh = kept.get(i).alike(index, files);
-    }
-    if (fresh == null) {
-      fresh = new Listing(index, files);
-    }
-    synchronized (LISTINGS) {
-      LISTINGS.addFirst(fresh);
-      if (LISTINGS.size() > LISTINGS_KEPT) {
-        LISTINGS.removeLast();
-      }
-    }
-    return fresh;
-  }
-
-  private static String sha256(List<String> lines) {
-    try {
-      MessageDigest md = MessageDigest.getInstance("SHA-256");
-      for (String line : lines) {
-        md.update(line.getBytes(StandardCharsets.UTF_8));
-        md.update((byte) '\n');
-      }
-      StringBuilder hex = new StringBuilder();
-      for (byte b : md.digest()) {
-        hex.append(String.format("%02x", b));
-      }
-      return hex.toString();
-    } catch (NoSuchAlgorithmException e) {
-      throw new IllegalStateException(e);
     }
   }
 
