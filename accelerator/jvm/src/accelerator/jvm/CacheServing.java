@@ -204,7 +204,7 @@ public final class CacheServing {
   }
 
   /**
-   * A scan as JSON: its relation (as {@link PlanRewrite#describe} describes one), the data
+   * A scan as JSON: its relation (as {@link RelationDescriptions#describe} describes one), the data
    * columns it reads ({@code required}) and the files it reads after partition pruning and
    * any data-skipping index ({@code files}: [path, size, mtime, the name
    * {@code input_file_name()} gives its rows]).
@@ -234,7 +234,7 @@ public final class CacheServing {
     for (String name : scan.requiredSchema().fieldNames()) {
       required.append(required.length() > 1 ? "," : "").append(Json.quote(name));
     }
-    String relation = PlanRewrite.describeFs(fs, 0);
+    String relation = RelationDescriptions.describeFs(fs, 0);
     return relation.substring(0, relation.length() - 1) + ",\"required\":" + required
         + "],\"files\":" + files + "]}";
   }
