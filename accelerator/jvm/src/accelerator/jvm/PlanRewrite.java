@@ -75,25 +75,6 @@ public final class PlanRewrite {
     return DeferredPlans.takeDropped();
   }
 
-  /**
-   * What the Python rewriter needs about a plan, as one JSON object: the session's
-   * {@code spark.accelerator.*} settings and the few SQL settings it reads ({@code conf}), a
-   * description of each file relation without its files ({@code relations}, in pre-order; with
-   * the fingerprint when an index is over its root paths) and the plan itself ({@code plan}, as
-   * {@code toJSON}), with the settings that change what is read from files ({@code
-   * readSettings}), the hints of its joins ({@code joinHints}, in pre-order: "" for none) and
-   * whether the session plans a {@link BucketUnion} ({@code bucketUnion}).
-   */
-  public static String payload(LogicalPlan plan, SparkSession session) {
-    return payload(plan, session, null);
-  }
-
-  /** {@link #payload(LogicalPlan, SparkSession)} with the query's id ({@code "queryId"}, under
-   * which {@link QueryMetrics} reports what it cost), when not null. */
-  static String payload(LogicalPlan plan, SparkSession session, String queryId) {
-    return payload(plan, session, confJson(session), queryId, -1);
-  }
-
   /** The session's settings the rewriter reads ({@code conf} of {@link #payload}), as one
    * JSON object: also the key under which {@link DeferredPlans} remembers its answers. */
   static String confJson(SparkSession session) {
@@ -117,9 +98,19 @@ public final class PlanRewrite {
     return sb.append('}').toString();
   }
 
-  /** {@link #payload(LogicalPlan, SparkSession, String)} with the settings already as JSON
-   * ({@code conf}) and, when not negative, the epoch milliseconds the plan was planned at
-   * ({@code "plannedAt"}: a plan described later, see {@link DeferredPlans}). */
+  /**
+   * What the Python rewriter needs about a plan, as one JSON object: the session's
+   * {@code spark.accelerator.*} settings and the few SQL settings it reads ({@code conf}), a
+   * description of each file relation without its files ({@code relations}, in pre-order; with
+   * the fingerprint when an index is over its root paths) and the plan itself ({@code plan}, as
+   * {@code toJSON}), with the settings that change what is read from files ({@code
+   * readSettings}), the hints of its joins ({@code joinHints}, in pre-order: "" for none) and
+   * whether the session plans a {@link BucketUnion} ({@code bucketUnion}). The settings come
+   * already as JSON ({@code conf}, see {@link #confJson}); with {@code queryId} not null, it
+   * holds the query's id ({@code "queryId"}, under which {@link QueryMetrics} reports what it
+   * cost); with {@code plannedAt} not negative, the epoch milliseconds the plan was planned at
+   * ({@code "plannedAt"}: a plan described later, see {@link DeferredPlans}).
+   */
   static String payload(LogicalPlan plan, SparkSession session, String conf, String queryId,
                         long plannedAt) {
     StringBuilder sb = new StringBuilder(4096).append('{');
