@@ -15,12 +15,10 @@ import org.apache.spark.sql.catalyst.expressions.AttributeReference;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.GetStructField;
 import org.apache.spark.sql.catalyst.expressions.In;
-import org.apache.spark.sql.catalyst.expressions.InSet;
 import org.apache.spark.sql.catalyst.expressions.Literal;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
 import org.apache.spark.sql.catalyst.expressions.Not;
 import org.apache.spark.sql.catalyst.plans.logical.Filter;
-import org.apache.spark.sql.catalyst.plans.logical.Join;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
 import org.apache.spark.sql.catalyst.plans.logical.RepartitionByExpression$;
@@ -37,15 +35,6 @@ import org.apache.spark.sql.types.StructType;
  * while replacing struct-field chains by flattened index columns everywhere in the plan.
  */
 public final class PlanRewrite {
-  /** Settings that change the values Spark reads from files: an index is only valid under the
-   * values it was built with. */
-  private static final String[] READ_SETTINGS = {
-    "spark.sql.session.timeZone", "spark.sql.legacy.timeParserPolicy", "spark.sql.caseSensitive",
-    "spark.sql.files.ignoreCorruptFiles", "spark.sql.files.ignoreMissingFiles",
-    "spark.sql.parquet.binaryAsString", "spark.sql.parquet.int96AsTimestamp",
-    "spark.sql.parquet.int96TimestampConversion", "spark.sql.parquet.datetimeRebaseModeInRead",
-    "spark.sql.parquet.int96RebaseModeInRead",
-  };
   /**
    * Publishes the root paths some index or the cache is over, those some data-skipping index
    * is over, and what a plan over each must hold for an index to serve it (see {@link
@@ -75,92 +64,10 @@ public final class PlanRewrite {
     return DeferredPlans.takeDropped();
   }
 
-  /** The session's settings the rewriter reads ({@code conf} of {@link #payload}), as one
-   * JSON object: also the key under which {@link DeferredPlans} remembers its answers. */
-  static String confJson(SparkSession session) {
-    StringBuilder sb = new StringBuilder(512).append('{');
-    Map<String, String> all = Scala.map(session.sessionState().conf().getAllConfs());
-    for (Map.Entry<String, String> e : all.entrySet()) {
-      String k = e.getKey();
-      if (k.startsWith("spark.accelerator.") || k.equals("spark.sql.caseSensitive")) {
-        sb.append(Json.quote(k)).append(':').append(Json.quote(e.getValue())).append(',');
-      }
-    }
-    sb.append("\"spark.sql.ansi.enabled\":")
-        .append(Json.quote(session.conf().get("spark.sql.ansi.enabled"))).append(',');
-    for (String key : new String[] {"spark.sql.autoBroadcastJoinThreshold",
-        "spark.sql.sources.bucketing.enabled"}) {
-      sb.append(Json.quote(key)).append(':').append(Json.quote(session.conf().get(key)))
-          .append(',');
-    }
-    sb.append("\"spark.sql.warehouse.dir\":")
-        .append(Json.quote(session.conf().get("spark.sql.warehouse.dir")));
-    return sb.append('}').toString();
-  }
-
-  /**
-   * What the Python rewriter needs about a plan, as one JSON object: the session's
-   * {@code spark.accelerator.*} settings and the few SQL settings it reads ({@code conf}), a
-   * description of each file relation without its files ({@code relations}, in pre-order; with
-   * the fingerprint when an index is over its root paths) and the plan itself ({@code plan}, as
-   * {@code toJSON}), with the settings that change what is read from files ({@code
-   * readSettings}), the hints of its joins ({@code joinHints}, in pre-order: "" for none) and
-   * whether the session plans a {@link BucketUnion} ({@code bucketUnion}). The settings come
-   * already as JSON ({@code conf}, see {@link #confJson}); with {@code queryId} not null, it
-   * holds the query's id ({@code "queryId"}, under which {@link QueryMetrics} reports what it
-   * cost); with {@code plannedAt} not negative, the epoch milliseconds the plan was planned at
-   * ({@code "plannedAt"}: a plan described later, see {@link DeferredPlans}).
-   */
-  static String payload(LogicalPlan plan, SparkSession session, String conf, String queryId,
-                        long plannedAt) {
-    StringBuilder sb = new StringBuilder(4096).append('{');
-    if (queryId != null) {
-      sb.append("\"queryId\":").append(Json.quote(queryId)).append(',');
-    }
-    if (plannedAt >= 0) {
-      sb.append("\"plannedAt\":").append(plannedAt).append(',');
-    }
-    sb.append("\"conf\":").append(conf);
-    sb.append(",\"bucketUnion\":").append(BucketUnion.installed(session));
-    sb.append(",\"readSettings\":").append(readSettings(session));
-    sb.append(",\"relations\":[");
-    List<LogicalPlan> relations = PlanTree.fileRelations(plan);
-    boolean skipping = false;
-    for (int i = 0; i < relations.size(); i++) {
-      LogicalPlan rel = relations.get(i);
-      boolean skips = IndexedRoots.skipping(rel);
-      skipping |= skips;
-      sb.append(i == 0 ? "" : ",").append(RelationDescriptions.describe(rel,
-          skips || IndexedRoots.indexed(rel) ? 1 : 0));
-    }
-    sb.append("],\"joinHints\":[");
-    List<LogicalPlan> joins = PlanTree.joins(plan);
-    for (int i = 0; i < joins.size(); i++) {
-      sb.append(i == 0 ? "" : ",").append(Json.quote(((Join) joins.get(i)).hint().toString()));
-    }
-    // toJSON drops the values of InSet (IN lists over 10 items): spell them out for data skipping
-    LogicalPlan shown = skipping ? (LogicalPlan) plan.transformAllExpressions(new InSetAsIn()) : plan;
-    return sb.append("],\"plan\":").append(shown.toJSON()).append('}').toString();
-  }
-
-  /** The current values of the settings that change what Spark reads from files, as JSON. */
-  public static String readSettings(SparkSession session) {
-    StringBuilder sb = new StringBuilder("{");
-    for (int i = 0; i < READ_SETTINGS.length; i++) {
-      String value;
-      try {
-        value = session.conf().get(READ_SETTINGS[i]);
-      } catch (java.util.NoSuchElementException e) {
-        value = "";
-      }
-      sb.append(i == 0 ? "" : ",").append(Json.quote(READ_SETTINGS[i])).append(':').append(Json.quote(value));
-    }
-    return sb.append('}').toString();
-  }
-
-  /** Instance access to {@link #readSettings(SparkSession)} for py4j. */
+  /** The current values of the settings that change what Spark reads from files, as JSON (see
+   * {@link PlanPayload#readSettings}). */
   public String currentReadSettings(SparkSession session) {
-    return readSettings(session);
+    return PlanPayload.readSettings(session);
   }
 
   /** The file relations of the plan, in pre-order (the order of {@code plan.toJSON()}). */
@@ -484,30 +391,6 @@ public final class PlanRewrite {
   /** Copies a LogicalRelation with another output, by field name (its arity varies by version). */
   private static LogicalPlan withOutput(LogicalRelation rel, List<AttributeReference> output) {
     return (LogicalPlan) CaseClasses.copy(rel, 1, Scala.seq(output));
-  }
-
-  /** Writes an InSet as the equivalent In over literals (for the plan's JSON only). */
-  private static final class InSetAsIn
-      extends scala.runtime.AbstractPartialFunction<Expression, Expression> {
-    @Override
-    public boolean isDefinedAt(Expression e) {
-      return e instanceof InSet;
-    }
-
-    @Override
-    public <A1 extends Expression, B1> B1 applyOrElse(A1 e, scala.Function1<A1, B1> dflt) {
-      if (!(e instanceof InSet)) {
-        return dflt.apply(e);
-      }
-      InSet in = (InSet) e;
-      List<Expression> values = new ArrayList<>();
-      for (Object v : Scala.set(in.hset())) {
-        values.add(new Literal(v, in.child().dataType()));
-      }
-      @SuppressWarnings("unchecked")
-      B1 out = (B1) new In(in.child(), Scala.seq(values));
-      return out;
-    }
   }
 
   /** Replaces struct-field chains by the index columns that hold them. */
