@@ -161,7 +161,7 @@ class Rewriter:
 
     # --- JVM callback -------------------------------------------------------------------
     def apply(self, plan: Any, payload: str) -> Any:
-        """Called by the JVM rule with a plan and its payload (PlanRewrite.payload: settings,
+        """Called by the JVM rule with a plan and its payload (PlanPayload.payload: settings,
         file relations, plan JSON); returns a new plan or None for "keep the original"."""
         try:
             capturing = bool(self._captures)

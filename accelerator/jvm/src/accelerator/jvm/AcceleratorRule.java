@@ -14,7 +14,7 @@ import py4j.reflection.PythonProxyHandler;
 
 /**
  * Optimizer rule that hands each optimized plan to the Python rewriter, with everything the
- * rewriter needs to decide in one string (see {@link PlanRewrite#payload}), so plans no index
+ * rewriter needs to decide in one string (see {@link PlanPayload#payload}), so plans no index
  * applies to cost no py4j call back into the JVM.
  *
  * <p>It never fails or changes a query because of the accelerator: any Throwable, an unresolved
@@ -84,7 +84,7 @@ public final class AcceleratorRule extends Rule<LogicalPlan> {
     try {
       if (!"true".equalsIgnoreCase(session.conf().get(ENABLED_KEY, "false"))
           || "true".equals(session.sparkContext().getLocalProperty(SUSPENDED_KEY))
-          || !PlanRewrite.hasFileRelation(plan)) {
+          || !PlanTree.hasFileRelation(plan)) {
         return plan;
       }
     } catch (Throwable t) {
@@ -95,7 +95,7 @@ public final class AcceleratorRule extends Rule<LogicalPlan> {
       // an id to report the query's cost under, when the history records queries
       String queryId = "false".equalsIgnoreCase(session.conf().get(HISTORY_KEY, "true"))
           ? null : QueryMetrics.queryId();
-      String conf = PlanRewrite.confJson(session);
+      String conf = PlanPayload.confJson(session);
       if (!"true".equals(session.sparkContext().getLocalProperty(CAPTURING_KEY))
           && DeferredPlans.fresh(conf, session) && !IndexedRoots.mayBeServed(plan)) {
         // nothing could serve this plan: only the history wants it, and describes it later
@@ -106,7 +106,7 @@ public final class AcceleratorRule extends Rule<LogicalPlan> {
       }
       disableNagle(fn);
       long generation = DeferredPlans.generation();
-      Object result = fn.apply(plan, PlanRewrite.payload(plan, session, conf, queryId, -1));
+      Object result = fn.apply(plan, PlanPayload.payload(plan, session, conf, queryId, -1));
       DeferredPlans.answered(conf, generation);
       if (!(result instanceof LogicalPlan) || result == plan) {
         return plan;

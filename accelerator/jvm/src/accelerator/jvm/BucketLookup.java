@@ -158,8 +158,8 @@ final class BucketLookup {
       kept.addAll(byBucket.getOrDefault(b, Collections.emptyList()));
     }
     PrunedFileIndex pruned = new PrunedFileIndex(fs.location(), kept);
-    Object prunedFs = PlanRewrite.copyCaseClass(fs, 0, pruned, fs.sparkSession());
-    return (LogicalPlan) PlanRewrite.copyCaseClass(relation, 0, prunedFs);
+    Object prunedFs = CaseClasses.copy(fs, 0, pruned, fs.sparkSession());
+    return (LogicalPlan) CaseClasses.copy(relation, 0, prunedFs);
   }
 
   private static Map<Integer, List<String>> byBucket(PartitioningAwareFileIndex location) {

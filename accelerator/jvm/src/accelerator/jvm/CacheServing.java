@@ -83,9 +83,7 @@ public final class CacheServing {
   public LogicalPlan swap(LogicalPlan plan, int ordinal, CachedFiles files,
       String requiredLines) {
     Map<String, FileStatus[]> cached = files.cached;
-    List<LogicalPlan> relations = new ArrayList<>();
-    PlanRewrite.collect(plan, relations);
-    LogicalRelation rel = (LogicalRelation) relations.get(ordinal);
+    LogicalRelation rel = (LogicalRelation) PlanTree.fileRelations(plan).get(ordinal);
     HadoopFsRelation fs = (HadoopFsRelation) rel.relation();
     StructType data = fs.dataSchema();
     StructType partitions = fs.partitionSchema();
@@ -122,34 +120,34 @@ public final class CacheServing {
       }
     }
     SparkSession session = fs.sparkSession();
-    PlanRewrite.Listing listing = listingOf(fs.location());
+    Listing listing = listingOf(fs.location());
     Map<FileStatus, String> paths = pathsOf(listing);
     PrunedFileIndex restIndex = new PrunedFileIndex(fs.location(), cached.keySet(), false, paths);
-    Object rest = PlanRewrite.copyCaseClass(fs, 0, restIndex, session);
-    Object cache = PlanRewrite.copyCaseClass(fs, 0, new CachedFileIndex(fs.location(), cached, paths),
+    Object rest = CaseClasses.copy(fs, 0, restIndex, session);
+    Object cache = CaseClasses.copy(fs, 0, new CachedFileIndex(fs.location(), cached, paths),
         session);
-    cache = PlanRewrite.copyCaseClass(cache, 2, new StructType(keptFields.toArray(new StructField[0])),
+    cache = CaseClasses.copy(cache, 2, new StructType(keptFields.toArray(new StructField[0])),
         session);
-    cache = PlanRewrite.copyCaseClass(cache, 4, new ParquetFileFormat(), session);
-    cache = PlanRewrite.copyCaseClass(cache, 5, scala.collection.immutable.Map$.MODULE$.empty(),
+    cache = CaseClasses.copy(cache, 4, new ParquetFileFormat(), session);
+    cache = CaseClasses.copy(cache, 5, scala.collection.immutable.Map$.MODULE$.empty(),
         session);
-    LogicalPlan cacheRel = (LogicalPlan) PlanRewrite.copyCaseClass(
-        PlanRewrite.copyCaseClass(rel, 0, cache), 1, Scala.seq(kept));
+    LogicalPlan cacheRel = (LogicalPlan) CaseClasses.copy(
+        CaseClasses.copy(rel, 0, cache), 1, Scala.seq(kept));
     List<NamedExpression> projection = new ArrayList<>(kept);
     LogicalPlan restRel = new Project(Scala.seq(projection),
-        (LogicalPlan) PlanRewrite.copyCaseClass(rel, 0, rest));
+        (LogicalPlan) CaseClasses.copy(rel, 0, rest));
     if (listing != null && cached.keySet().containsAll(Arrays.asList(listing.paths))) {
       // every file is cached: no union needed
-      return (LogicalPlan) plan.transformUp(new PlanRewrite.SameNode(rel, cacheRel));
+      return (LogicalPlan) plan.transformUp(new SameNode(rel, cacheRel));
     }
-    LogicalPlan parent = PlanRewrite.parentOf(plan, rel);
+    LogicalPlan parent = PlanTree.parentOf(plan, rel);
     LogicalPlan anchor = parent instanceof Filter ? parent : rel;
     List<LogicalPlan> branches = new ArrayList<>();
     for (LogicalPlan branch : new LogicalPlan[] {restRel, cacheRel}) {
       branches.add(anchor == rel ? branch : new Filter(((Filter) anchor).condition(), branch));
     }
     LogicalPlan union = new Union(Scala.seq(branches), false, false);
-    return (LogicalPlan) plan.transformUp(new PlanRewrite.SameNode(anchor, union));
+    return (LogicalPlan) plan.transformUp(new SameNode(anchor, union));
   }
 
   /** The ids of the attributes the plan's nodes refer to. */
@@ -168,11 +166,11 @@ public final class CacheServing {
 
   /** The listing the payload's fingerprint already made of a file index's files (null for an
    * index that does not list them). */
-  private static PlanRewrite.Listing listingOf(FileIndex location) {
+  private static Listing listingOf(FileIndex location) {
     if (!(location instanceof PartitioningAwareFileIndex)) {
       return null;
     }
-    return PlanRewrite.listing(location, ((PartitioningAwareFileIndex) location).allFiles());
+    return Listings.of(location, ((PartitioningAwareFileIndex) location).allFiles());
   }
 
   /**
@@ -180,7 +178,7 @@ public final class CacheServing {
    * (or left to fill, when null), so a fresh DataFrame over thousands of files turns each path
    * into a string once per query, not three times.
    */
-  private static Map<FileStatus, String> pathsOf(PlanRewrite.Listing listing) {
+  private static Map<FileStatus, String> pathsOf(Listing listing) {
     Map<FileStatus, String> paths =
         java.util.Collections.synchronizedMap(new java.util.IdentityHashMap<>());
     if (listing != null) {
@@ -206,7 +204,7 @@ public final class CacheServing {
   }
 
   /**
-   * A scan as JSON: its relation (as {@link PlanRewrite#describe} describes one), the data
+   * A scan as JSON: its relation (as {@link RelationDescriptions#describe} describes one), the data
    * columns it reads ({@code required}) and the files it reads after partition pruning and
    * any data-skipping index ({@code files}: [path, size, mtime, the name
    * {@code input_file_name()} gives its rows]).
@@ -227,16 +225,16 @@ public final class CacheServing {
       for (FileStatusWithMetadata listed : Scala.list(dir.files())) {
         FileStatus f = listed.fileStatus();
         files.append(files.length() > 1 ? "," : "").append('[')
-            .append(PlanRewrite.quote(f.getPath().toString())).append(',').append(f.getLen())
+            .append(Json.quote(f.getPath().toString())).append(',').append(f.getLen())
             .append(',').append(f.getModificationTime()).append(',')
-            .append(PlanRewrite.quote(f.getPath().toUri().toString())).append(']');
+            .append(Json.quote(f.getPath().toUri().toString())).append(']');
       }
     }
     StringBuilder required = new StringBuilder("[");
     for (String name : scan.requiredSchema().fieldNames()) {
-      required.append(required.length() > 1 ? "," : "").append(PlanRewrite.quote(name));
+      required.append(required.length() > 1 ? "," : "").append(Json.quote(name));
     }
-    String relation = PlanRewrite.describeFs(fs, 0);
+    String relation = RelationDescriptions.describeFs(fs, 0);
     return relation.substring(0, relation.length() - 1) + ",\"required\":" + required
         + "],\"files\":" + files + "]}";
   }
@@ -259,7 +257,7 @@ public final class CacheServing {
   public Dataset<Row> read(FileSourceScanExec scan, String fileLines) {
     HadoopFsRelation fs = scan.relation();
     Set<String> files = new HashSet<>(Arrays.asList(fileLines.split("\n")));
-    Object only = PlanRewrite.copyCaseClass(fs, 0, new PrunedFileIndex(fs.location(), files),
+    Object only = CaseClasses.copy(fs, 0, new PrunedFileIndex(fs.location(), files),
         fs.sparkSession());
     @SuppressWarnings("unchecked")
     Dataset<Row> out = (Dataset<Row>) fs.sparkSession().baseRelationToDataFrame(

@@ -31,7 +31,7 @@ final class DeferredPlans {
   private static final ConcurrentLinkedQueue<Deferred> QUEUE = new ConcurrentLinkedQueue<>();
   private static final AtomicInteger QUEUED = new AtomicInteger();
   private static final AtomicLong DROPPED = new AtomicLong();
-  /** Settings (PlanRewrite.confJson) → System.nanoTime() of the rewriter's last answer. */
+  /** Settings (PlanPayload.confJson) → System.nanoTime() of the rewriter's last answer. */
   private static final ConcurrentHashMap<String, Long> ANSWERED = new ConcurrentHashMap<>();
   /** Bumped by {@link #forget}: an answer begun before it does not make its settings fresh. */
   private static final AtomicLong GENERATION = new AtomicLong();
@@ -104,7 +104,7 @@ final class DeferredPlans {
     QUEUE.add(new Deferred(plan, session, conf, queryId));
   }
 
-  /** The payloads ({@link PlanRewrite#payload}, with {@code plannedAt}: epoch milliseconds) of
+  /** The payloads ({@link PlanPayload#payload}, with {@code plannedAt}: epoch milliseconds) of
    * at most {@code max} queued plans, oldest first, taken off the queue. */
   static String[] drain(int max) {
     List<String> out = new ArrayList<>();
@@ -115,7 +115,7 @@ final class DeferredPlans {
       }
       QUEUED.decrementAndGet();
       try {
-        out.add(PlanRewrite.payload(d.plan, d.session, d.conf, d.queryId, d.plannedAt));
+        out.add(PlanPayload.payload(d.plan, d.session, d.conf, d.queryId, d.plannedAt));
       } catch (Throwable t) {   // the history is best effort: never stop the drain
         DROPPED.incrementAndGet();
       }

@@ -65,8 +65,8 @@ final class IndexedRoots {
       parsed.put(parts[0], new Use(flags.contains("A"), flags.contains("J"), columns));
     }
     uses = parsed;
-    skipping = PlanRewrite.lineSet(skippingLines);
-    indexed = PlanRewrite.lineSet(lines);
+    skipping = Lines.nonEmpty(skippingLines);
+    indexed = Lines.nonEmpty(lines);
   }
 
   /** Whether some index or the cache is over a root path of the file relation. */
@@ -111,13 +111,13 @@ final class IndexedRoots {
     if (indexed.isEmpty()) {
       return false;
     }
-    boolean joins = PlanRewrite.anyNode(plan, p -> p instanceof Join);
+    boolean joins = PlanTree.anyNode(plan, p -> p instanceof Join);
     return mayBeServed(plan, new ArrayList<>(), joins);
   }
 
   private static boolean mayBeServed(LogicalPlan node, List<LogicalPlan> ancestors,
                                      boolean joins) {
-    if (PlanRewrite.isFileRelation(node)) {
+    if (PlanTree.isFileRelation(node)) {
       return relationMayBeServed(node, ancestors, joins);
     }
     ancestors.add(node);

@@ -67,7 +67,7 @@ public final class QueryMetrics implements QueryExecutionListener {
         return;
       }
       StringBuilder sb = new StringBuilder(256)
-          .append("{\"queryId\":").append(PlanRewrite.quote(id))
+          .append("{\"queryId\":").append(Json.quote(id))
           .append(",\"endMs\":").append(System.currentTimeMillis())
           .append(",\"durationMs\":").append(durationNs / 1_000_000L)
           .append(",\"scans\":[");
@@ -145,7 +145,7 @@ public final class QueryMetrics implements QueryExecutionListener {
     List<Path> roots = Scala.list(scan.relation().location().rootPaths());
     sb.append('[');
     for (int j = 0; j < roots.size(); j++) {
-      sb.append(j == 0 ? "" : ",").append(PlanRewrite.quote(roots.get(j).toString()));
+      sb.append(j == 0 ? "" : ",").append(Json.quote(roots.get(j).toString()));
     }
     sb.append(']');
   }

@@ -233,11 +233,11 @@ public final class SortedBucketScanExec extends PhysicalNode {
     if (scan.relation().bucketSpec().get().numBuckets() % groups != 0) {
       return scan;
     }
-    java.lang.reflect.Type[] types = PlanRewrite.copyMethod(scan).getGenericParameterTypes();
+    java.lang.reflect.Type[] types = CaseClasses.copyMethod(scan).getGenericParameterTypes();
     for (int i = 0; i < types.length; i++) {
       // optionalNumCoalescedBuckets: the only Option[Int] (its place varies by version)
       if (types[i].getTypeName().equals("scala.Option<java.lang.Object>")) {
-        return (FileSourceScanExec) PlanRewrite.copyCaseClass(
+        return (FileSourceScanExec) CaseClasses.copy(
             scan, i, scala.Option.apply((Object) Integer.valueOf(groups)));
       }
     }
