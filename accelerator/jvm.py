@@ -7,8 +7,8 @@ The sources under ``jvm/src`` are shared; the few classes whose signatures name 
 collections (which differ between Scala 2.12, Spark 3.5, and 2.13, Spark 4) come from
 ``jvm/scala-2.12`` or ``jvm/scala-2.13``, chosen by the ``scala-library`` jar beside Spark's. The
 classes target the Java release the driver runs (11 for a Spark 3.5 on Java 11, at most 17).
-This module and :mod:`accelerator.rewriter` are the only ones that touch Catalyst objects
-through py4j.
+This module and the rewriter (:mod:`accelerator.rewriter` and the modules it runs) are the only
+ones that touch Catalyst objects through py4j.
 """
 from __future__ import annotations
 
