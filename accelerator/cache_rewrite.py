@@ -4,15 +4,14 @@ the swap of the served files into the plan, and the hits and misses counted per 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 from typing import Any
 
 from cachetools import FIFOCache
 
 from accelerator.cache import serving as cache_serving
 from accelerator.cache.tier import UsedEntries, tier_for
+from accelerator.decisions import CacheDecision, RelationDecision
 from accelerator.indexed_roots import IndexedRoots
-from accelerator.relation_choice import RelationDecision
 from accelerator.relation_files import RelationFiles
 from accelerator.settings import Settings
 from indexes import kinds
@@ -22,29 +21,6 @@ from indexes.plan import PlanNode
 #: relations' cache serving decisions kept (with their JVM file maps), oldest dropped first
 CACHE_DECISIONS_KEPT = 16
 NO_ENTRIES = UsedEntries((), 0)
-
-
-@dataclass
-class CacheDecision:
-    """What the cache serves of one relation: ``code`` is APPLIED or why nothing is served;
-    ``plan`` says which files are served and why the others are not."""
-
-    code: str
-    reason: str = ""
-    plan: cache_serving.ServingPlan | None = None
-    files: Any = None            # the JVM map of the served files (CacheServing.CachedFiles)
-    required: frozenset = frozenset()
-    used: UsedEntries | None = None   # the entries served, counted together per query
-
-    def explain_line(self, roots: str) -> str:
-        """The line explain shows for the relation over ``roots``."""
-        if self.plan is None:
-            return f"cache [{self.code}] {roots}: {self.reason}"
-        p = self.plan
-        why = ", ".join(f"{code}: {n}" for code, n in sorted(p.reasons.items()))
-        return (f"cache [{self.code}] {roots}: {len(p.served)} files ({p.served_bytes} bytes) "
-                f"from the cache, {p.source_files} files ({p.source_bytes} bytes) from the "
-                f"source" + (f" ({why})" if why else ""))
 
 
 class CacheRewrite:

@@ -10,7 +10,7 @@ from typing import Any
 
 from accelerator.deferred import DeferredHistory
 from accelerator.history import new_recorder
-from accelerator.relation_choice import RelationDecision
+from accelerator.decisions import RelationDecision
 from accelerator.settings import Settings
 from indexes.plan import PlanNode, file_relations, parse_plan
 from rules.recorder import HistoryRecorder

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from accelerator.relation_choice import RelationDecision
+from accelerator.decisions import RelationDecision
 from accelerator.settings import Settings
 from indexes import kinds
 from indexes.covering import match as covering_match

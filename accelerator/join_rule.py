@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from accelerator.relation_choice import RelationDecision
+from accelerator.decisions import RelationDecision
 from accelerator.settings import Settings
 from indexes import kinds
 from indexes.covering import join_match

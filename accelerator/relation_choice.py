@@ -3,9 +3,9 @@ the relation's source) is matched by its kind, and the kinds' registry chooses a
 applicable verdicts (:func:`indexes.kinds.choose`)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from accelerator.decisions import RelationDecision
 from accelerator.relation_files import RelationFiles
 from accelerator.settings import Settings
 from indexes import kinds
@@ -13,33 +13,6 @@ from indexes.kind import MatchContext
 from indexes.plan import PlanNode
 from indexes.source import same_source
 from indexes.version_cache import VersionCache
-
-if TYPE_CHECKING:
-    from accelerator.cache_rewrite import CacheDecision
-
-
-@dataclass
-class RelationDecision:
-    """What the rewriter decided for one file relation of a plan."""
-
-    ordinal: int
-    description: dict
-    results: list[Any] = field(default_factory=list)   # every candidate index's verdict
-    chosen: Any = None                                  # the applicable verdict used, if any
-    cache: "CacheDecision | None" = None                # the cache's, for relations it covers
-
-    def served_from(self, settings: Settings) -> tuple[str | None, list[str]]:
-        """What serves the relation (the index's name, ``cache``, or None for the source
-        alone) and the paths it reads that from, for the query history."""
-        paths = []
-        served_by = None
-        if self.cache is not None and self.cache.code == "APPLIED":
-            served_by = "cache"
-            paths.append(settings.cache_path)
-        if self.chosen is not None:
-            served_by = self.chosen.index.name
-            paths.append(f"{settings.system_path.rstrip('/')}/{served_by}")
-        return served_by, paths
 
 
 class RelationChoice:

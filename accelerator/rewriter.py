@@ -26,7 +26,8 @@ from accelerator.history_recording import HistoryRecording
 from accelerator.index_serving import IndexServing
 from accelerator.indexed_roots import IndexedRoots
 from accelerator.join_rule import join_rule
-from accelerator.relation_choice import RelationChoice, RelationDecision
+from accelerator.decisions import RelationDecision
+from accelerator.relation_choice import RelationChoice
 from accelerator.relation_files import RelationFiles
 from accelerator.settings import Settings
 from indexes.plan import PlanNode, file_relations, parse_plan, unsupported_reason

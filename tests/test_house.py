@@ -36,6 +36,10 @@ LAYERS = [
                  "accelerator/workers.py"]),
     ("cache", ["accelerator/cache/"]),   # the cache's pure-Python core, the rewrite serves from it
     ("query", ["accelerator/session.py", "accelerator/rewriter.py", "accelerator/catalog.py",
+               "accelerator/cache_rewrite.py", "accelerator/history_recording.py",
+               "accelerator/index_serving.py", "accelerator/indexed_roots.py",
+               "accelerator/join_rule.py", "accelerator/relation_choice.py",
+               "accelerator/relation_files.py", "accelerator/decisions.py",
                "accelerator/history.py", "accelerator/deferred.py", "accelerator/explain.py"]),
     ("operations", ["accelerator/operations.py", "accelerator/cache/operations.py",
                     "accelerator/cache/warmup.py"]),
