@@ -91,6 +91,8 @@ class IndexKind(ABC):
     executor_modules: tuple[str, ...] = ()   # Python modules its builds import on executors
     joins: bool = False          # whether the join rule may pair its indexes
     stateful: bool = False       # whether matching reads a state :meth:`load` gives
+    #: the rule engine's kinds (:data:`rules.user_rules.RULE_KINDS`) its indexes answer
+    engine_kinds: tuple[str, ...] = ()
 
     @abstractmethod
     def resolve(self, df: Any, config: Any, source: dict, settings: Any) -> dict:
@@ -166,6 +168,24 @@ class IndexKind(ABC):
     @abstractmethod
     def columns(self, entry: Any) -> tuple[list[str], list[str]]:
         """(indexed, included) as ``indexes()`` shows them."""
+
+    def engine_targets(self, entry: Any) -> list[tuple[str, tuple[str, ...]]]:
+        """What ``entry`` serves, in the rule engine's terms: (engine kind, columns) pairs; by
+        default, its indexed columns under the kind's first engine kind (none when it has
+        none)."""
+        if not self.engine_kinds:
+            return []
+        indexed, _ = self.columns(entry)
+        return [(self.engine_kinds[0], tuple(indexed))]
+
+    def config_for(self, engine_kind: str, name: str, columns: list[str],
+                   included_columns: list[str], distinct_per_file: float | None) -> Any:
+        """The config of an index ``name`` the rule engine asks for: one of its
+        :attr:`engine_kinds` over ``columns`` (with ``included_columns``);
+        ``distinct_per_file`` is the distinct values per source file it profiled of the first
+        column (None when it did not profile it). Kinds with :attr:`engine_kinds` implement
+        it."""
+        raise NotImplementedError
 
     def data_stats(self, content: dict) -> IoStats:
         """The files, bytes and rows of an index version's data (its log entry's content)."""

@@ -36,6 +36,12 @@ def kind_of(entry: Any) -> IndexKind | None:
     return _BY_NAME.get(entry.kind)
 
 
+def kind_for_engine(engine_kind: str) -> IndexKind | None:
+    """The kind whose indexes answer the rule engine's ``engine_kind`` (minmax, covering...),
+    or None when no registered kind does (the cache, or an unknown kind)."""
+    return next((k for k in KINDS if engine_kind in k.engine_kinds), None)
+
+
 def kind_for_config(config: Any) -> IndexKind:
     """The kind whose config type ``config`` is; InvalidIndexConfigError otherwise."""
     for kind in KINDS:
