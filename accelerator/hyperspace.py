@@ -31,7 +31,7 @@ from indexes.log import IndexLogEntry, IndexState
 from indexes.skipping.config import DataSkippingIndexConfig
 from indexes.source import same_source, source_mismatch, source_name
 from indexes.text import search as text_search
-from indexes.text.config import KIND as TEXT, TextIndexConfig
+from indexes.text.config import TextIndexConfig
 from rules.terms import format_duration
 from rules.user_rules import UserRule, load_rules_file
 
@@ -193,7 +193,7 @@ class Hyperspace:
         UnsupportedSourceError when ``df`` does not read files directly.
         """
         entry = self._lifecycle().get(indexName)
-        if entry.kind != TEXT:
+        if not getattr(kinds.kind_of(entry), "searchable", False):
             raise InvalidIndexConfigError(
                 f"index '{entry.name}' is a {_display_kind(entry)}; search needs a text index "
                 "(TextIndexConfig)")

@@ -91,6 +91,7 @@ class IndexKind(ABC):
     executor_modules: tuple[str, ...] = ()   # Python modules its builds import on executors
     joins: bool = False          # whether the join rule may pair its indexes
     stateful: bool = False       # whether matching reads a state :meth:`load` gives
+    searchable: bool = False     # whether ``Hyperspace.search`` answers full-text queries with it
     #: the rule engine's kinds (:data:`rules.user_rules.RULE_KINDS`) its indexes answer
     engine_kinds: tuple[str, ...] = ()
 

@@ -28,6 +28,7 @@ class TextKind(IndexKind):
     config_type = TextIndexConfig
     serving = Serving.PRUNE
     stateful = True
+    searchable = True
     executor_modules = ("pyarrow", "pandas", "tantivy")
     engine_kinds = ("text",)
 
