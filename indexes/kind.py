@@ -85,7 +85,7 @@ class IndexKind(ABC):
     name: str                    # the ``kind`` of its log entries
     display_name: str            # its ``kind`` in ``indexes()``
     spec_name: str               # its ``kind`` in spec files (the command line's ``create``)
-    compacts: bool = False       # whether optimizeIndex compacts its data files
+    optimize_modes: tuple[str, ...] = ()   # the modes in which optimizeIndex compacts its data
     config_type: type
     serving: Serving
     executor_modules: tuple[str, ...] = ()   # Python modules its builds import on executors
@@ -94,6 +94,11 @@ class IndexKind(ABC):
     searchable: bool = False     # whether ``Hyperspace.search`` answers full-text queries with it
     #: the rule engine's kinds (:data:`rules.user_rules.RULE_KINDS`) its indexes answer
     engine_kinds: tuple[str, ...] = ()
+
+    @property
+    def compacts(self) -> bool:
+        """Whether optimizeIndex compacts its data files (it has :attr:`optimize_modes`)."""
+        return bool(self.optimize_modes)
 
     @abstractmethod
     def resolve(self, df: Any, config: Any, source: dict, settings: Any) -> dict:

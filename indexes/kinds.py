@@ -42,6 +42,12 @@ def kind_for_engine(engine_kind: str) -> IndexKind | None:
     return next((k for k in KINDS if engine_kind in k.engine_kinds), None)
 
 
+def optimize_modes() -> tuple[str, ...]:
+    """The modes optimizeIndex accepts: those of every kind that compacts its data, in
+    registry order."""
+    return tuple(dict.fromkeys(m for k in KINDS for m in k.optimize_modes))
+
+
 def kind_for_config(config: Any) -> IndexKind:
     """The kind whose config type ``config`` is; InvalidIndexConfigError otherwise."""
     for kind in KINDS:

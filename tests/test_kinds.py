@@ -78,6 +78,11 @@ def test_each_index_kind_of_the_rule_engine_is_answered_by_one_kind():
         == "msg"
 
 
+def test_optimize_accepts_the_modes_of_the_kinds_that_compact():
+    assert kinds.optimize_modes() == ("quick", "full")
+    assert [k.compacts for k in kinds.KINDS] == [True, False, False]
+
+
 def test_a_non_config_is_rejected_naming_the_accepted_types():
     with pytest.raises(InvalidIndexConfigError,
                        match="expects an IndexConfig.*DataSkippingIndexConfig or "

@@ -26,7 +26,7 @@ class CoveringKind(IndexKind):
 
     name = KIND
     display_name = "CoveringIndex"
-    compacts = True
+    optimize_modes = compaction.MODES
     spec_name = "covering"
     config_type = CoveringIndexConfig
     serving = Serving.REPLACE
