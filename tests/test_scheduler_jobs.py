@@ -110,7 +110,7 @@ jobs:
         runner.hs.spark.range(2, numPartitions=2).rdd.map(
             lambda x: time.sleep(120) or x).collect()
         return jobs_mod._Did()
-    monkeypatch.setitem(jobs_mod._KINDS, "evict", slow_evict)
+    monkeypatch.setitem(jobs_mod._JOB_RUNS, "evict", slow_evict)
     scheduler = Scheduler(hs, config)
 
     failed = scheduler.run_job("refresh-missing")

@@ -1,7 +1,7 @@
 """One run of a scheduler job in a session: what each kind does, its Spark job group, pool and
 timeout, and the event it records.
 
-Kinds (:data:`accelerator.scheduler.config.KINDS`):
+Kinds (:data:`accelerator.scheduler.config.JOB_KINDS`):
 
 - ``warmup``: for each source matching the job's ``source`` (those the query history read, or
   a rule says how to read), caches what its cache rules name (the job's ``columns``,
@@ -148,7 +148,7 @@ class JobRunner:
         sc.setLocalProperty(POOL_PROPERTY, JOBS_POOL)
         error = None
         try:
-            did = _KINDS[job.kind](self, job, now)
+            did = _JOB_RUNS[job.kind](self, job, now)
             if watchdog.fired:
                 error = f"the run was {watchdog.fired} (after its Spark jobs were cancelled)"
             elif did.failures:
@@ -290,7 +290,7 @@ class JobRunner:
                     message=f"evicted {len(evicted)} cache entries ({freed} bytes)")
 
 
-_KINDS: dict[str, Callable[[JobRunner, Job, datetime | None], _Did]] = {
+_JOB_RUNS: dict[str, Callable[[JobRunner, Job, datetime | None], _Did]] = {
     "warmup": JobRunner._warmup, "advise": JobRunner._advise, "refresh": JobRunner._refresh,
     "optimize": JobRunner._optimize, "evict": JobRunner._evict, "vacuum": JobRunner._vacuum,
 }
