@@ -195,7 +195,7 @@ class Hyperspace:
         entry = self._lifecycle().get(indexName)
         if not getattr(kinds.kind_of(entry), "searchable", False):
             raise InvalidIndexConfigError(
-                f"index '{entry.name}' is a {_display_kind(entry)}; search needs a text index "
+                f"index '{entry.name}' is a {kinds.display_name(entry)}; search needs a text index "
                 "(TextIndexConfig)")
         if entry.state is not IndexState.ACTIVE:
             raise InvalidIndexConfigError(
@@ -250,7 +250,7 @@ class Hyperspace:
     def _row(self, e: IndexLogEntry) -> tuple:
         kind = kinds.kind_of(e)
         indexed, included = kind.columns(e) if kind is not None else ([], [])
-        return (e.name, _display_kind(e), indexed, included, e.config.get("numBuckets"),
+        return (e.name, kinds.display_name(e), indexed, included, e.config.get("numBuckets"),
                 e.state.value, e.content.get("path"), e.content.get("numFiles"),
                 e.content.get("sizeInBytes"), self._warning(e, kind),
                 e.config.get(ORIGIN_KEY) or "user")
@@ -393,11 +393,6 @@ def _rule_row(rule: UserRule) -> tuple:
     return (rule.source, rule.kind, list(rule.columns), list(rule.included_columns),
             rule.priority.name, format_duration(rule.ttl_seconds) if rule.ttl_seconds else None,
             rule.line)
-
-
-def _display_kind(entry: IndexLogEntry) -> str:
-    kind = kinds.kind_of(entry)
-    return kind.display_name if kind is not None else entry.kind
 
 
 _SUMMARY_SCHEMA = ("name string, kind string, indexedColumns array<string>, "

@@ -23,7 +23,7 @@ from indexes.source import NotApplicable
 from indexes.text.config import TextIndexConfig
 from indexes.text.match import TextPruning
 from indexes.version_cache import VersionCache
-from rules.user_rules import KINDS as RULE_KINDS
+from rules.user_rules import RULE_KINDS
 
 
 def entry(name, kind, size=100, files=None, buckets=8, entry_id=1, timestamp=1, path=None):
@@ -76,6 +76,18 @@ def test_each_index_kind_of_the_rule_engine_is_answered_by_one_kind():
     assert (covering_.indexedColumns, covering_.includedColumns) == (["a"], ["b"])
     assert kinds.kind_for_engine("text").config_for("text", "t", ["msg"], [], None).column \
         == "msg"
+
+
+def test_every_spelling_of_a_kind_names_it_and_listings_keep_the_display_name():
+    for spelling in ("covering", "CoveringIndex", "coveringindex"):
+        assert kinds.canonical_kind(spelling).name == COVERING
+    for spelling in ("DataSkippingIndex", "skipping", "SKIPPING"):
+        assert kinds.canonical_kind(spelling).name == SKIPPING
+    for spelling in ("TextIndex", "text"):
+        assert kinds.canonical_kind(spelling).name == TEXT
+    assert kinds.canonical_kind("bloom") is None   # a rule-engine kind: kind_for_engine
+    assert kinds.display_name(SimpleNamespace(kind=COVERING)) == "CoveringIndex"
+    assert kinds.display_name(SimpleNamespace(kind="FutureIndex")) == "FutureIndex"
 
 
 def test_optimize_accepts_the_modes_of_the_kinds_that_compact():
