@@ -28,7 +28,8 @@ its file list; among pruning kinds, the verdict keeping the fewest bytes wins.
 """
 from __future__ import annotations
 
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 from indexes.covering.kind import CoveringKind
 from indexes.errors import InvalidIndexConfigError
@@ -44,6 +45,31 @@ KINDS: tuple[IndexKind, ...] = (
 
 _BY_NAME = {k.name: k for k in KINDS}
 _SERVING_ORDER = {Serving.REPLACE: 0, Serving.PRUNE: 1}
+
+
+def register(kind: IndexKind) -> None:
+    """Adds ``kind`` to the registry, after the kinds registered before it (it is then
+    created, served, explained, listed and advised like the built-in kinds); ValueError when
+    one of its names (log, display or spec) is a registered kind's."""
+    global KINDS
+    taken = {n.lower() for k in KINDS for n in (k.name, k.display_name, k.spec_name)}
+    clash = [n for n in (kind.name, kind.display_name, kind.spec_name) if n.lower() in taken]
+    if clash:
+        raise ValueError(f"an index kind named '{clash[0]}' is registered already")
+    KINDS = (*KINDS, kind)
+    _BY_NAME[kind.name] = kind
+
+
+@contextmanager
+def registered(kind: IndexKind) -> Iterator[IndexKind]:
+    """``kind`` registered (:func:`register`) while the block runs, removed after it."""
+    global KINDS
+    register(kind)
+    try:
+        yield kind
+    finally:
+        KINDS = tuple(k for k in KINDS if k is not kind)
+        del _BY_NAME[kind.name]
 
 
 def canonical_kind(name: str) -> IndexKind | None:
