@@ -38,7 +38,8 @@ class NamedFiles:
     applicable = True
 
     def explain_line(self) -> str:
-        return f"{self.index.name}: {len(self.kept)} files named like {self.index.config['pattern']}"
+        pattern = self.index.config["pattern"]
+        return f"{self.index.name}: {len(self.kept)} files named like {pattern}"
 
     def applied_reason(self) -> str:
         return "only the files whose names match are read"
@@ -139,8 +140,8 @@ def test_a_registered_kind_is_served_explained_listed_and_advised(spark, hs, toy
 def test_the_rule_engine_creates_an_index_of_a_registered_kind(spark, hs, toy, source):
     spark.read.parquet(source).where("id = 3").collect()   # the history now reads the source
     recs = spark.createDataFrame(
-        [("create", "namedfiles", f"file:{source}", ["^other-"], [], "auto_toy", "MEDIUM", None, "user",
-          1.0, 1.0, 0, 1, "asked")], RECOMMENDATIONS_SCHEMA)
+        [("create", "namedfiles", f"file:{source}", ["^other-"], [], "auto_toy", "MEDIUM",
+          None, "user", 1.0, 1.0, 0, 1, "asked")], RECOMMENDATIONS_SCHEMA)
     applied = hs.applyRecommendations(recs).collect()
     assert [(r["status"], r["message"]) for r in applied] == [
         ("applied", "created NamedFilesIndex over 4 files")]
