@@ -38,11 +38,22 @@ class Serving(str, Enum):
 
 
 @dataclass(frozen=True)
+class HybridScan:
+    """When an index over a changed source is still used: appended files are read from the
+    source next to the index, up to ``max_appended_ratio`` of the source's bytes; the rows of
+    deleted files are filtered out of the index by its lineage column, up to
+    ``max_deleted_ratio`` of the bytes the index holds."""
+
+    max_appended_ratio: float
+    max_deleted_ratio: float
+
+
+@dataclass(frozen=True)
 class MatchContext:
     """What matching needs of the query's session besides the plan."""
 
     case_sensitive: bool
-    hybrid: Any            # indexes.covering.match.HybridScan, or None when hybrid scan is off
+    hybrid: HybridScan | None   # None when hybrid scan is off
     session_tz: str
     ansi: bool
 
