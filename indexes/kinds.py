@@ -50,10 +50,14 @@ _SERVING_ORDER = {Serving.REPLACE: 0, Serving.PRUNE: 1}
 def register(kind: IndexKind) -> None:
     """Adds ``kind`` to the registry, after the kinds registered before it (it is then
     created, served, explained, listed and advised like the built-in kinds); ValueError when
-    one of its names (log, display or spec) is a registered kind's."""
+    one of its names (log, display, spec or rule-engine kind) is a registered kind's."""
     global KINDS
-    taken = {n.lower() for k in KINDS for n in (k.name, k.display_name, k.spec_name)}
-    clash = [n for n in (kind.name, kind.display_name, kind.spec_name) if n.lower() in taken]
+
+    def names(k: IndexKind) -> list[str]:
+        return [n.lower() for n in (k.name, k.display_name, k.spec_name, *k.engine_kinds)]
+
+    taken = {n for k in KINDS for n in names(k)}
+    clash = [n for n in names(kind) if n in taken]
     if clash:
         raise ValueError(f"an index kind named '{clash[0]}' is registered already")
     KINDS = (*KINDS, kind)

@@ -110,6 +110,17 @@ def source(tmp_path):
     return str(path)
 
 
+def test_a_kind_is_registered_once_and_only_under_new_names(toy):
+    with pytest.raises(ValueError, match="'namedfilesindex' is registered already"):
+        kinds.register(NamedFilesKind())
+    clashing = type("Clashing", (NamedFilesKind,), {"name": "Other", "display_name": "Other",
+                                                     "spec_name": "other",
+                                                     "engine_kinds": ("bloom",)})
+    with pytest.raises(ValueError, match="'bloom' is registered already"):
+        kinds.register(clashing())
+    assert kinds.kind_for_engine("bloom").display_name == "DataSkippingIndex"
+
+
 def _names(df) -> list[str]:
     return sorted(os.path.basename(f) for f in df.inputFiles())
 
