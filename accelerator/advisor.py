@@ -28,13 +28,7 @@ from accelerator.operations import ORIGIN_KEY
 from accelerator.profiling import profile_source, read_source
 from accelerator.settings import RuleSettings
 from indexes import kinds
-from indexes.covering.config import CoveringIndexConfig
 from indexes.log import IndexLogEntry, IndexState
-from indexes.skipping.config import KIND as SKIPPING
-from indexes.skipping.config import (BloomFilterSketch, DataSkippingIndexConfig, MinMaxSketch,
-                                     ValueListSketch)
-from indexes.text.config import KIND as TEXT
-from indexes.text.config import TextIndexConfig
 from rules.analyzer import analyze
 from rules.extractor import Demand, extract
 from rules.history import QueryRecord, RelationUsage, source_key
@@ -55,15 +49,11 @@ MAX_SOURCES = 32
 PROFILES_KEPT = 64
 #: uses whose columns are profiled (their values decide between index kinds)
 _PROFILED_USES = ("lookup", "range", "text")
-_SKETCHES = {"minmax": MinMaxSketch, "bloom": BloomFilterSketch, "valuelist": ValueListSketch}
-_SKETCH_KINDS = {"MinMax": "minmax", "BloomFilter": "bloom", "ValueList": "valuelist"}
 #: an engine index no query used this long is dropped, and the engine's cache entries expire
 #: after this long unused, unless the rules set a default TTL
 DEFAULT_INDEX_TTL_S = 7 * 86400
 #: how the reason of an instruction undoing an action its probation found harmful starts
 PROBATION = "probation: "
-#: a Bloom filter is sized for this many times the distinct values profiled per file
-_BLOOM_HEADROOM = 2.0
 
 
 
@@ -174,7 +164,7 @@ class Advisor:
         self._profiles = {s: p for s in sources if (p := self._profile(s, demand)) is not None}
         self._demand = demand
         entries = self._context.lifecycle().list()   # the index logs, read once
-        existing = _existing(entries)
+        existing = existing_indexes(entries)
         actions = self._actions().read()
         reverts = self._review(actions, records, now)
         ttl = rules.default_ttl_seconds or DEFAULT_INDEX_TTL_S
@@ -325,7 +315,7 @@ class Advisor:
     def rule_instructions(self, pattern: str) -> list[Instruction]:
         """The user rules' instructions for the sources of :meth:`sources_matching`
         ``pattern`` (called first): every cache instruction, and the indexes not built yet."""
-        existing = _existing(self._context.lifecycle().list())
+        existing = existing_indexes(self._context.lifecycle().list())
         return [i for i in self._user_instructions(self.rules(), existing)
                 if source_matches(pattern, i.source)]
 
@@ -406,25 +396,20 @@ class Advisor:
         return found[0] & found[1] if len(found) == 2 else found[0]
 
     def _config(self, i: Instruction) -> Any:
-        column = i.columns[0]
-        if i.kind == "covering":
-            return CoveringIndexConfig(i.name, list(i.columns), list(i.included_columns))
-        if i.kind == "text":
-            return TextIndexConfig(i.name, column=column)
-        if i.kind == "bloom":
-            profile = self._profiles.get(i.source)
-            cp = profile.columns.get(column) if profile is not None else None
-            expected = int(max(1000, _BLOOM_HEADROOM * (cp.distinct_per_file or 0))) \
-                if cp is not None else 100_000
-            return DataSkippingIndexConfig(i.name, BloomFilterSketch(
-                column, expectedDistinctCountPerFile=expected))
-        if i.kind in _SKETCHES:
-            return DataSkippingIndexConfig(i.name, _SKETCHES[i.kind](column))
-        raise ValueError(f"no index kind {i.kind!r}")
+        """The config of the index a create instruction asks for, built by the index kind
+        answering its kind (with the distinct values per file profiled of its first column)."""
+        kind = kinds.kind_for_engine(i.kind)
+        if kind is None:
+            raise ValueError(f"no index kind {i.kind!r}")
+        profile = self._profiles.get(i.source)
+        cp = profile.columns.get(i.columns[0]) if profile is not None else None
+        return kind.config_for(i.kind, i.name, list(i.columns), list(i.included_columns),
+                               None if cp is None else cp.distinct_per_file or 0)
 
 
-def _existing(entries: list[IndexLogEntry]) -> list[ExistingIndex]:
-    """The ACTIVE indexes among ``entries``, one per sketch of a data-skipping index."""
+def existing_indexes(entries: list[IndexLogEntry]) -> list[ExistingIndex]:
+    """The ACTIVE indexes among ``entries``, one per engine target of their kind (one per
+    sketch of a data-skipping index)."""
     out: list[ExistingIndex] = []
     for e in entries:
         if e.state is not IndexState.ACTIVE or kinds.kind_of(e) is None:
@@ -432,7 +417,7 @@ def _existing(entries: list[IndexLogEntry]) -> list[ExistingIndex]:
         source = e.source.get("globPath") or source_key(e.source.get("rootPaths", []))
         origin = str(e.config.get(ORIGIN_KEY) or "user")
         size = int(e.content.get("sizeInBytes") or 0)
-        for kind, columns in _index_targets(e):
+        for kind, columns in kinds.kind_of(e).engine_targets(e):
             out.append(ExistingIndex(e.name, kind, source, columns, origin, size))
     return out
 
@@ -455,16 +440,6 @@ def _unused(existing: list[ExistingIndex], entries: list[IndexLogEntry],
                                       origin="engine", reason=f"no query used {e.name} for "
                                       f"{format_duration(ttl)}, its time to live")
     return list(out.values())
-
-
-def _index_targets(e: IndexLogEntry) -> list[tuple[str, tuple[str, ...]]]:
-    """(rule-engine kind, columns) of what an index serves: one per sketch of a data-skipping
-    index."""
-    if e.kind == SKIPPING:
-        return [(_SKETCH_KINDS.get(s.get("kind"), str(s.get("kind")).lower()),
-                 (str(s.get("expression")),)) for s in e.config.get("sketches", [])]
-    indexed, _ = kinds.kind_of(e).columns(e)
-    return [("text" if e.kind == TEXT else "covering", tuple(indexed))]
 
 
 def _latest_usages(records: list[QueryRecord]) -> dict[str, RelationUsage]:

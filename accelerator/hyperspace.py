@@ -31,7 +31,7 @@ from indexes.log import IndexLogEntry, IndexState
 from indexes.skipping.config import DataSkippingIndexConfig
 from indexes.source import same_source, source_mismatch, source_name
 from indexes.text import search as text_search
-from indexes.text.config import KIND as TEXT, TextIndexConfig
+from indexes.text.config import TextIndexConfig
 from rules.user_rules import load_rules_file
 
 log = logging.getLogger("accelerator.hyperspace")
@@ -179,9 +179,9 @@ class Hyperspace:
         UnsupportedSourceError when ``df`` does not read files directly.
         """
         entry = self.context.lifecycle().get(indexName)
-        if entry.kind != TEXT:
+        if not getattr(kinds.kind_of(entry), "searchable", False):
             raise InvalidIndexConfigError(
-                f"index '{entry.name}' is a {_display_kind(entry)}; search needs a text index "
+                f"index '{entry.name}' is a {kinds.display_name(entry)}; search needs a text index "
                 "(TextIndexConfig)")
         if entry.state is not IndexState.ACTIVE:
             raise InvalidIndexConfigError(
@@ -236,7 +236,7 @@ class Hyperspace:
     def _row(self, e: IndexLogEntry) -> tuple:
         kind = kinds.kind_of(e)
         indexed, included = kind.columns(e) if kind is not None else ([], [])
-        return (e.name, _display_kind(e), indexed, included, e.config.get("numBuckets"),
+        return (e.name, kinds.display_name(e), indexed, included, e.config.get("numBuckets"),
                 e.state.value, e.content.get("path"), e.content.get("numFiles"),
                 e.content.get("sizeInBytes"), self._warning(e, kind),
                 e.config.get(ORIGIN_KEY) or "user")
@@ -370,6 +370,3 @@ class Hyperspace:
 IndexConfig = CoveringIndexConfig
 
 
-def _display_kind(entry: IndexLogEntry) -> str:
-    kind = kinds.kind_of(entry)
-    return kind.display_name if kind is not None else entry.kind

@@ -30,7 +30,6 @@ from indexes.errors import (
 from indexes.events import EventLog
 from indexes.fs import HadoopFs
 from indexes.kind import REFRESH_MODES, BuildJob, IndexKind, IoStats
-from indexes.covering.compaction import MODES as OPTIMIZE_MODES
 from indexes.lifecycle import IndexLifecycle
 from indexes.log import IndexLogEntry, IndexState, now_ms
 from indexes.plan import LOGICAL_RELATION, parse_plan
@@ -317,7 +316,7 @@ class IndexOperations:
         return self._run("refresh", entry.name, mode, _data_stats_io(entry), action)
 
     def optimize(self, name: str, mode: str) -> OperationResult:
-        lifecycle, entry, kind = self._target(name, "optimize", mode, OPTIMIZE_MODES)
+        lifecycle, entry, kind = self._target(name, "optimize", mode, kinds.optimize_modes())
         if entry.state is not IndexState.ACTIVE:
             raise IndexStateError(
                 f"cannot optimize index '{entry.name}': it is {entry.state}, and optimize needs "

@@ -13,7 +13,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from indexes.covering.match import HybridScan
+from indexes.kind import HybridScan
 from rules.recorder import DEFAULT_FLUSH_INTERVAL_S
 from rules.terms import byte_size, parse_duration
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import yaml
 
+from indexes import kinds
 from indexes.errors import AcceleratorError
-from indexes.kinds import KINDS
 
 
 class SpecError(AcceleratorError):
@@ -37,12 +37,13 @@ def _keys(where: str, spec: Any, required: set[str], optional: set[str]) -> dict
 
 def index_config(spec: Any, where: str = "index") -> Any:
     """The index config a spec's ``index`` mapping describes (see README, "Command line"):
-    ``kind`` names an index kind (its ``spec_name``), which reads the other keys."""
-    by_spec = {k.spec_name: k for k in KINDS}
-    kind = by_spec.get(spec.get("kind")) if isinstance(spec, dict) else None
+    ``kind`` names an index kind (its ``spec_name``, or another of its names: see
+    :func:`indexes.kinds.canonical_kind`), which reads the other keys."""
+    found = spec.get("kind") if isinstance(spec, dict) else None
+    kind = kinds.canonical_kind(found) if isinstance(found, str) else None
     if kind is None:
-        found = spec.get("kind") if isinstance(spec, dict) else None
-        raise SpecError(f"{where}: kind must be one of {', '.join(by_spec)}, got {found!r}")
+        raise SpecError(f"{where}: kind must be one of "
+                        f"{', '.join(k.spec_name for k in kinds.KINDS)}, got {found!r}")
     _keys(where, spec, {"kind", "name"}, set(spec) - {"kind", "name"})
     fields = {k: v for k, v in spec.items() if k not in ("kind", "name")}
     return kind.config_from_spec(spec["name"], fields, where, _keys)

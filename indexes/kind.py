@@ -6,8 +6,11 @@ query-time rewriter), the query-time state it reads (loaded once per index versi
 matching (a verdict per index and relation), how the rewriter serves an applicable verdict,
 and its row in ``indexes()``. Verdicts are either ``indexes.source.NotApplicable`` (a stable
 code and a reason) or an applicable verdict of the kind, which has ``index``,
-``applicable = True``, ``explain_line()`` (explain's "Indexes used" line) and
-``applied_reason()`` (whyNot's APPLIED sentence).
+``applicable = True``, ``cost`` (what serving it reads, to compare kinds that prune),
+``explain_line()`` (explain's "Indexes used" line) and ``applied_reason()`` (whyNot's APPLIED
+sentence); a pruning kind's (:attr:`Serving.PRUNE`) also has ``kept`` (the paths of the files
+the relation still reads) and ``row_group_lines()`` (per kept file read in part, ``path \t
+start:end,...``; empty when none is).
 """
 from __future__ import annotations
 
@@ -35,11 +38,22 @@ class Serving(str, Enum):
 
 
 @dataclass(frozen=True)
+class HybridScan:
+    """When an index over a changed source is still used: appended files are read from the
+    source next to the index, up to ``max_appended_ratio`` of the source's bytes; the rows of
+    deleted files are filtered out of the index by its lineage column, up to
+    ``max_deleted_ratio`` of the bytes the index holds."""
+
+    max_appended_ratio: float
+    max_deleted_ratio: float
+
+
+@dataclass(frozen=True)
 class MatchContext:
     """What matching needs of the query's session besides the plan."""
 
     case_sensitive: bool
-    hybrid: Any            # indexes.covering.match.HybridScan, or None when hybrid scan is off
+    hybrid: HybridScan | None   # None when hybrid scan is off
     session_tz: str
     ansi: bool
 
@@ -85,12 +99,20 @@ class IndexKind(ABC):
     name: str                    # the ``kind`` of its log entries
     display_name: str            # its ``kind`` in ``indexes()``
     spec_name: str               # its ``kind`` in spec files (the command line's ``create``)
-    compacts: bool = False       # whether optimizeIndex compacts its data files
+    optimize_modes: tuple[str, ...] = ()   # the modes in which optimizeIndex compacts its data
     config_type: type
     serving: Serving
     executor_modules: tuple[str, ...] = ()   # Python modules its builds import on executors
     joins: bool = False          # whether the join rule may pair its indexes
     stateful: bool = False       # whether matching reads a state :meth:`load` gives
+    searchable: bool = False     # whether ``Hyperspace.search`` answers full-text queries with it
+    #: the rule engine's kinds (:data:`rules.user_rules.RULE_KINDS`) its indexes answer
+    engine_kinds: tuple[str, ...] = ()
+
+    @property
+    def compacts(self) -> bool:
+        """Whether optimizeIndex compacts its data files (it has :attr:`optimize_modes`)."""
+        return bool(self.optimize_modes)
 
     @abstractmethod
     def resolve(self, df: Any, config: Any, source: dict, settings: Any) -> dict:
@@ -166,6 +188,24 @@ class IndexKind(ABC):
     @abstractmethod
     def columns(self, entry: Any) -> tuple[list[str], list[str]]:
         """(indexed, included) as ``indexes()`` shows them."""
+
+    def engine_targets(self, entry: Any) -> list[tuple[str, tuple[str, ...]]]:
+        """What ``entry`` serves, in the rule engine's terms: (engine kind, columns) pairs; by
+        default, its indexed columns under the kind's first engine kind (none when it has
+        none)."""
+        if not self.engine_kinds:
+            return []
+        indexed, _ = self.columns(entry)
+        return [(self.engine_kinds[0], tuple(indexed))]
+
+    def config_for(self, engine_kind: str, name: str, columns: list[str],
+                   included_columns: list[str], distinct_per_file: float | None) -> Any:
+        """The config of an index ``name`` the rule engine asks for: one of its
+        :attr:`engine_kinds` over ``columns`` (with ``included_columns``);
+        ``distinct_per_file`` is the distinct values per source file it profiled of the first
+        column (None when it did not profile it). Kinds with :attr:`engine_kinds` implement
+        it."""
+        raise NotImplementedError
 
     def data_stats(self, content: dict) -> IoStats:
         """The files, bytes and rows of an index version's data (its log entry's content)."""

@@ -31,8 +31,9 @@ from rules.terms import Priority, TermError, byte_size, format_duration, parse_d
     parse_priority
 
 VERSION = 1
-#: rule kinds: the index kinds the engine can build, and the cache
-KINDS = ("covering", "minmax", "bloom", "valuelist", "text", "cache")
+#: rule kinds: the index kinds the engine can build (the ``engine_kinds`` of the index kinds in
+#: ``indexes.kinds``), and the cache
+RULE_KINDS = ("covering", "minmax", "bloom", "valuelist", "text", "cache")
 #: the top-level keys that hold rules, also in the scheduler's configuration file
 RULE_SECTIONS = ("budget", "defaults", "rules")
 _TOP = ("version", *RULE_SECTIONS)
@@ -405,16 +406,16 @@ def _rule(reader: Reader, node: yaml.Node, default_priority: Priority,
     kind = None
     if "kind" in keys:
         kind = reader.text(value("kind"), "kind")
-        if kind is not None and kind.lower() not in KINDS:
-            close = difflib.get_close_matches(kind.lower(), KINDS, n=1)
+        if kind is not None and kind.lower() not in RULE_KINDS:
+            close = difflib.get_close_matches(kind.lower(), RULE_KINDS, n=1)
             hint = f"did you mean '{close[0]}'? " if close else ""
             reader.problem(value("kind"), f"unknown kind '{kind}': {hint}expected one of "
-                                          f"{', '.join(KINDS)}")
+                                          f"{', '.join(RULE_KINDS)}")
             kind = None
         elif kind is not None:
             kind = kind.lower()
     elif not never:
-        reader.problem(node, f"a rule needs a 'kind' ({', '.join(KINDS)}) unless its priority "
+        reader.problem(node, f"a rule needs a 'kind' ({', '.join(RULE_KINDS)}) unless its priority "
                              "is NEVER")
     columns = reader.strings(value("columns"), "columns") if "columns" in keys else ()
     if not columns and kind is not None and "columns" not in keys:

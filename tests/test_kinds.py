@@ -23,6 +23,7 @@ from indexes.source import NotApplicable
 from indexes.text.config import TextIndexConfig
 from indexes.text.match import TextPruning
 from indexes.version_cache import VersionCache
+from rules.user_rules import RULE_KINDS
 
 
 def entry(name, kind, size=100, files=None, buckets=8, entry_id=1, timestamp=1, path=None):
@@ -52,6 +53,46 @@ def test_every_kind_is_registered_once_with_its_config_type():
         DataSkippingIndexConfig("s", MinMaxSketch("a"))).serving is Serving.PRUNE
     assert kinds.kind_for_config(TextIndexConfig("t", "a")).name == TEXT
     assert kinds.kind_of(SimpleNamespace(kind="nope")) is None
+
+
+def test_each_index_kind_of_the_rule_engine_is_answered_by_one_kind():
+    answered = [e for k in kinds.KINDS for e in k.engine_kinds]
+    assert sorted(answered) == sorted(set(RULE_KINDS) - {"cache"})
+    assert kinds.kind_for_engine("bloom").name == SKIPPING
+    assert kinds.kind_for_engine("cache") is None
+    skipping = kinds.kind_for_engine("minmax")
+    assert skipping.config_for("bloom", "b", ["id"], [], 600).sketches[0] \
+        .expectedDistinctCountPerFile == 1200
+    assert skipping.config_for("bloom", "b", ["id"], [], 0).sketches[0] \
+        .expectedDistinctCountPerFile == 1000
+    assert skipping.config_for("bloom", "b", ["id"], [], None).sketches[0] \
+        .expectedDistinctCountPerFile == 100_000
+    assert type(skipping.config_for("valuelist", "v", ["id"], [], None).sketches[0]).kind \
+        == "ValueList"
+    logged = SimpleNamespace(config={"sketches": [{"kind": "BloomFilter", "expression": "id"},
+                                                  {"kind": "MinMax", "expression": "ts"}]})
+    assert skipping.engine_targets(logged) == [("bloom", ("id",)), ("minmax", ("ts",))]
+    covering_ = kinds.kind_for_engine("covering").config_for("covering", "c", ["a"], ["b"], 5)
+    assert (covering_.indexedColumns, covering_.includedColumns) == (["a"], ["b"])
+    assert kinds.kind_for_engine("text").config_for("text", "t", ["msg"], [], None).column \
+        == "msg"
+
+
+def test_every_spelling_of_a_kind_names_it_and_listings_keep_the_display_name():
+    for spelling in ("covering", "CoveringIndex", "coveringindex"):
+        assert kinds.canonical_kind(spelling).name == COVERING
+    for spelling in ("DataSkippingIndex", "skipping", "SKIPPING"):
+        assert kinds.canonical_kind(spelling).name == SKIPPING
+    for spelling in ("TextIndex", "text"):
+        assert kinds.canonical_kind(spelling).name == TEXT
+    assert kinds.canonical_kind("bloom") is None   # a rule-engine kind: kind_for_engine
+    assert kinds.display_name(SimpleNamespace(kind=COVERING)) == "CoveringIndex"
+    assert kinds.display_name(SimpleNamespace(kind="FutureIndex")) == "FutureIndex"
+
+
+def test_optimize_accepts_the_modes_of_the_kinds_that_compact():
+    assert kinds.optimize_modes() == ("quick", "full")
+    assert [k.compacts for k in kinds.KINDS] == [True, False, False]
 
 
 def test_a_non_config_is_rejected_naming_the_accepted_types():

@@ -48,7 +48,7 @@ from rules.user_rules import RULE_SECTIONS, PartitionWindow, Problem, Reader, Ru
     RulesError, read_partitions, read_rule_sections
 
 #: job kinds
-KINDS = ("warmup", "advise", "refresh", "optimize", "evict", "vacuum")
+JOB_KINDS = ("warmup", "advise", "refresh", "optimize", "evict", "vacuum")
 #: the modes of the kinds that take one, the default first
 MODES = {"refresh": ("incremental", "full", "quick"), "optimize": ("quick", "full")}
 DEFAULT_MISFIRE_GRACE_SECONDS = 3600
@@ -312,9 +312,9 @@ def _kind(reader: Reader, node: yaml.MappingNode) -> str | None:
     """The job's kind (None after a problem)."""
     found = next((v for k, v in node.value if k.value == "kind"), None)
     if found is None:
-        reader.problem(node, f"a job needs a 'kind' ({', '.join(KINDS)})")
+        reader.problem(node, f"a job needs a 'kind' ({', '.join(JOB_KINDS)})")
         return None
-    return _choice(reader, found, "kind", KINDS)
+    return _choice(reader, found, "kind", JOB_KINDS)
 
 
 def _job_keys(reader: Reader, node: yaml.MappingNode, kind: str | None

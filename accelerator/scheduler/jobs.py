@@ -1,7 +1,7 @@
 """One run of a scheduler job in a session: what each kind does, its Spark job group, pool and
 timeout, and the event it records.
 
-Kinds (:data:`accelerator.scheduler.config.KINDS`):
+Kinds (:data:`accelerator.scheduler.config.JOB_KINDS`):
 
 - ``warmup``: for each source matching the job's ``source`` (those the query history read, or
   a rule says how to read), caches what its cache rules name (the job's ``columns``,

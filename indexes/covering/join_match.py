@@ -17,7 +17,8 @@ from typing import Any
 
 from indexes.covering.build import delta_dirs
 from indexes.covering.config import KIND as COVERING
-from indexes.covering.match import Applicable, HybridScan, coverage, index_columns, normalize
+from indexes.covering.match import Applicable, coverage, index_columns, normalize
+from indexes.kind import HybridScan
 from indexes.plan import Expr, PlanNode, attribute_use, conjuncts, output_attributes
 from indexes.source import NotApplicable
 

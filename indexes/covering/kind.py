@@ -26,11 +26,12 @@ class CoveringKind(IndexKind):
 
     name = KIND
     display_name = "CoveringIndex"
-    compacts = True
+    optimize_modes = compaction.MODES
     spec_name = "covering"
     config_type = CoveringIndexConfig
     serving = Serving.REPLACE
     joins = True
+    engine_kinds = ("covering",)
 
     def resolve(self, df: Any, config: CoveringIndexConfig, source: dict, settings: Any) -> dict:
         indexed, included = config.resolve(df.schema, settings.case_sensitive)
@@ -54,6 +55,11 @@ class CoveringKind(IndexKind):
                          check: SpecCheck) -> CoveringIndexConfig:
         return CoveringIndexConfig(
             name, **check(where, fields, {"indexedColumns"}, {"includedColumns", "numBuckets"}))
+
+    def config_for(self, engine_kind: str, name: str, columns: list[str],
+                   included_columns: list[str],
+                   distinct_per_file: float | None) -> CoveringIndexConfig:
+        return CoveringIndexConfig(name, list(columns), list(included_columns))
 
     # --- builds -------------------------------------------------------------------------
     def build(self, job: BuildJob) -> tuple[dict, dict]:

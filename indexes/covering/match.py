@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from indexes.covering.config import IndexColumn
+from indexes.kind import HybridScan
 from indexes.plan import (
     PlanNode,
     attribute_use,
@@ -88,17 +89,6 @@ def normalize(path: tuple[str, ...], case_sensitive: bool) -> tuple[str, ...]:
 
 
 LINEAGE_COLUMN = "_data_file_id"
-
-
-@dataclass(frozen=True)
-class HybridScan:
-    """When an index over a changed source is still used: appended files are read from the
-    source next to the index, up to ``max_appended_ratio`` of the source's bytes; the rows of
-    deleted files are filtered out of the index by its lineage column, up to
-    ``max_deleted_ratio`` of the bytes the index holds."""
-
-    max_appended_ratio: float
-    max_deleted_ratio: float
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,18 @@ from indexes.plan import PlanNode
 from indexes.skipping import ir, match
 from indexes.skipping.build import compute_stats, resolve_sketches, session_ansi, sketch_specs
 from indexes.errors import InvalidIndexConfigError
-from indexes.skipping.config import KIND, SKETCH_CLASSES, DataSkippingIndexConfig
+from indexes.skipping.config import (KIND, SKETCH_CLASSES, BloomFilterSketch,
+                                     DataSkippingIndexConfig, MinMaxSketch, ValueListSketch)
 from indexes.skipping.store import FileEntry, read_table, write_table
 from indexes.skipping.table import StatsTable
 from indexes.source import file_uri
+
+#: the sketch class of each rule-engine kind a data-skipping index answers
+_ENGINE_SKETCHES = {"minmax": MinMaxSketch, "bloom": BloomFilterSketch,
+                    "valuelist": ValueListSketch}
+#: a Bloom filter the rule engine asks for is sized for this many times the distinct values
+#: it profiled per file
+_BLOOM_HEADROOM = 2.0
 
 
 class SkippingKind(IndexKind):
@@ -28,6 +36,7 @@ class SkippingKind(IndexKind):
     serving = Serving.PRUNE
     stateful = True
     executor_modules = ("pyarrow", "pandas", "pybloom_live")
+    engine_kinds = tuple(_ENGINE_SKETCHES)
 
     def resolve(self, df: Any, config: DataSkippingIndexConfig, source: dict,
                 settings: Any) -> dict:
@@ -44,6 +53,25 @@ class SkippingKind(IndexKind):
                 f"{where}: sketches must be a list, got {type(sketches).__name__}")
         return DataSkippingIndexConfig(name, *(_sketch(f"{where}: sketches[{i}]", s, check)
                                                for i, s in enumerate(sketches)))
+
+    def config_for(self, engine_kind: str, name: str, columns: list[str],
+                   included_columns: list[str],
+                   distinct_per_file: float | None) -> DataSkippingIndexConfig:
+        """One sketch of the first column; a Bloom filter sized for the distinct values per
+        file profiled (100,000 when not profiled)."""
+        sketch = _ENGINE_SKETCHES[engine_kind]
+        if sketch is BloomFilterSketch:
+            expected = (100_000 if distinct_per_file is None
+                        else int(max(1000, _BLOOM_HEADROOM * distinct_per_file)))
+            return DataSkippingIndexConfig(name, BloomFilterSketch(
+                columns[0], expectedDistinctCountPerFile=expected))
+        return DataSkippingIndexConfig(name, sketch(columns[0]))
+
+    def engine_targets(self, entry: Any) -> list[tuple[str, tuple[str, ...]]]:
+        """One target per sketch."""
+        engine_kind = {c.kind: k for k, c in _ENGINE_SKETCHES.items()}
+        return [(engine_kind.get(s.get("kind"), str(s.get("kind")).lower()),
+                 (str(s.get("expression")),)) for s in entry.config.get("sketches", [])]
 
     def build(self, job: BuildJob) -> tuple[dict, dict]:
         """Writes the statistics of the source's files, computed under the session's

@@ -28,7 +28,9 @@ class TextKind(IndexKind):
     config_type = TextIndexConfig
     serving = Serving.PRUNE
     stateful = True
+    searchable = True
     executor_modules = ("pyarrow", "pandas", "tantivy")
+    engine_kinds = ("text",)
 
     def resolve(self, df: Any, config: TextIndexConfig, source: dict, settings: Any) -> dict:
         return {**resolve_column(df, config), "unicodeVersion": UNICODE_VERSION,
@@ -37,6 +39,10 @@ class TextKind(IndexKind):
     def config_from_spec(self, name: str, fields: dict, where: str,
                          check: SpecCheck) -> TextIndexConfig:
         return TextIndexConfig(name, **check(where, fields, {"column"}, {"scoring"}))
+
+    def config_for(self, engine_kind: str, name: str, columns: list[str],
+                   included_columns: list[str], distinct_per_file: float | None) -> TextIndexConfig:
+        return TextIndexConfig(name, column=columns[0])
 
     def build(self, job: BuildJob) -> tuple[dict, dict]:
         """Writes the shards of the source's files, and records the row groups of its Parquet
