@@ -6,7 +6,7 @@
 >>> Hyperspace.enable(spark)
 """
 from accelerator.cache.model import CacheCapacityError, CacheNeverError
-from accelerator.hyperspace import Hyperspace, IndexConfig
+from accelerator.api.hyperspace import Hyperspace, IndexConfig
 from indexes.covering.config import CoveringIndexConfig
 from indexes.skipping.config import (
     BloomFilterSketch,

@@ -2,7 +2,7 @@
 
 An :class:`AcceleratorContext` holds the session, its file system, the index operations and the
 cache operations, and answers the session's settings, the index lifecycle, the event log and
-the query history of its system path. The facade (:class:`accelerator.hyperspace.Hyperspace`)
+the query history of its system path. The facade (:class:`accelerator.api.hyperspace.Hyperspace`)
 makes one and hands it to the rule engine's advisor, the scheduler and its job runner; none of
 them takes the facade or reaches into another's members. Settings are read at each call, so a
 ``spark.conf.set`` between two calls counts.
@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from accelerator import session, spark_versions
-from accelerator.cache.operations import CacheOperations
-from accelerator.history import read_history, wait_for_executions
-from accelerator.operations import IndexOperations
-from accelerator.settings import Settings
+from accelerator.query import session
+from accelerator.runtime import spark_versions
+from accelerator.operations.cache import CacheOperations
+from accelerator.query.history import read_history, wait_for_executions
+from accelerator.operations.indexes import IndexOperations
+from accelerator.runtime.settings import Settings
 from indexes.events import EventLog
 from indexes.fs import HadoopFs
 from indexes.lifecycle import IndexLifecycle

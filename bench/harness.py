@@ -15,8 +15,8 @@ from typing import Any, Callable
 from pyspark.sql import DataFrame, SparkSession
 
 from accelerator import Hyperspace, IndexNotFoundError
-from accelerator.explain import CACHE, why_not
-from accelerator.session import conf_set
+from accelerator.api.explain import CACHE, why_not
+from accelerator.query.session import conf_set
 from bench.workloads import (SHUFFLE_PARTITIONS, BuildCost, CachePlanningCost, CacheWarmupCost,
                              Context, PruningCost, Workload, read_parquet)
 

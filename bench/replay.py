@@ -410,7 +410,7 @@ class Runner:
         return path
 
     def _one(self, q: Query, run: str) -> dict:
-        from accelerator.session import conf_set
+        from accelerator.query.session import conf_set
 
         started = time.time()
         t0 = time.perf_counter()
@@ -447,7 +447,7 @@ class Runner:
     def warm_up(self, rounds: int) -> None:
         """One query of each template per round, vanilla, untimed (JIT, file system cache)."""
         from accelerator import Hyperspace
-        from accelerator.session import conf_set
+        from accelerator.query.session import conf_set
 
         Hyperspace.disable(self.spark)
         rng = random.Random(1)
@@ -472,7 +472,7 @@ class Runner:
         set when its block starts a phase. Each run has its own system path; a run's state
         (indexes, history) carries over from one of its blocks to the next."""
         from accelerator import Hyperspace
-        from accelerator.session import conf_set
+        from accelerator.query.session import conf_set
 
         self.paths = {run: self._system_path(run) for run in RUNS}
         hs_engine = Hyperspace(self.spark)

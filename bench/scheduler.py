@@ -300,7 +300,7 @@ def contended_round(spark: Any, scheduler: Any, lookups: Lookups,
 def _lookup_checks(spark: Any, lookups: Lookups) -> dict:
     """One lookup's plan uses the index, and its rows equal vanilla's."""
     from accelerator import Hyperspace
-    from accelerator.explain import why_not
+    from accelerator.api.explain import why_not
 
     key = lookups.key()
     reasons = why_not(spark, lookups.df(key), LOOKUP_INDEX)
@@ -371,7 +371,7 @@ def _build_indexes(spark: Any, hs: Any, tables: dict) -> list[dict]:
 def run(args: argparse.Namespace) -> int:
     from accelerator import Hyperspace
     from accelerator.scheduler.config import load_config
-    from accelerator.settings import JOBS_POOL as POOL
+    from accelerator.runtime.settings import JOBS_POOL as POOL
     from accelerator.scheduler.service import Scheduler
     from bench import datasets
     from bench.harness import claim_work_dir, make_spark

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Collection, Mapping, Sequence
 
 from rules.extractor import Demand
-from rules.history import is_expression
+from rules.history.records import is_expression
 from rules.instructions import Instruction, Target, engine_index_name, target_of
 from rules.profiles import ExistingIndex, SourceProfile
 from rules.terms import Priority

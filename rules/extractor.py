@@ -1,6 +1,6 @@
 """The extractor: query history → demand, one :class:`Demand` per (source, column, use).
 
-Pure Python over :class:`rules.history.QueryRecord` values (read by :mod:`rules.reader`, or
+Pure Python over :class:`rules.history.records.QueryRecord` values (read by :mod:`rules.history.reader`, or
 aggregated by Spark into the same shape). A use says what kind of acceleration could serve the
 column: ``lookup`` (equality or IN: Bloom filters, value lists, covering indexes), ``range``
 (min/max), ``text`` (LIKE, contains, prefixes, suffixes), ``join`` (join keys: paired covering
@@ -19,7 +19,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from rules.history import QueryRecord
+from rules.history.records import QueryRecord
 from rules.literals import parse_literal
 
 USES = ("lookup", "range", "text", "join", "group", "projection")

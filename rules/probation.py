@@ -17,7 +17,7 @@ import uuid
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Iterable
 
-from rules.history import QueryRecord
+from rules.history.records import QueryRecord
 from rules.instructions import Target, target_of
 
 #: runs of a template needed on each side of an action before judging it

@@ -27,6 +27,7 @@ from typing import Any, Callable, Collection, Iterable
 
 import yaml
 
+from rules.history.records import scheme_less
 from rules.terms import Priority, TermError, byte_size, format_duration, parse_duration, \
     parse_priority
 
@@ -81,16 +82,6 @@ class PartitionWindow:
 
     column: str
     last_days: int
-
-
-_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:(//[^/]*)?")
-
-
-def scheme_less(path: str) -> str:
-    """``path`` without its scheme and authority (``hdfs://nn/lake/t`` → ``/lake/t``) and
-    without a trailing slash."""
-    out = _SCHEME.sub("", str(path)).rstrip("/")
-    return out or "/"
 
 
 def source_matches(source: str, root: str, compiled: re.Pattern | None = None) -> bool:

@@ -6,7 +6,7 @@ import contextlib
 import time
 
 from accelerator import Hyperspace
-from accelerator.session import conf_set
+from accelerator.query.session import conf_set
 
 
 def rows(df):

@@ -9,7 +9,7 @@ import sys
 import textwrap
 import threading
 
-from accelerator.catalog import IndexCatalog
+from accelerator.query.catalog import IndexCatalog
 from tests.helpers import eventually, rows, session_conf, vanilla
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

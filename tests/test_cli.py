@@ -14,8 +14,8 @@ import pytest
 from pyspark.sql import SparkSession
 
 from accelerator import Hyperspace
-from accelerator.cli import main
-from accelerator.settings import ENABLED, SYSTEM_PATH
+from accelerator.commands.cli import main
+from accelerator.runtime.settings import ENABLED, SYSTEM_PATH
 from tests.helpers import using_system_path
 
 REPO = str(Path(__file__).resolve().parent.parent)
@@ -23,7 +23,7 @@ COMMAND = str(Path(sys.executable).parent / "accelerator")   # the installed con
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "accelerator.cli", *args],
+    return subprocess.run([sys.executable, "-m", "accelerator.commands.cli", *args],
                           capture_output=True, text=True, timeout=600, cwd=REPO)
 
 

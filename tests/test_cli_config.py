@@ -8,8 +8,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-import accelerator.cli as cli
-from accelerator.cli import main
+import accelerator.commands.cli as cli
+from accelerator.commands.cli import main
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "configs" / "accelerator.yaml"
 

@@ -282,7 +282,7 @@ def test_rewriter_failure_keeps_query_correct(spark, hs, nested_path, monkeypatc
 
 @pytest.mark.compat
 def test_jvm_rule_rejects_a_result_with_another_schema(spark, hs, nested_path, monkeypatch):
-    from accelerator import session
+    from accelerator.query import session
 
     create_nested_index(hs, spark, nested_path)
     expected = vanilla(spark, lambda: seed_query(spark, nested_path))
@@ -339,8 +339,8 @@ def test_why_not_unknown_index(spark, hs, nested_path):
 
 
 def test_history_records_queries(spark, hs, nested_path, system_path):
-    from accelerator import session
-    from accelerator.history import read_history
+    from accelerator.query import session
+    from accelerator.query.history import read_history
 
     create_nested_index(hs, spark, nested_path)
     seed_query(spark, nested_path).collect()

@@ -12,8 +12,8 @@ import textwrap
 
 from pyspark.sql import functions as F
 
-from accelerator import (DataSkippingIndexConfig, Hyperspace, IndexConfig, MinMaxSketch,
-                         TextIndexConfig, session)
+from accelerator import DataSkippingIndexConfig, Hyperspace, IndexConfig, MinMaxSketch, TextIndexConfig
+from accelerator.query import session
 from tests.helpers import rows, session_conf, vanilla
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

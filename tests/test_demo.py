@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from accelerator.demo import TEMPLATES, files_read
+from accelerator.commands.demo import TEMPLATES, files_read
 from tests.test_cli import run_cli
 
 ROW = re.compile(r"^(\w+) +\d+ ms +\d+ ms +[\d.]+x +(same|DIFF) +(.*)$", re.M)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rules.extractor import Demand, extract, is_exploration
-from rules.history import Predicate, QueryRecord, RelationUsage
+from rules.history.records import Predicate, QueryRecord, RelationUsage
 
 DAY_MS = 86400 * 1000
 NOW = 100 * DAY_MS

@@ -9,8 +9,8 @@ from datetime import datetime
 
 import pytest
 
-from accelerator.frames import local_frame
-from accelerator.rows import (CACHE_SUMMARY_SCHEMA, ENTRIES_SCHEMA, EVENTS_SCHEMA, INDEX_SCHEMA,
+from accelerator.api.frames import local_frame
+from accelerator.api.rows import (CACHE_SUMMARY_SCHEMA, ENTRIES_SCHEMA, EVENTS_SCHEMA, INDEX_SCHEMA,
                               RECOMMENDATIONS_SCHEMA)
 from tests.helpers import session_conf
 

@@ -10,15 +10,15 @@ import pytest
 from pyspark.sql import functions as F
 
 from accelerator import Hyperspace
-from accelerator.history import read_history
+from accelerator.query.history import read_history
 from indexes.fs import HadoopFs
 from indexes.plan import file_relations, parse_plan
-from rules.history import (
+from rules.history.records import (
     HISTORY_SCHEMA, Predicate, QueryRecord, RelationUsage, SHAPES, history_path,
 )
-from rules.plan_analysis import extract_record
-from rules.reader import read_records
-from rules.recorder import HistoryRecorder
+from rules.history.plan_analysis import extract_record
+from rules.history.reader import read_records
+from rules.history.recorder import HistoryRecorder
 from tests.helpers import session_conf
 from tests.test_history_recorder import sample_record, utc_day
 
@@ -357,7 +357,7 @@ def test_flush_history_makes_a_query_just_run_visible(spark, hs, system_path, da
 
 
 def test_recorder_flushes_at_the_configured_interval(spark, hs, system_path, data):
-    from accelerator import session
+    from accelerator.query import session
 
     with session_conf(spark, spark__accelerator__history__flushIntervalSeconds="0.5"):
         _query(data, "wa4").collect()                 # first record of this system path

@@ -25,7 +25,7 @@ from indexes.errors import (
     IndexStateError,
     InvalidIndexConfigError,
 )
-from accelerator import jvm
+from accelerator.runtime import jvm
 from indexes.fs import FileSystem, HadoopFs, MemoryFs
 from indexes.lifecycle import IndexLifecycle
 from indexes.log import (

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from accelerator.indexed_roots import RootUse
+from accelerator.query.indexed_roots import RootUse
 from indexes import kinds
 from indexes.covering.config import CoveringIndexConfig
 from indexes.covering.bucket_count import default_num_buckets

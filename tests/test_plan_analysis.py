@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from indexes.plan import parse_plan
-from rules.plan_analysis import extract_record
+from rules.history.plan_analysis import extract_record
 
 PLANS = json.loads((Path(__file__).parent / "data" / "nested_plans.json").read_text())
 DESCRIPTION = {"format": "parquet", "rootPaths": ["file:/data/nested"], "fingerprint": "f1",
@@ -118,7 +118,7 @@ def test_any_tree_with_the_protocol_methods_is_analysed():
 
 
 def test_rules_imports_neither_accelerator_nor_indexes():
-    code = ("import sys, rules.history, rules.plan_analysis, rules.recorder, rules.reader\n"
+    code = ("import sys, rules.history.records, rules.history.plan_analysis, rules.history.recorder, rules.history.reader\n"
             "bad = sorted(m for m in sys.modules\n"
             "             if m.split('.')[0] in ('accelerator', 'indexes'))\n"
             "print(','.join(bad))")

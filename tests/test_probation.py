@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from indexes.fs import MemoryFs
-from rules.history import QueryRecord
+from rules.history.records import QueryRecord
 from rules.probation import ActionLog, cooling_down, new_action, verdict
 
 APPLIED = 1_000_000

@@ -5,8 +5,8 @@ from __future__ import annotations
 import datetime as dt
 from decimal import Decimal
 
-from accelerator.profiling import profile_source
-from rules.history import RelationUsage
+from accelerator.engine.profiling import profile_source
+from rules.history.records import RelationUsage
 
 
 def _typed_source(spark, tmp_path):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from accelerator import jvm
+from accelerator.runtime import jvm
 
 
 def _no_delay_flags(spark) -> list[bool]:

@@ -24,7 +24,7 @@ import pytest
 from pyspark.sql import Window, functions as F
 
 from accelerator import Hyperspace, IndexConfig
-from accelerator.spark_versions import PYSPARK
+from accelerator.runtime.spark_versions import PYSPARK
 
 SYSTEM_PATH = "spark.accelerator.system.path"
 BUCKETS = 4

@@ -10,9 +10,9 @@ import pytest
 from pyspark.sql import functions as F
 
 from accelerator import Hyperspace
-from accelerator import session as accelerator_session
-from accelerator.cli import main
-from rules.history import QueryRecord
+from accelerator.query import session as accelerator_session
+from accelerator.commands.cli import main
+from rules.history.records import QueryRecord
 from rules.user_rules import RulesError
 from tests.helpers import session_conf
 
@@ -169,7 +169,7 @@ def test_paired_covering_indexes_for_a_hot_join(spark, hs, lake):
 
 def test_an_unchanged_source_is_profiled_again_only_for_new_columns(spark, hs, lake,
                                                                     monkeypatch):
-    import accelerator.advisor as advisor_module
+    import accelerator.engine.advisor as advisor_module
 
     calls = []
     real = advisor_module.profile_source

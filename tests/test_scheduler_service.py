@@ -23,7 +23,7 @@ class Service:
 
     def __init__(self, config: Path, *args: str):
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "accelerator.cli", "serve", "--config", str(config), *args],
+            [sys.executable, "-m", "accelerator.commands.cli", "serve", "--config", str(config), *args],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO)
         self.out: list[str] = []
         self.err: list[str] = []
@@ -64,7 +64,7 @@ def _config(tmp_path: Path, system_path: str, body: str) -> Path:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "accelerator.cli", *args],
+    return subprocess.run([sys.executable, "-m", "accelerator.commands.cli", *args],
                           capture_output=True, text=True, timeout=600, cwd=REPO)
 
 

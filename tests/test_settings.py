@@ -1,4 +1,4 @@
-"""Settings are declared once (accelerator.settings.SETTINGS): Settings.read takes its defaults
+"""Settings are declared once (accelerator.runtime.settings.SETTINGS): Settings.read takes its defaults
 from there, and the README's configuration table and configs/spark-defaults.conf list exactly the
 declared keys, defaults and meanings. No JVM."""
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from accelerator import settings
-from accelerator.settings import SETTINGS, RuleSettings, Settings
+from accelerator.runtime import settings
+from accelerator.runtime.settings import SETTINGS, RuleSettings, Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -8,7 +8,8 @@ from types import SimpleNamespace
 import pyspark
 import pytest
 
-from accelerator import Hyperspace, jvm, spark_versions
+from accelerator import Hyperspace
+from accelerator.runtime import jvm, spark_versions
 from indexes.errors import JvmSetupError, UnsupportedSparkError
 
 
@@ -128,4 +129,4 @@ def test_the_sources_ship_in_the_package():
     """pyproject's package data names every directory of Java sources."""
     text = (Path(__file__).parents[1] / "pyproject.toml").read_text()
     for version in jvm.SCALA_DIRS:
-        assert f"jvm/scala-{version}/accelerator/jvm/*.java" in text
+        assert f"runtime/java/scala-{version}/accelerator/jvm/*.java" in text

@@ -130,7 +130,7 @@ def test_columns_are_checked_against_the_source_when_it_is_known():
 
 
 def test_command_line_validates_a_rules_file(tmp_path, capsys):
-    from accelerator.cli import main
+    from accelerator.commands.cli import main
 
     assert main(["rules", "validate", str(EXAMPLE)]) == 0
     out = capsys.readouterr().out

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from accelerator import workers
+from accelerator.runtime import workers
 from indexes.errors import ExecutorEnvironmentError
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,7 +9,7 @@ file's name, and writes one Parquet directory per file in one job, each task kee
 in which it read the rows. Entries are committed one by one after the job; a crash before a
 commit leaves only files that no entry names, which the demoter deletes after the grace period.
 
-Under the scheduler's FAIR pool (:data:`accelerator.settings.JOBS_POOL`, the local property
+Under the scheduler's FAIR pool (:data:`accelerator.runtime.settings.JOBS_POOL`, the local property
 ``spark.scheduler.pool``), a warm-up runs in the background of interactive queries, which Spark
 cannot give a core that a warm-up task holds (no preemption). There it leaves them a core: the
 files are written in several jobs, one after the other, each over at most
@@ -27,13 +27,14 @@ from typing import Any, Callable, Iterable
 
 from pyspark.sql import DataFrame, functions as F
 
-from accelerator import jvm, session, spark_versions
+from accelerator.runtime import jvm, spark_versions
+from accelerator.query import session
 from accelerator.cache.model import (CacheCapacityError, CacheEntry, CacheKey, Priority,
                                      parse_duration, parse_priority, plan_warmup)
 from accelerator.cache.policy import check_always_fits
 from accelerator.cache.serving import FILE_SELECTING_OPTIONS
 from accelerator.cache.tier import CacheTier
-from accelerator.settings import CACHE_ENABLED, ENABLED, JOBS_POOL, POOL_PROPERTY, Settings
+from accelerator.runtime.settings import CACHE_ENABLED, ENABLED, JOBS_POOL, POOL_PROPERTY, Settings
 from indexes.errors import CacheRequestError
 from indexes.fs import in_parallel
 

@@ -18,7 +18,7 @@ Kinds (:data:`accelerator.scheduler.config.JOB_KINDS`):
 
 A run's Spark jobs carry a job group of their own (cancelled with ``interruptOnCancel`` when
 the run passes its ``timeout`` or the service stops) and run in the FAIR pool
-:data:`accelerator.settings.JOBS_POOL`.
+:data:`accelerator.runtime.settings.JOBS_POOL`.
 Every run writes one event into the system path's event log (``hs.events()``): its
 ``operation`` is the kind, ``job`` the job's name, ``status`` succeeded, failed, timed out or
 cancelled. A run never raises: its failure is its event.
@@ -36,10 +36,10 @@ from typing import Callable
 
 from pyspark.sql import functions as F
 
-from accelerator.advisor import Advisor
+from accelerator.engine.advisor import Advisor
 from accelerator.context import AcceleratorContext
 from accelerator.scheduler.config import Job, JobError, SchedulerConfig, partition_window
-from accelerator.settings import JOBS_POOL, POOL_PROPERTY
+from accelerator.runtime.settings import JOBS_POOL, POOL_PROPERTY
 from indexes import kinds
 from indexes.kind import IoStats
 from indexes.log import IndexState, now_ms

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelerator import Hyperspace
-from accelerator.session import conf_set
+from accelerator.query.session import conf_set
 from tests.crash.checks import check_after_crash
 from tests.crash.points import KillPoint, choose, quotas
 from tests.crash.scenarios import Scenario

@@ -16,8 +16,8 @@ from typing import Any
 
 from accelerator import Hyperspace
 from accelerator.cache.tier import tier_for
-from accelerator.catalog import CATALOG
-from accelerator.settings import Settings
+from accelerator.query.catalog import CATALOG
+from accelerator.runtime.settings import Settings
 from indexes import kinds
 from indexes.fs import HadoopFs
 from indexes.lifecycle import IndexLifecycle

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from accelerator import (BloomFilterSketch, DataSkippingIndexConfig, Hyperspace, IndexConfig,
                          MinMaxSketch, TextIndexConfig, ValueListSketch)
-from accelerator.session import conf_set
+from accelerator.query.session import conf_set
 from indexes.errors import IndexNotFoundError
 from indexes.fs import HadoopFs
 

@@ -16,7 +16,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from accelerator import Hyperspace
-from accelerator.session import conf_set
+from accelerator.query.session import conf_set
 from tests.fuzz import changes, compare, data, indexes
 from tests.fuzz.queries import Query
 

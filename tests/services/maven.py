@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Callable
 from xml.sax.saxutils import escape
 
-from accelerator.jvm import cache_dir
+from accelerator.runtime.jvm import cache_dir
 
 MVN_TIMEOUT_S = 1800
 
@@ -51,7 +51,7 @@ class Artifact:
 
 def hadoop_version() -> str:
     """The Hadoop version of pyspark's bundled client, read from its ``hadoop-client-api`` jar."""
-    from accelerator.jvm import spark_jars_dir
+    from accelerator.runtime.jvm import spark_jars_dir
 
     found = sorted(spark_jars_dir().glob("hadoop-client-api-*.jar"))
     if not found:

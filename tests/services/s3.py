@@ -71,7 +71,7 @@ def start_s3(tmp_dir: str | os.PathLike) -> S3:
 def s3a_jars() -> list[Path]:
     """``hadoop-aws`` and the AWS SDK modules S3A uses, minus the jars pyspark already has (the
     same artifact in another version would otherwise shadow or be shadowed by Spark's)."""
-    from accelerator.jvm import spark_jars_dir
+    from accelerator.runtime.jvm import spark_jars_dir
 
     version = hadoop_version()
     if version not in SDK_VERSIONS:

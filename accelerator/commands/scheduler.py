@@ -1,0 +1,147 @@
+"""The scheduler's commands: ``accelerator serve``, ``jobs`` and ``run-job``, each over one
+configuration file (``--config``), in the Spark session it describes."""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import sys
+import threading
+from datetime import datetime, timezone
+from typing import Any, Iterator
+
+from accelerator.scheduler.config import SchedulerConfig, load_config_file
+from accelerator.scheduler.service import GRACE_SECONDS, Scheduler, job_statuses
+from indexes.log import now_ms
+
+#: how ``serve`` builds its session, before the configuration's ``spark.conf``
+_SESSION_DEFAULTS = {"spark.ui.showConsoleProgress": "false",
+                     "spark.sql.shuffle.partitions": "8",
+                     "spark.scheduler.mode": "FAIR"}
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    """Adds ``serve``, ``jobs`` and ``run-job`` to the command line's subcommands ``sub``."""
+    config = argparse.ArgumentParser(add_help=False)
+    config.add_argument("--config", required=True,
+                        help="the scheduler's configuration file (see configs/accelerator.yaml)")
+    s = sub.add_parser("serve", parents=[config], help="run the configuration's jobs on their "
+                       "schedules until SIGTERM or Ctrl-C (one service per system path; a "
+                       "second one waits as a standby)")
+    s.add_argument("--no-wait", action="store_true", help="exit 1 instead of waiting when "
+                   "another service holds the system path's lease")
+    s.add_argument("--grace-seconds", type=float, default=GRACE_SECONDS,
+                   help="on SIGTERM, how long running jobs may finish before their Spark jobs "
+                   f"are cancelled (default {GRACE_SECONDS:g})")
+    s.set_defaults(func=serve)
+    j = sub.add_parser("jobs", parents=[config], help="list the configuration's jobs with "
+                       "their last and next runs")
+    j.set_defaults(func=list_jobs)
+    r = sub.add_parser("run-job", parents=[config], help="run one job of the configuration "
+                       "now (exit 1 unless it succeeds)")
+    r.add_argument("name", help="the job's name")
+    r.set_defaults(func=run_job)
+
+
+@contextlib.contextmanager
+def config_session(config: SchedulerConfig, app: str) -> Iterator[Any]:
+    """The SparkSession the configuration describes (its master, default local[2], and
+    settings, the system path, the FAIR scheduler), with the accelerator enabled; stopped
+    afterwards."""
+    from pyspark.sql import SparkSession
+
+    from accelerator.query import session
+    from accelerator.runtime.settings import SYSTEM_PATH
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)   # executors run index builds
+    builder = SparkSession.builder.master(config.spark_master or "local[2]").appName(app)
+    for key, value in {**_SESSION_DEFAULTS, **dict(config.spark_conf),
+                       SYSTEM_PATH: config.system_path}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    session.enable(spark)
+    try:
+        yield spark
+    finally:
+        spark.stop()
+
+
+def serve(args: argparse.Namespace) -> int:
+    """``accelerator serve``: takes the system path's lease (or waits for it as a standby),
+    runs the jobs until SIGTERM or SIGINT, then stops cleanly and exits 0."""
+    from accelerator.context import AcceleratorContext
+
+    config = load_config_file(args.config)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    with config_session(config, "accelerator-serve") as spark:
+        scheduler = Scheduler(AcceleratorContext(spark), config)
+        holder = scheduler.lease.holder()
+        if holder is not None and not holder.expired(now_ms()) and args.no_wait:
+            print(f"accelerator serve: error: another service runs the jobs of "
+                  f"{config.system_path}: {holder.describe(now_ms())}", file=sys.stderr)
+            return 1
+
+        def waiting(h: Any) -> None:
+            print(f"accelerator serve: the jobs of {config.system_path} are run by "
+                  f"{h.describe(now_ms())}; waiting as a standby", file=sys.stderr, flush=True)
+
+        if not scheduler.wait_for_lease(stop, on_wait=waiting):
+            return 0
+        print(f"accelerator serve: running {len(config.jobs)} job(s) of {config.file} on "
+              f"{config.system_path} (pid {os.getpid()})", flush=True)
+        while not stop.wait(1.0) and not scheduler.lost_lease:
+            pass
+        lost = scheduler.lost_lease
+        print("accelerator serve: " + ("lost the lease; stopping" if lost else
+                                       "stopping: no new runs, running jobs get "
+                                       f"{args.grace_seconds:g} s"), flush=True)
+        scheduler.shutdown(args.grace_seconds)
+        print("accelerator serve: stopped", flush=True)
+        return 1 if lost else 0
+
+
+def list_jobs(args: argparse.Namespace) -> int:
+    """``accelerator jobs``: each job with its schedule, last run and next run."""
+    from accelerator.context import AcceleratorContext
+
+    config = load_config_file(args.config)
+    with config_session(config, "accelerator-jobs") as spark:
+        statuses = job_statuses(AcceleratorContext(spark), config)
+    for s in statuses:
+        print(s.job.describe())
+        last = s.last_run
+        if last is None:
+            print("    last run: never")
+        else:
+            print(f"    last run: {_time(last['started'])}, {last['status']} in "
+                  f"{(last['finished'] - last['started']) / 1000:.1f} s: "
+                  f"{last.get('error') or last.get('message') or ''}".rstrip(": "))
+        print(f"    next run: {s.next_run.astimezone(s.job.zone).isoformat() if s.next_run else 'none'}")
+    return 0
+
+
+def run_job(args: argparse.Namespace) -> int:
+    """``accelerator run-job NAME``: runs one job now, prints what it did; exit 0 when it
+    succeeded, else 1."""
+    from accelerator.context import AcceleratorContext
+    from accelerator.scheduler.jobs import JobRunner
+
+    config = load_config_file(args.config)
+    job = config.job(args.name)
+    with config_session(config, f"accelerator-run-job-{args.name}") as spark:
+        context = AcceleratorContext(spark)
+        run = JobRunner(context, config).run(job)
+        context.flush_history()
+    print(f"{run.job} ({run.kind}): {run.status} in {run.seconds:.1f} s"
+          + (f": {run.message}" if run.message else ""))
+    if run.error:
+        print(f"accelerator run-job: error: {run.error}", file=sys.stderr)
+    return 0 if run.status == "succeeded" else 1
+
+
+def _time(epoch_ms: int) -> str:
+    return datetime.fromtimestamp(epoch_ms / 1000, timezone.utc).isoformat(timespec="seconds")

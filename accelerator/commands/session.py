@@ -1,0 +1,41 @@
+"""The SparkSession a command runs in: the active one, or a new local one, with the system path
+it names; shared by the command line and the demo."""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+from typing import Any, Iterator
+
+from accelerator.query.session import conf_set
+from accelerator.runtime.settings import ENABLED, SYSTEM_PATH
+
+
+@contextlib.contextmanager
+def spark_session(args: argparse.Namespace, app: str, system_path: str | None) -> Iterator[Any]:
+    """The active SparkSession (its settings restored afterwards, never stopped), or a new local
+    one (stopped afterwards), with ``system_path`` as accelerator system path when given."""
+    from pyspark.sql import SparkSession
+
+    spark = SparkSession.getActiveSession()
+    created = spark is None
+    if created:
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)   # workers run index builds
+        spark = (SparkSession.builder.master(args.master).appName(app)
+                 .config("spark.ui.enabled", "false")
+                 .config("spark.ui.showConsoleProgress", "false")
+                 .config("spark.sql.shuffle.partitions", "8")
+                 .config("spark.sql.maxMetadataStringLength", "1000")
+                 .getOrCreate())
+        spark.sparkContext.setLogLevel("ERROR")
+    # the system path, and the rewrite that explain/whynot turn on, restored afterwards
+    overrides = {ENABLED: spark.conf.get(ENABLED, "false")}
+    if system_path:
+        overrides[SYSTEM_PATH] = system_path
+    try:
+        with conf_set(spark, overrides):
+            yield spark
+    finally:
+        if created:
+            spark.stop()

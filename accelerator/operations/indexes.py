@@ -1,0 +1,399 @@
+"""The index operations behind the facade: each validates its input, runs one lifecycle action
+(builds through the index's kind, with the rewrite suspended for the session), writes an event,
+and reports what it did as an :class:`OperationResult`.
+
+A no-op (nothing to refresh or compact) writes nothing and says so in its result. A failed
+operation is rolled back by the lifecycle, recorded as a failed event, and its error raised.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from pyspark.errors import AnalysisException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructField, StructType, _parse_datatype_json_value
+
+from accelerator.runtime import jvm, workers
+from accelerator.query import session
+from accelerator.query.catalog import CATALOG
+from accelerator.runtime.settings import VACUUM_RETENTION, Settings
+from indexes import kinds
+from indexes.errors import (
+    IndexOperationError,
+    IndexStateError,
+    InvalidIndexConfigError,
+    SourceNotFoundError,
+    UnsupportedSourceError,
+)
+from indexes.events import EventLog
+from indexes.fs import HadoopFs
+from indexes.kind import REFRESH_MODES, BuildJob, IndexKind, IoStats
+from indexes.lifecycle import IndexLifecycle
+from indexes.log import IndexLogEntry, IndexState, now_ms
+from indexes.plan import LOGICAL_RELATION, parse_plan
+from indexes.source import (
+    file_changes,
+    read_options,
+    relation_schema,
+    source_mismatch,
+    source_name,
+    table_change,
+)
+
+log = logging.getLogger("accelerator.operations.indexes")
+
+#: the key of an index's config naming the rule engine's instruction that created it:
+#: "engine" (its own choice) or "user" (a user rule); absent for an index created by hand
+ORIGIN_KEY = "createdBy"
+
+
+@dataclass(frozen=True)
+class OperationResult:
+    """What one operation did (the facade shows it as one summary row)."""
+
+    index: str
+    operation: str
+    status: str                 # "succeeded" or "noop"
+    data_version: int | None
+    read: IoStats
+    written: IoStats
+    seconds: float
+    message: str
+
+
+@dataclass
+class _Outcome:
+    """What an operation's action hands back to :meth:`IndexOperations._run`."""
+
+    entry: IndexLogEntry
+    read: IoStats
+    written: IoStats
+    message: str
+    events_io: tuple[dict, dict] | None = None   # the event's input and output (default: read, written)
+
+
+class IndexOperations:
+    """The operations on the indexes of one SparkSession's system path."""
+
+    def __init__(self, spark: SparkSession, fs: HadoopFs | None = None):
+        self.spark = spark
+        self.fs = fs or HadoopFs(spark)
+
+    # --- shared -------------------------------------------------------------------------
+    def settings(self) -> Settings:
+        return Settings.of_session(self.spark)
+
+    def lifecycle(self) -> IndexLifecycle:
+        return IndexLifecycle(self.fs, self.settings().system_path)
+
+    def _target(self, name: str, operation: str, mode: str,
+                modes: tuple[str, ...]) -> tuple[IndexLifecycle, IndexLogEntry, IndexKind]:
+        """The lifecycle, latest entry and kind of the index an ``operation`` in ``mode``
+        (one of ``modes``) works on."""
+        if mode not in modes:
+            raise InvalidIndexConfigError(
+                f"{operation} mode {mode!r} is not supported; use one of {', '.join(modes)}")
+        lifecycle = self.lifecycle()
+        entry = lifecycle.get(name)
+        lifecycle.reject_busy(entry, operation)
+        return lifecycle, entry, self._kind(entry)
+
+    def _kind(self, entry: IndexLogEntry) -> IndexKind:
+        kind = kinds.kind_of(entry)
+        if kind is None:
+            raise IndexStateError(
+                f"index '{entry.name}' is of kind '{entry.kind}', which this version of the "
+                "accelerator does not know; delete and vacuum it, or upgrade")
+        return kind
+
+    def changed(self) -> None:
+        """Forgets the cached index list and reloads it, so the JVM rule knows at once which
+        sources are indexed (it describes their files in the payload of the next query)."""
+        CATALOG.invalidate()
+        rewriter = session.rewriter(self.spark)
+        rewriter.forget_answers()
+        rewriter.active_indexes(self.settings())
+
+    def _run(self, operation: str, index: str, mode: str, failed_input: IoStats,
+             action: Callable[[], _Outcome]) -> OperationResult:
+        """Runs ``action`` timed; records its event (a failed one with ``failed_input`` as
+        what it read, then the error is raised unchanged)."""
+        events = EventLog(self.fs, self.settings().system_path)
+        started = now_ms()
+        try:
+            outcome = action()
+        except Exception as exc:
+            # the cause of an operation the lifecycle rolled back, else the error itself
+            cause = (exc.__cause__ if isinstance(exc, IndexOperationError)
+                     and exc.__cause__ is not None else exc)
+            try:
+                events.write(operation, index, mode, started, now_ms(), None,
+                             failed_input.to_json(), IoStats().to_json(),
+                             error=f"{type(cause).__name__}: {cause}")
+            except Exception:   # the operation's own error is the one to report
+                log.warning("could not record the failed %s of index '%s'", operation, index,
+                            exc_info=True)
+            raise
+        finally:
+            self.changed()
+        finished = now_ms()
+        inputs, outputs = outcome.events_io or (outcome.read.to_json(), outcome.written.to_json())
+        try:
+            events.write(operation, outcome.entry.name, mode, started, finished,
+                         outcome.entry.data_version, inputs, outputs)
+        except Exception:   # the operation itself succeeded
+            log.warning("could not record the %s of index '%s'", operation, index, exc_info=True)
+        return OperationResult(outcome.entry.name, operation, "succeeded",
+                               outcome.entry.data_version, outcome.read, outcome.written,
+                               (finished - started) / 1000, outcome.message)
+
+    def _noop(self, entry: IndexLogEntry, operation: str, message: str) -> OperationResult:
+        log.info("index '%s': %s", entry.name, message)
+        return OperationResult(entry.name, operation, "noop", entry.data_version, IoStats(),
+                               IoStats(), 0.0, message)
+
+    def _build(self, build: Callable[[BuildJob], tuple[dict, dict]],
+               job: BuildJob) -> Callable[[str], tuple[dict, dict]]:
+        """The lifecycle's build function: ``build(job)`` into the data path it is given, with
+        the rewrite suspended for the session's queries of this thread."""
+        def run(data_path: str) -> tuple[dict, dict]:
+            job.data_path = data_path
+            with session.suspended(self.spark):
+                return build(job)
+        return run
+
+    def prepare_executors(self, kind: IndexKind) -> None:
+        """Makes the executors ready to run the Python code of ``kind``'s builds (before any
+        index state is written): the ``indexes`` package shipped, the workers' interpreter
+        chosen, the modules the builds import checked."""
+        workers.prepare(self.spark, kind.executor_modules)
+
+    def _job(self, kind: IndexKind, df: DataFrame | None, config: dict, source: dict,
+             previous: IndexLogEntry | None = None) -> BuildJob:
+        """A build job, with the executors prepared for the kind's builds."""
+        self.prepare_executors(kind)
+        return BuildJob(self.spark, df, config, source, "", self.fs, previous)
+
+    # --- sources ------------------------------------------------------------------------
+    def describe_source(self, df: Any) -> dict:
+        """Description of the file source ``df`` reads directly, or UnsupportedSourceError."""
+        if not isinstance(df, DataFrame):
+            shown = f"{type(df).__name__} {df!r}" if isinstance(df, str) else type(df).__name__
+            raise UnsupportedSourceError(
+                f"an index is built over a DataFrame that reads files, such as "
+                f"spark.read.parquet(path); got {shown}")
+        analyzed = df._jdf.queryExecution().analyzed()
+        root = parse_plan(analyzed.toJSON())
+        while root.cls == "SubqueryAlias" and len(root.children) == 1:   # spark.table(name)
+            root = root.children[0]
+        if root.cls == "HiveTableRelation":
+            raise UnsupportedSourceError(
+                "indexes are not built over Hive SerDe tables; use a data source table "
+                "(CREATE TABLE ... USING parquet, or saveAsTable), or keep "
+                "spark.sql.hive.convertMetastoreParquet/Orc on so Spark reads the table as one")
+        plans = jvm.helpers(self.spark).plans
+        if root.cls != LOGICAL_RELATION or len(plans.fileRelations(analyzed)) != 1:
+            raise UnsupportedSourceError(
+                "indexes can only be built over a DataFrame that reads files directly, such as "
+                "spark.read.parquet(path) (also json, csv, orc; partitioned directories and glob "
+                "patterns are fine) or spark.table(name) of a data source table; this "
+                f"DataFrame's plan starts with {root.cls}. Create the index on the DataFrame "
+                "returned by spark.read or spark.table and apply filters or projections in "
+                "queries instead")
+        source = json.loads(plans.describe(analyzed, 0, 2))
+        if source.get("files") is None:
+            raise UnsupportedSourceError(
+                "indexes need a source whose files Spark lists itself (spark.read over paths, "
+                "or a catalog table); this relation uses a custom file index")
+        source["schema"] = relation_schema(root)
+        source["readSettings"] = json.loads(plans.currentReadSettings(self.spark._jsparkSession))
+        source["sparkVersion"] = self.spark.version   # named when an index built under another
+        return source                                 # Spark cannot serve this one
+
+    def source_problem(self, entry: IndexLogEntry) -> str | None:
+        """Why an index's source is gone (its catalog table dropped, renamed or moved, a root
+        path or every directory of its glob pattern removed), or None."""
+        source = entry.source
+        if source.get("table"):
+            return table_change(source, self._table(source["table"]))
+        if source.get("globPath"):
+            if not self.fs.glob(source["globPath"]):
+                return (f"no directory matches its glob pattern {source['globPath']}; "
+                        "restore one, or delete and vacuum the index")
+            return None
+        missing = [p for p in source.get("rootPaths", []) if not self.fs.exists(p)]
+        if missing:
+            return (f"its source path no longer exists: {', '.join(missing)}; restore it, or "
+                    "delete and vacuum the index")
+        return None
+
+    def _table(self, name: str) -> dict | None:
+        """The description (without files) of the catalog table now named ``name``, or None
+        when there is none or it is not a table of files."""
+        try:
+            analyzed = self.spark.table(name)._jdf.queryExecution().analyzed()
+        except AnalysisException:
+            return None
+        plans = jvm.helpers(self.spark).plans
+        if len(plans.fileRelations(analyzed)) != 1:
+            return None
+        return json.loads(plans.describe(analyzed, 0, 0))
+
+    def read_source(self, entry: IndexLogEntry) -> DataFrame:
+        """The source of an index read again as it was when the index was built: its catalog
+        table, or the same format, options and schema over its paths or glob pattern (so an
+        explicit schema or CSV options are kept), current files. SourceNotFoundError when the
+        source is gone (see :meth:`source_problem`)."""
+        problem = self.source_problem(entry)
+        if problem:
+            raise SourceNotFoundError(
+                f"the source of index '{entry.name}' is gone: {problem}")
+        source = entry.source
+        try:
+            if source.get("table"):
+                return self.spark.table(source["table"])
+            schema = StructType([StructField(name, _parse_datatype_json_value(t))
+                                 for name, t in source["schema"]])
+            return (self.spark.read.format(source["format"]).options(**read_options(source))
+                    .schema(schema).load(source.get("globPath") or source["rootPaths"]))
+        except AnalysisException as exc:   # e.g. removed between the check and the read
+            raise SourceNotFoundError(
+                f"the source of index '{entry.name}' ({source_name(source)}) cannot "
+                f"be read: {str(exc).splitlines()[0]}") from None
+
+    # --- operations ---------------------------------------------------------------------
+    def create(self, df: Any, config: Any, origin: str | None = None) -> OperationResult:
+        """Creates an index; ``origin`` (``engine`` or ``user``: made by a rule) is recorded
+        in its config as :data:`ORIGIN_KEY` (none: created by hand)."""
+        kind = kinds.kind_for_config(config)
+        source = self.describe_source(df)
+        with session.suspended(self.spark):
+            cfg = kind.resolve(df, config, source, self.settings())
+        if origin is not None:
+            cfg = {**cfg, ORIGIN_KEY: origin}
+        job = self._job(kind, df, cfg, source)
+
+        def action() -> _Outcome:
+            entry = self.lifecycle().create(config.indexName, kind.name, cfg,
+                                            self._build(kind.build, job))
+            return _Outcome(entry, job.read, job.written,
+                            f"created {kind.display_name} over {len(source['files'])} files",
+                            (job.read.to_json(), _data_stats(entry)))
+        return self._run("create", config.indexName, "full", IoStats.of_files(source["files"]),
+                         action)
+
+    def refresh(self, name: str, mode: str) -> OperationResult:
+        lifecycle, entry, kind = self._target(name, "refresh", mode, REFRESH_MODES)
+        df = self.read_source(entry)
+        source = self.describe_source(df)
+        if (entry.state is IndexState.ACTIVE
+                and source_mismatch(entry.source, source, source["schema"]) is None
+                and (mode == "quick" or not entry.content.get("quickRefresh"))
+                and (mode != "full" or kind.session_difference(entry, self.spark) is None)):
+            return self._noop(entry, "refresh", "the index is up to date with its source; "
+                                                "nothing to refresh")
+        if mode != "full":
+            kind.check_refresh(entry, source, mode)
+
+        def action() -> _Outcome:
+            if mode == "quick":
+                new = lifecycle.record(name, lambda e: _quick(e, source))
+                appended, deleted = file_changes(entry, source["files"])
+                return _Outcome(new, IoStats(), IoStats(),
+                                f"recorded {len(appended)} appended and {len(deleted)} deleted "
+                                "files for hybrid scan", (_data_stats(entry), _data_stats(new)))
+            same_reading = source_mismatch(entry.source, source, source["schema"],
+                                           check_files=False) is None
+            previous = entry if mode == "incremental" and same_reading else None
+            job = self._job(kind, df, entry.config, source, previous)
+            new = lifecycle.refresh(name, self._build(kind.build, job))
+            how = "incrementally" if previous is not None else "fully"
+            return _Outcome(new, job.read, job.written,
+                            f"refreshed {how} into data version {new.data_version}",
+                            (_data_stats(entry), _data_stats(new)))
+        return self._run("refresh", entry.name, mode, _data_stats_io(entry), action)
+
+    def optimize(self, name: str, mode: str) -> OperationResult:
+        lifecycle, entry, kind = self._target(name, "optimize", mode, kinds.optimize_modes())
+        if entry.state is not IndexState.ACTIVE:
+            raise IndexStateError(
+                f"cannot optimize index '{entry.name}': it is {entry.state}, and optimize needs "
+                "it ACTIVE")
+        job = self._job(kind, None, entry.config, entry.source, entry)
+        with session.suspended(self.spark):
+            chosen = kind.optimize_selection(entry, mode, self.settings().optimize_bytes, job)
+        if not chosen:
+            return self._noop(entry, "optimize", f"no data files to compact (mode={mode})")
+
+        def action() -> _Outcome:
+            new = lifecycle.refresh(name, self._build(lambda j: kind.optimize(j, chosen), job),
+                                    IndexState.OPTIMIZING)
+            return _Outcome(new, job.read, job.written,
+                            f"compacted {job.read.files} files into {job.written.files}")
+        return self._run("optimize", entry.name, mode,
+                         IoStats(len(chosen), sum(int(f[3]) for f in chosen),
+                                 sum(int(f[2]) for f in chosen)), action)
+
+    def delete(self, name: str) -> OperationResult:
+        return self._run("delete", name, "", IoStats(), lambda: _Outcome(
+            self.lifecycle().delete(name), IoStats(), IoStats(),
+            "deleted (soft): not used by queries; restoreIndex brings it back, vacuumIndex "
+            "removes it"))
+
+    def restore(self, name: str) -> OperationResult:
+        return self._run("restore", name, "", IoStats(), lambda: _Outcome(
+            self.lifecycle().restore(name), IoStats(), IoStats(), "restored: used by queries"))
+
+    def cancel(self, name: str) -> OperationResult:
+        def action() -> _Outcome:
+            entry = self.lifecycle().cancel(name)
+            return _Outcome(entry, IoStats(), IoStats(), f"rolled back to {entry.state}")
+        return self._run("cancel", name, "", IoStats(), action)
+
+    def vacuum(self, name: str, retention_seconds: float | None) -> OperationResult:
+        retention = (self.settings().vacuum_retention_seconds if retention_seconds is None
+                     else retention_seconds)
+        if not isinstance(retention, (int, float)) or not retention >= 0:
+            raise InvalidIndexConfigError(
+                f"vacuum retention must be 0 seconds or more, got {retention!r}")
+        lifecycle = self.lifecycle()
+        entry = lifecycle.get(name)
+        if entry.state is not IndexState.ACTIVE:
+            def remove() -> _Outcome:
+                final = lifecycle.vacuum(name)
+                return _Outcome(final, IoStats(), IoStats(),
+                                "removed the index and its data for good")
+            return self._run("vacuum", entry.name, "all", IoStats(), remove)
+        kind = self._kind(entry)
+
+        def outdated() -> _Outcome:
+            removed, kept = lifecycle.vacuum_outdated(name, kind.data_dirs, int(retention * 1000))
+            message = f"removed {len(removed)} unreferenced data versions"
+            if kept:
+                message += (f"; kept {len(kept)} replaced less than {retention:g} s ago "
+                            f"({VACUUM_RETENTION}): {', '.join(kept)}")
+            return _Outcome(lifecycle.get(name), IoStats(), IoStats(), message)
+        return self._run("vacuum", entry.name, "outdated", IoStats(), outdated)
+
+
+def _quick(entry: IndexLogEntry, source: dict) -> tuple[dict, dict]:
+    """A quick refresh's log entry: the current source, and the files the data does not match
+    recorded for hybrid scan to handle at query time."""
+    appended, deleted = file_changes(entry, source["files"])
+    content = {k: v for k, v in entry.content.items() if k != "quickRefresh"}
+    if appended or deleted:
+        content["quickRefresh"] = {"appended": appended, "deleted": deleted}
+    return source, content
+
+
+def _data_stats(entry: IndexLogEntry) -> dict:
+    """The stats of an index version's data files, as events record them."""
+    return _data_stats_io(entry).to_json()
+
+
+def _data_stats_io(entry: IndexLogEntry) -> IoStats:
+    kind = kinds.kind_of(entry)
+    return IoStats() if kind is None else kind.data_stats(entry.content)

@@ -1,0 +1,66 @@
+"""Which index serves each file relation of a plan: every candidate index (an ACTIVE index over
+the relation's source) is matched by its kind, and the kinds' registry chooses among the
+applicable verdicts (:func:`indexes.kinds.choose`)."""
+from __future__ import annotations
+
+from typing import Any
+
+from accelerator.query.decisions import RelationDecision
+from accelerator.query.relation_files import RelationFiles
+from accelerator.runtime.settings import Settings
+from indexes import kinds
+from indexes.kind import MatchContext
+from indexes.plan import PlanNode
+from indexes.source import same_source
+from indexes.version_cache import VersionCache
+
+
+class RelationChoice:
+    """Matches a plan's relations with the indexes over their sources. Kinds' query-time
+    states are kept per index version in ``versions``; ``files`` lists a relation's files
+    when a kind needs them."""
+
+    def __init__(self, fs: Any, versions: VersionCache, files: RelationFiles):
+        self._fs = fs
+        self._versions = versions
+        self._files = files
+
+    def decide(self, plan: Any, root: PlanNode, relations: list[PlanNode],
+               decisions: list[RelationDecision], indexes: list[Any], settings: Settings,
+               payload: dict, with_files: bool) -> None:
+        """Fills in each decision's verdicts (``results``) and the one ``chosen``, for the
+        relations some of ``indexes`` is over. Their descriptions are completed from the JVM
+        where the payload lacks what matching needs (with the files, ``with_files``)."""
+        ctx = MatchContext(
+            settings.case_sensitive, settings.hybrid,
+            payload["readSettings"].get("spark.sql.session.timeZone", "UTC"),
+            payload["conf"].get("spark.sql.ansi.enabled", "false").lower() == "true")
+        for decision, relation in zip(decisions, relations):
+            candidates = [e for e in indexes if same_source(e.source, decision.description)]
+            if not candidates:
+                continue
+            if with_files or "fingerprint" not in decision.description:
+                decision.description = self._files.describe(plan, decision.ordinal,
+                                                            2 if with_files else 1)
+            fingerprint = decision.description.get("fingerprint")
+            listed = any(kinds.kind_of(e).needs_files(e, fingerprint, settings)
+                         for e in candidates)
+            if listed and "files" not in decision.description:
+                decision.description["files"] = self._files.files(plan, decision, candidates)
+            decision.description["readSettings"] = payload["readSettings"]
+            decision.results = [self._match(root, relation, decision.description, e, settings,
+                                            ctx) for e in candidates]
+            decision.chosen = kinds.choose(decision.results)
+
+    def _match(self, root: PlanNode, relation: PlanNode, description: dict, entry: Any,
+               settings: Settings, ctx: MatchContext) -> Any:
+        return kinds.kind_of(entry).match(root, relation, description, entry,
+                                          self.state(entry, settings), ctx)
+
+    def state(self, entry: Any, settings: Settings) -> Any:
+        """The query-time state of an index version (statistics, text reader), cached; None
+        for a kind that has none (it takes no room in the cache)."""
+        kind = kinds.kind_of(entry)
+        if not kind.stateful:
+            return None
+        return self._versions.get(entry, ("state",), lambda: kind.load(entry, self._fs, settings))
