@@ -5,16 +5,9 @@
 >>> hs.createIndex(df, IndexConfig("idx", indexedColumns=["a"], includedColumns=["b"]))
 >>> Hyperspace.enable(spark)
 """
-from accelerator.cache.model import CacheCapacityError, CacheNeverError
 from accelerator.api.hyperspace import Hyperspace, IndexConfig
+from accelerator.cache.model import CacheCapacityError, CacheNeverError
 from indexes.covering.config import CoveringIndexConfig
-from indexes.skipping.config import (
-    BloomFilterSketch,
-    DataSkippingIndexConfig,
-    MinMaxSketch,
-    ValueListSketch,
-)
-from indexes.text.config import TextIndexConfig
 from indexes.errors import (
     AcceleratorError,
     CacheRequestError,
@@ -30,6 +23,13 @@ from indexes.errors import (
     SourceNotFoundError,
     UnsupportedSourceError,
 )
+from indexes.skipping.config import (
+    BloomFilterSketch,
+    DataSkippingIndexConfig,
+    MinMaxSketch,
+    ValueListSketch,
+)
+from indexes.text.config import TextIndexConfig
 
 __all__ = [
     "Hyperspace", "IndexConfig", "CoveringIndexConfig", "DataSkippingIndexConfig",

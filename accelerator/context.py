@@ -1,7 +1,8 @@
 """The composition root: what the accelerator's parts need of one SparkSession, made once.
 
-An :class:`AcceleratorContext` holds the session, its file system, the index operations and the
-cache operations, and answers the session's settings, the index lifecycle, the event log and
+An :class:`AcceleratorContext` holds the session, its file system, the Spark side of its sources,
+the index operations (:class:`indexes.actions.IndexActions` over those sources) and the cache
+operations, and answers the session's settings, the index lifecycle, the event log and
 the query history of its system path. The facade (:class:`accelerator.api.hyperspace.Hyperspace`)
 makes one and hands it to the rule engine's advisor, the scheduler and its job runner; none of
 them takes the facade or reaches into another's members. Settings are read at each call, so a
@@ -11,12 +12,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from accelerator.query import session
-from accelerator.runtime import spark_versions
 from accelerator.operations.cache import CacheOperations
+from accelerator.operations.sources import SparkSources
+from accelerator.query import session
 from accelerator.query.history import read_history, wait_for_executions
-from accelerator.operations.indexes import IndexOperations
+from accelerator.runtime import spark_versions
 from accelerator.runtime.settings import Settings
+from indexes.actions import IndexActions
 from indexes.events import EventLog
 from indexes.fs import HadoopFs
 from indexes.lifecycle import IndexLifecycle
@@ -31,7 +33,9 @@ class AcceleratorContext:
         spark_versions.check_session(spark)
         self.spark = spark
         self.fs = HadoopFs(spark)
-        self.indexes = IndexOperations(spark, self.fs)
+        #: the Spark side of the index operations (describing and reading sources)
+        self.sources = SparkSources(spark, self.fs)
+        self.indexes = IndexActions(self.sources)
         self.cache = CacheOperations(spark)
 
     def settings(self) -> Settings:

@@ -15,8 +15,8 @@ from pyspark.sql.types import StringType, IntegerType
 
 from indexes.covering.config import IndexColumn
 from indexes.covering.match import Applicable, choose, evaluate
-from indexes.source import NotApplicable, relation_schema, source_mismatch
 from indexes.plan import chain, file_relations, parse_plan, plan_references, unsupported_reason
+from indexes.source import NotApplicable, relation_schema, source_mismatch
 
 PLANS = json.loads((Path(__file__).parent / "data" / "nested_plans.json").read_text())
 SETTINGS = {"spark.sql.session.timeZone": "UTC"}

@@ -12,12 +12,12 @@ import pyarrow.parquet as pq
 
 from indexes.fs import MemoryFs
 from indexes.plan import parse_plan
+from rules.extractor import extract
 from rules.history.executions import (Execution, ExecutionFeed, JoinRun, Scan, parse_executions,
                               with_execution)
-from rules.extractor import extract
-from rules.history.records import ExecutedJoin, QueryRecord, RelationUsage
 from rules.history.reader import history_files
 from rules.history.recorder import HistoryRecorder
+from rules.history.records import ExecutedJoin, QueryRecord, RelationUsage
 
 PLANS = json.loads((Path(__file__).parent / "data" / "nested_plans.json").read_text())
 SOURCE = "file:/data/nested"

@@ -13,12 +13,12 @@ from accelerator import Hyperspace
 from accelerator.query.history import read_history
 from indexes.fs import HadoopFs
 from indexes.plan import file_relations, parse_plan
-from rules.history.records import (
-    HISTORY_SCHEMA, Predicate, QueryRecord, RelationUsage, SHAPES, history_path,
-)
 from rules.history.plan_analysis import extract_record
 from rules.history.reader import read_records
 from rules.history.recorder import HistoryRecorder
+from rules.history.records import (
+    HISTORY_SCHEMA, Predicate, QueryRecord, RelationUsage, SHAPES, history_path,
+)
 from tests.helpers import session_conf
 from tests.test_history_recorder import sample_record, utc_day
 

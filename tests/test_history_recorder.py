@@ -10,9 +10,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from indexes.fs import MemoryFs
-from rules.history.records import HISTORY_SCHEMA, Predicate, QueryRecord, RelationUsage, history_path
 from rules.history.reader import RecordCache, history_files, read_history_table, read_records
 from rules.history.recorder import HistoryRecorder
+from rules.history.records import HISTORY_SCHEMA, Predicate, QueryRecord, RelationUsage, history_path
 from tests.helpers import eventually
 
 SYSTEM = "memory:///sys"
@@ -137,7 +137,7 @@ def test_fs_without_rename_gets_the_final_path_directly():
 def test_failed_rename_drops_the_batch_and_removes_the_temporary_file(caplog):
     fs = RefusingRenameFs()
     recorder = HistoryRecorder(fs, SYSTEM, flush_interval_s=3600)
-    with caplog.at_level(logging.WARNING, logger="accelerator.query.history"):
+    with caplog.at_level(logging.WARNING, logger="accelerator.history"):
         recorder.record(sample_record(0))
         assert recorder.flush() == 0
     recorder.close()
@@ -149,7 +149,7 @@ def test_failed_rename_drops_the_batch_and_removes_the_temporary_file(caplog):
 def test_failing_fs_never_raises(caplog):
     fs = FailingFs()
     recorder = HistoryRecorder(fs, SYSTEM, max_buffer=2, flush_interval_s=3600)
-    with caplog.at_level(logging.WARNING, logger="accelerator.query.history"):
+    with caplog.at_level(logging.WARNING, logger="accelerator.history"):
         recorder.record(sample_record(0))
         assert recorder.flush() == 0          # logged and dropped, not raised
         recorder.record(sample_record(1))
@@ -252,7 +252,7 @@ def test_record_cache_tries_an_unreadable_file_again(caplog):
     path = f"{history_path(SYSTEM)}/date={utc_day(rec.timestamp)}/part-9-late.parquet"
     fs.write_bytes(path, b"not parquet yet")
     cache = RecordCache()
-    with caplog.at_level(logging.WARNING, logger="accelerator.query.history"):
+    with caplog.at_level(logging.WARNING, logger="accelerator.history"):
         assert cache.records(fs, SYSTEM) == [rec]
     assert any("unreadable history file" in r.getMessage() for r in caplog.records)
     later = sample_record(1)
@@ -284,7 +284,7 @@ def test_reader_skips_hidden_unreadable_and_foreign_files(caplog):
     fs.write_bytes(f"{folder}/part-9-foreign.parquet", sink.getvalue())
     fs.mkdirs(f"{history_path(SYSTEM)}/not-a-date")
 
-    with caplog.at_level(logging.WARNING, logger="accelerator.query.history"):
+    with caplog.at_level(logging.WARNING, logger="accelerator.history"):
         assert read_records(fs, SYSTEM) == [rec]
     skipped = [m for m in (r.getMessage() for r in caplog.records)
                if "unreadable history file" in m]

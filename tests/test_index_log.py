@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from accelerator.runtime import jvm
 from indexes.errors import (
     AcceleratorError,
     ConcurrentModificationError,
@@ -25,7 +26,6 @@ from indexes.errors import (
     IndexStateError,
     InvalidIndexConfigError,
 )
-from accelerator.runtime import jvm
 from indexes.fs import FileSystem, HadoopFs, MemoryFs
 from indexes.lifecycle import IndexLifecycle
 from indexes.log import (

@@ -10,8 +10,8 @@ import pytest
 
 from accelerator.query.indexed_roots import RootUse
 from indexes import kinds
-from indexes.covering.config import CoveringIndexConfig
 from indexes.covering.bucket_count import default_num_buckets
+from indexes.covering.config import CoveringIndexConfig
 from indexes.covering.join_match import (JoinApplicable, join_obstacle, join_partitions,
                                          pairable)
 from indexes.covering.match import Applicable

@@ -10,8 +10,8 @@ import pytest
 from pyspark.sql import functions as F
 
 from accelerator import Hyperspace
-from accelerator.query import session as accelerator_session
 from accelerator.commands.cli import main
+from accelerator.query import session as accelerator_session
 from rules.history.records import QueryRecord
 from rules.user_rules import RulesError
 from tests.helpers import session_conf

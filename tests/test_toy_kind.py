@@ -12,8 +12,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from accelerator.engine.advisor import existing_indexes
 from accelerator.api.rows import RECOMMENDATIONS_SCHEMA
+from accelerator.engine.advisor import existing_indexes
 from indexes import kinds
 from indexes.kind import BuildJob, IndexKind, IoStats, Serving
 from indexes.source import NotApplicable

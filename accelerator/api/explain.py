@@ -5,10 +5,10 @@ import contextlib
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from accelerator.query import session
-from accelerator.runtime import spark_versions
 from accelerator.cache import serving as cache_serving
+from accelerator.query import session
 from accelerator.query.rewriter import RewriteResult
+from accelerator.runtime import spark_versions
 from accelerator.runtime.settings import ENABLED, Settings
 from indexes.fs import HadoopFs
 from indexes.lifecycle import IndexLifecycle

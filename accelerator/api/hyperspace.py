@@ -3,10 +3,10 @@ plan rewrite on and off, and see which indexes a query uses and why others are n
 
 The work happens elsewhere: the facade makes the session's
 :class:`~accelerator.context.AcceleratorContext` (the composition root) and calls its index
-operations (:mod:`accelerator.operations.indexes`, through the index kinds of :mod:`indexes.kinds`),
-cache operations and rule engine (:mod:`accelerator.engine.advisor`); the rewrite is
-:mod:`accelerator.query.rewriter`'s, explain and whyNot :mod:`accelerator.api.explain`'s. The facade only
-turns their results into DataFrames (:mod:`accelerator.api.rows`).
+operations (:mod:`indexes.actions`, through the index kinds of :mod:`indexes.kinds`), cache
+operations and rule engine (:mod:`accelerator.engine.advisor`); the rewrite is
+:mod:`accelerator.query.rewriter`'s, explain and whyNot :mod:`accelerator.api.explain`'s. The
+facade only turns their results into DataFrames (:mod:`accelerator.api.rows`).
 """
 from __future__ import annotations
 
@@ -17,14 +17,14 @@ from pyspark.sql import DataFrame, SparkSession
 
 from accelerator.api import explain as explain_mod
 from accelerator.api import rows as R
-from accelerator.query import session
-from accelerator.engine.advisor import Advisor
-from accelerator.context import AcceleratorContext, flush_history
 from accelerator.api.frames import local_frame
-from accelerator.operations.indexes import ORIGIN_KEY, OperationResult
-from accelerator.scheduler.service import Scheduler
+from accelerator.context import AcceleratorContext, flush_history
+from accelerator.engine.advisor import Advisor
+from accelerator.query import session
 from accelerator.runtime.settings import RULES_PATH
+from accelerator.scheduler.service import Scheduler
 from indexes import kinds
+from indexes.actions import ORIGIN_KEY, OperationResult
 from indexes.covering.config import CoveringIndexConfig
 from indexes.errors import InvalidIndexConfigError
 from indexes.log import IndexLogEntry, IndexState
@@ -186,7 +186,7 @@ class Hyperspace:
         if entry.state is not IndexState.ACTIVE:
             raise InvalidIndexConfigError(
                 f"index '{entry.name}' is {entry.state}; search needs an ACTIVE index")
-        source = self.context.indexes.describe_source(df)
+        source = self.context.sources.describe_source(df)
         if not same_source(entry.source, source):
             raise InvalidIndexConfigError(
                 f"index '{entry.name}' is over {source_name(entry.source)}, "
@@ -209,7 +209,7 @@ class Hyperspace:
             raise InvalidIndexConfigError(
                 f"index '{entry.name}': score=True needs an index of one document per row; this "
                 "one holds groups of rows: recreate it with TextIndexConfig(..., scoring=True)")
-        self.context.indexes.prepare_executors(kinds.kind_of(entry))
+        self.context.sources.prepare_executors(kinds.kind_of(entry))
         with session.suspended(self.spark):
             return text_search.search(df, entry, source, reader, query, score)
 
@@ -247,7 +247,7 @@ class Hyperspace:
                     f"{e.properties.get('error')}; vacuumIndex('{e.name}') removes the index")
         if kind is None:
             return f"unknown index kind '{e.kind}'"
-        return self.context.indexes.source_problem(e) if e.state is IndexState.ACTIVE else None
+        return self.context.sources.source_problem(e) if e.state is IndexState.ACTIVE else None
 
     # --- the cache tier -----------------------------------------------------------------
     def cache(self, df: DataFrame, columns: list[str] | None = None, priority: str = "HIGH",

@@ -7,11 +7,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Iterable
 
-from accelerator.operations.cache import CacheStats
 from accelerator.cache.policy import Eviction
 from accelerator.cache.warmup import WarmupResult
 from accelerator.engine.advisor import Applied
-from accelerator.operations.indexes import OperationResult
+from accelerator.operations.cache import CacheStats
+from indexes.actions import OperationResult
 from rules.instructions import Instruction
 from rules.terms import Priority, format_duration, parse_duration, parse_priority
 from rules.user_rules import UserRule

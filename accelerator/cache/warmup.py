@@ -27,13 +27,13 @@ from typing import Any, Callable, Iterable
 
 from pyspark.sql import DataFrame, functions as F
 
-from accelerator.runtime import jvm, spark_versions
-from accelerator.query import session
 from accelerator.cache.model import (CacheCapacityError, CacheEntry, CacheKey, Priority,
                                      parse_duration, parse_priority, plan_warmup)
 from accelerator.cache.policy import check_always_fits
 from accelerator.cache.serving import FILE_SELECTING_OPTIONS
 from accelerator.cache.tier import CacheTier
+from accelerator.query import session
+from accelerator.runtime import jvm, spark_versions
 from accelerator.runtime.settings import CACHE_ENABLED, ENABLED, JOBS_POOL, POOL_PROPERTY, Settings
 from indexes.errors import CacheRequestError
 from indexes.fs import in_parallel

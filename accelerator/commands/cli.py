@@ -20,8 +20,8 @@ from typing import Any, Callable
 from accelerator.commands import demo as demo_command
 from accelerator.commands import scheduler as scheduler_commands
 from accelerator.commands.session import spark_session
-from accelerator.runtime.settings import Settings
 from accelerator.commands.spec import load_spec
+from accelerator.runtime.settings import Settings
 from indexes.errors import AcceleratorError
 
 DISTRIBUTION = "spark-accelerator"

@@ -1,14 +1,14 @@
 """The rule engine's Spark side: mine the history of a system path into instructions, and carry
-them out through the public API.
+them out through the session's operations.
 
-:class:`Advisor` reads the recorded queries (:mod:`rules.history.reader`), turns them into demand
-(:mod:`rules.extractor`), profiles the demanded sources (:mod:`accelerator.engine.profiling`), asks the
-analyzer (:mod:`rules.analyzer`) for the engine's instructions, adds the user rules' own
-(:func:`rules.instructions.from_user_rule`) and merges them (NEVER > user > engine). Carrying an
-instruction out is one operation: ``createIndex`` with the config its kind names (the index
-marked as the engine's or the user rule's in its log), ``cache``, ``delete`` + ``vacuum``,
-``uncache`` or ``refresh``, through the operations of the session's
-:class:`~accelerator.context.AcceleratorContext`; one failing instruction never stops the others.
+:class:`Advisor` reads the recorded queries (:mod:`rules.history.reader`), turns them into
+demand (:mod:`rules.extractor`), profiles the demanded sources
+(:mod:`accelerator.engine.profiling`), asks the analyzer (:mod:`rules.analyzer`) for the engine's
+instructions, adds the user rules' own (:func:`rules.instructions.from_user_rule`) and merges
+them (NEVER > user > engine). Carrying an instruction out is one operation of the session's
+:class:`~accelerator.context.AcceleratorContext`: ``create`` with the config the kind gives for
+it (the index marked as the engine's or the user rule's in its log), ``cache``, ``delete`` +
+``vacuum``, ``uncache`` or ``refresh``; one failing instruction never stops the others.
 """
 from __future__ import annotations
 
@@ -19,33 +19,34 @@ from datetime import date, datetime, timezone
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from cachetools import LRUCache
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from accelerator.runtime import spark_versions
 from accelerator.context import AcceleratorContext
-from accelerator.operations.indexes import ORIGIN_KEY
 from accelerator.engine.profiling import profile_source, read_source
+from accelerator.runtime import spark_versions
 from accelerator.runtime.settings import RuleSettings
 from indexes import kinds
+from indexes.actions import ORIGIN_KEY
 from indexes.log import IndexLogEntry, IndexState
 from rules.analyzer import analyze
 from rules.extractor import Demand, extract
+from rules.history.reader import RecordCache
 from rules.history.records import QueryRecord, RelationUsage, source_key
 from rules.instructions import Instruction, from_user_rule, merge
 from rules.probation import Action, ActionLog, cooling_down, new_action, verdict
 from rules.profiles import ExistingIndex, SourceProfile
-from rules.history.reader import RecordCache
 from rules.terms import byte_size, format_duration
 from rules.user_rules import Budget, RuleSet, UserRule, load_rules_file, scheme_less, \
     source_matches
 
-log = logging.getLogger("accelerator.rules.advisor")
+log = logging.getLogger("accelerator.engine.advisor")
 
 __all__ = ["Advisor", "Applied"]
 #: sources profiled per recommendation at most (the most demanded first)
 MAX_SOURCES = 32
-#: source profiles kept for the next recommend() (the latest ones)
+#: source profiles kept for the next recommend() (the least recently used dropped first)
 PROFILES_KEPT = 64
 #: uses whose columns are profiled (their values decide between index kinds)
 _PROFILED_USES = ("lookup", "range", "text")
@@ -104,8 +105,8 @@ class Advisor:
         self._history = RecordCache()   # each history file is parsed once per advisor
         # by (source, its files): its profile and the uses each column was profiled for; while
         # its files do not change, a source is read again only for columns (or uses) new to
-        # the demand
-        self._profiled: dict[tuple, tuple[SourceProfile, dict[str, frozenset[str]]]] = {}
+        # the demand (the least recently used dropped first)
+        self._profiled: LRUCache = LRUCache(PROFILES_KEPT)
 
     @property
     def spark(self) -> SparkSession:
@@ -241,7 +242,7 @@ class Advisor:
         try:
             files = self._files(usage)
             key = (source, tuple(files))
-            known, profiled = self._profiled.pop(key, (None, {}))
+            known, profiled = self._profiled.get(key, (None, {}))
             todo = {c: frozenset(u) | profiled.get(c, frozenset()) for c, u in columns.items()
                     if not u <= profiled.get(c, frozenset())}
             if known is None or todo:
@@ -249,9 +250,7 @@ class Advisor:
                 known = dataclasses.replace(fresh, columns={
                     **(known.columns if known is not None else {}), **fresh.columns})
                 profiled = {**profiled, **todo}
-            self._profiled[key] = (known, profiled)   # the latest last
-            while len(self._profiled) > PROFILES_KEPT:
-                self._profiled.pop(next(iter(self._profiled)))
+            self._profiled[key] = (known, profiled)
             return dataclasses.replace(known, columns={c: p for c, p in known.columns.items()
                                                        if c in columns})
         except Exception as exc:  # noqa: BLE001 - a source gone or unreadable is skipped
@@ -259,7 +258,7 @@ class Advisor:
             return None
 
     def _files(self, usage: RelationUsage) -> list[tuple[str, int]]:
-        source = self._context.indexes.describe_source(read_source(self.spark, usage))
+        source = self._context.sources.describe_source(read_source(self.spark, usage))
         return [(str(f[0]), int(f[1])) for f in source["files"]]
 
     def _broadcasts(self) -> bool:

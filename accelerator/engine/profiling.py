@@ -30,7 +30,7 @@ from accelerator.query import session
 from rules.history.records import RelationUsage, is_expression
 from rules.profiles import ColumnProfile, SourceProfile
 
-log = logging.getLogger("accelerator.rules.profiling")
+log = logging.getLogger("accelerator.engine.profiling")
 
 __all__ = ["SAMPLE_FILES", "profile_source", "read_source"]
 

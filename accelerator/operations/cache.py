@@ -6,12 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from accelerator.runtime import jvm
-from accelerator.query import session
 from accelerator.cache import warmup
 from accelerator.cache.model import CacheEntry
 from accelerator.cache.policy import Eviction
 from accelerator.cache.tier import CacheTier, tier_for
+from accelerator.query import session
+from accelerator.runtime import jvm
 from accelerator.runtime.settings import Settings
 
 

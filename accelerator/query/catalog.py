@@ -1,4 +1,4 @@
-"""A per-process cache of the index log entries the rewriter consults on every query.
+"""A per-driver cache of the index log entries the rewriter consults on every query.
 
 Reading index logs costs file system calls; queries must not pay them. The entries of a system
 path are loaded once by the first query; once older than
@@ -15,7 +15,10 @@ import threading
 import time
 from typing import Any, Callable
 
+from accelerator.runtime import application
+
 log = logging.getLogger("accelerator.query.catalog")
+_lock = threading.Lock()
 
 
 class IndexCatalog:
@@ -81,4 +84,11 @@ class IndexCatalog:
                 self._entries.pop(system_path, None)
 
 
-CATALOG = IndexCatalog()
+
+def catalog(spark: Any) -> IndexCatalog:
+    """The index catalog of ``spark``'s driver, made on first use."""
+    app = application.of(spark)
+    with _lock:
+        if app.catalog is None:
+            app.catalog = IndexCatalog()
+        return app.catalog

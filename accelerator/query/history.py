@@ -9,29 +9,26 @@ import logging
 import threading
 from typing import Any
 
-from accelerator.runtime import jvm
+from accelerator.runtime import application, jvm
 from accelerator.runtime.settings import Settings
 from indexes.fs import HadoopFs
 from rules.history.executions import ExecutionFeed
-from rules.history.records import history_path, spark_ddl
 from rules.history.recorder import HistoryRecorder
+from rules.history.records import history_path, spark_ddl
 
 log = logging.getLogger("accelerator.query.history")
 
 __all__ = ["listen", "new_recorder", "read_history", "wait_for_executions"]
 
 _lock = threading.Lock()
-_feeds: dict[int, ExecutionFeed] = {}     # per driver JVM
-_listening: set[int] = set()              # listener managers the listener is registered with
 
 
 def _feed(spark: Any) -> ExecutionFeed:
-    key = id(spark.sparkContext._gateway)
+    app = application.of(spark)
     with _lock:
-        found = _feeds.get(key)
-        if found is None:
-            found = _feeds[key] = ExecutionFeed(jvm.helpers(spark).metrics.drain)
-        return found
+        if app.feed is None:
+            app.feed = ExecutionFeed(jvm.helpers(spark).metrics.drain)
+        return app.feed
 
 
 def listen(spark: Any) -> None:
@@ -39,10 +36,11 @@ def listen(spark: Any) -> None:
     per session state)."""
     manager = spark._jsparkSession.listenerManager()
     key = int(spark.sparkContext._jvm.java.lang.System.identityHashCode(manager))
+    listening = application.of(spark).listening
     with _lock:
-        if key not in _listening:
+        if key not in listening:
             manager.register(jvm.helpers(spark).metrics)
-            _listening.add(key)
+            listening.add(key)
 
 
 def wait_for_executions(spark: Any, timeout_s: float = 5.0) -> None:

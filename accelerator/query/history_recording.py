@@ -8,9 +8,9 @@ import threading
 import time
 from typing import Any
 
+from accelerator.query.decisions import RelationDecision
 from accelerator.query.deferred import DeferredHistory
 from accelerator.query.history import new_recorder
-from accelerator.query.decisions import RelationDecision
 from accelerator.runtime.settings import Settings
 from indexes.plan import PlanNode, file_relations, parse_plan
 from rules.history.recorder import HistoryRecorder

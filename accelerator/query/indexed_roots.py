@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelerator.cache.serving import CacheView
-from accelerator.query.catalog import CATALOG
+from accelerator.query.catalog import IndexCatalog
 from accelerator.runtime.settings import Settings
 from indexes import kinds
 from indexes.kind import Serving
@@ -49,8 +49,9 @@ class IndexedRoots:
     published to the JVM rule (``plans``: the PlanRewrite helper). Loading a system path's
     indexes also drops from ``versions`` what was derived from versions no longer in use."""
 
-    def __init__(self, fs: Any, plans: Any, versions: VersionCache):
+    def __init__(self, fs: Any, plans: Any, versions: VersionCache, catalog: IndexCatalog):
         self._fs = fs
+        self._catalog = catalog
         self._plans = plans
         self._versions = versions
         self._lock = threading.Lock()
@@ -58,10 +59,11 @@ class IndexedRoots:
         self._cache_roots: dict[str, tuple[int, frozenset[str]]] = {}   # per cache path
 
     def active_indexes(self, settings: Settings) -> list[Any]:
-        """ACTIVE indexes of a registered kind under the system path, from the per-process
-        catalog cache."""
-        entries = CATALOG.entries(settings.system_path, lambda: self._load(settings.system_path),
-                                  settings.cache_expiry_seconds)
+        """ACTIVE indexes of a registered kind under the system path, from the driver's index
+        catalog."""
+        entries = self._catalog.entries(settings.system_path,
+                                        lambda: self._load(settings.system_path),
+                                        settings.cache_expiry_seconds)
         return [e for e in entries
                 if e.state == IndexState.ACTIVE and kinds.kind_of(e) is not None]
 

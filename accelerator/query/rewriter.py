@@ -20,15 +20,16 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from accelerator.runtime import jvm
 from accelerator.query.cache_rewrite import CacheRewrite
+from accelerator.query.catalog import catalog
+from accelerator.query.decisions import RelationDecision
 from accelerator.query.history_recording import HistoryRecording
 from accelerator.query.index_serving import IndexServing
 from accelerator.query.indexed_roots import IndexedRoots
 from accelerator.query.join_rule import join_rule
-from accelerator.query.decisions import RelationDecision
 from accelerator.query.relation_choice import RelationChoice
 from accelerator.query.relation_files import RelationFiles
+from accelerator.runtime import jvm
 from accelerator.runtime.settings import Settings
 from indexes.plan import PlanNode, file_relations, parse_plan, unsupported_reason
 from indexes.version_cache import VersionCache
@@ -76,7 +77,7 @@ class Rewriter:
         # relations over index data and kinds' query-time states, per index version
         versions = VersionCache(VERSIONS_CACHED)
         files = RelationFiles(self._helpers.plans)
-        self._roots = IndexedRoots(fs, self._helpers.plans, versions)
+        self._roots = IndexedRoots(fs, self._helpers.plans, versions, catalog(spark))
         self._choice = RelationChoice(fs, versions, files)
         self._indexes = IndexServing(spark, self._helpers.plans, versions)
         self._cache = CacheRewrite(fs, self._helpers, self._roots, files)

@@ -8,33 +8,29 @@ from typing import Any, Iterator
 
 from pyspark.java_gateway import ensure_callback_server_started
 
-from accelerator.runtime import jvm, spark_versions
 from accelerator.query.history import listen
 from accelerator.query.rewriter import Rewriter
+from accelerator.runtime import application, jvm, spark_versions
 from accelerator.runtime.settings import ENABLED
 
 log = logging.getLogger("accelerator.query.session")
 SUSPENDED = "spark.accelerator.suspended"   # see AcceleratorRule.SUSPENDED_KEY
 CAPTURING = "spark.accelerator.capturing"   # see AcceleratorRule.CAPTURING_KEY
 _lock = threading.Lock()
-_rewriters: dict[int, tuple[Any, Rewriter]] = {}   # per driver JVM: its SparkContext, rewriter
-_installed: set[int] = set()
 
 
 def rewriter(spark: Any) -> Rewriter:
     """The driver's rewriter, created and registered with the JVM rule on first use and again
     when the SparkContext changed (stopped and started anew in this process): a rewriter
     reads indexes through the session it was made with."""
-    key = id(spark.sparkContext._gateway)
+    app = application.of(spark)
     with _lock:
-        context, found = _rewriters.get(key, (None, None))
-        if found is None or context is not spark.sparkContext:
-            gateway = spark.sparkContext._gateway
-            ensure_callback_server_started(gateway)
-            found = Rewriter(spark)
-            jvm.helpers(spark).builder.setRewriter(found)
-            _rewriters[key] = (spark.sparkContext, found)
-        return found
+        if app.rewriter is None or app.rewriter_context is not spark.sparkContext:
+            ensure_callback_server_started(spark.sparkContext._gateway)
+            app.rewriter = Rewriter(spark)
+            app.rewriter_context = spark.sparkContext
+            jvm.helpers(spark).builder.setRewriter(app.rewriter)
+        return app.rewriter
 
 
 def install(spark: Any) -> Rewriter:
@@ -46,15 +42,16 @@ def install(spark: Any) -> Rewriter:
     found = rewriter(spark)
     extensions = spark._jsparkSession.extensions()
     key = int(spark.sparkContext._jvm.java.lang.System.identityHashCode(extensions))
+    installed = application.of(spark).installed
     with _lock:
-        if key not in _installed:
+        if key not in installed:
             spark_versions.check_session(spark)
             helpers = jvm.helpers(spark)
             if not helpers.preinstalled:   # else spark.sql.extensions injected it already
                 extensions.injectPreCBORule(helpers.builder)
                 # the physical operators it plans travel inside tasks: executors need the jar
                 spark._jsc.addJar(str(jvm.session_jar(spark)))
-            _installed.add(key)
+            installed.add(key)
     return found
 
 
@@ -81,7 +78,8 @@ def is_enabled(spark: Any) -> bool:
     """Whether queries of ``spark`` are rewritten."""
     extensions = spark._jsparkSession.extensions()
     key = int(spark.sparkContext._jvm.java.lang.System.identityHashCode(extensions))
-    return key in _installed and spark.conf.get(ENABLED, "false").lower() == "true"
+    return (key in application.of(spark).installed
+            and spark.conf.get(ENABLED, "false").lower() == "true")
 
 
 @contextlib.contextmanager

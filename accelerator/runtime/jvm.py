@@ -24,10 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from accelerator.runtime import application
 from indexes.errors import JvmSetupError
 from indexes.fs import HadoopFs
 
-log = logging.getLogger("accelerator.jvm")
+log = logging.getLogger("accelerator.runtime.jvm")
 
 SOURCE_DIR = Path(__file__).parent / "java" / "src"
 SCALA_DIRS = {v: Path(__file__).parent / "java" / f"scala-{v}" for v in ("2.12", "2.13")}
@@ -36,7 +37,6 @@ MAX_RELEASE = 17     # the classes need nothing newer; a newer JVM runs them
 PACKAGE = "accelerator.jvm"
 EXTENSIONS_CLASS = f"{PACKAGE}.AcceleratorExtensions"
 _lock = threading.Lock()
-_loaded: dict[int, "JvmHelpers"] = {}
 
 
 @dataclass
@@ -191,11 +191,10 @@ def helpers(spark: Any) -> JvmHelpers:
     so the rewriter is registered with the rule Spark injected.
     """
     jvm = spark.sparkContext._jvm
-    key = id(spark.sparkContext._gateway)
+    app = application.of(spark)
     with _lock:
-        found = _loaded.get(key)
-        if found is not None:
-            return found
+        if app.jvm is not None:
+            return app.jvm
         gateway = spark.sparkContext._gateway
         spark_loader = jvm.org.apache.spark.util.Utils.getContextOrSparkClassLoader()
         preinstalled = configured_by_extensions(spark)
@@ -221,7 +220,7 @@ def helpers(spark: Any) -> JvmHelpers:
                            cache=new("CacheServing"), metrics=new("QueryMetrics"),
                            files=new("BulkFiles"),
                            preinstalled=preinstalled)
-        _loaded[key] = found
+        app.jvm = found
         _quick_answers(gateway, new)
         return found
 

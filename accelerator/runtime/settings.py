@@ -11,7 +11,7 @@ import functools
 import os
 import tempfile
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, ClassVar
 
 from indexes.kind import HybridScan
 from rules.history.recorder import DEFAULT_FLUSH_INTERVAL_S
@@ -208,6 +208,8 @@ class Settings:
     lineage: bool                 # new covering indexes record each row's source file
     optimize_bytes: int           # bytes after which optimizeIndex(mode="quick") takes no more files
     vacuum_retention_seconds: float   # vacuumIndex keeps versions replaced less long ago
+    #: the setting of ``vacuum_retention_seconds``, as messages name it
+    vacuum_retention_key: ClassVar[str] = VACUUM_RETENTION
     broadcast_threshold: int      # bytes; negative: Spark never broadcasts by size
     bucketing: bool
     cache_path: str

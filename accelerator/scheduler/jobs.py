@@ -36,10 +36,10 @@ from typing import Callable
 
 from pyspark.sql import functions as F
 
-from accelerator.engine.advisor import Advisor
 from accelerator.context import AcceleratorContext
-from accelerator.scheduler.config import Job, JobError, SchedulerConfig, partition_window
+from accelerator.engine.advisor import Advisor
 from accelerator.runtime.settings import JOBS_POOL, POOL_PROPERTY
+from accelerator.scheduler.config import Job, JobError, SchedulerConfig, partition_window
 from indexes import kinds
 from indexes.kind import IoStats
 from indexes.log import IndexState, now_ms

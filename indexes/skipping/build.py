@@ -14,13 +14,13 @@ from pyspark.sql import DataFrame, functions as F
 from indexes.errors import InvalidIndexConfigError
 from indexes.plan import chain, output_attributes, parse_plan
 from indexes.skipping import ir
-from indexes.skipping.config import DataSkippingIndexConfig, MinMaxSketch, sketchable
 from indexes.skipping import values as V
+from indexes.skipping.config import DataSkippingIndexConfig, MinMaxSketch, sketchable
 from indexes.skipping.stats import ColumnStats, FileStats, SketchSpec, StatsAccumulator, bounded
 from indexes.skipping.store import FileEntry, RowGroup
 from indexes.source import file_uri, hadoop_path, local_path
 
-log = logging.getLogger("accelerator.skipping")
+log = logging.getLogger("accelerator.indexes.skipping.build")
 
 FILE_COLUMN = "__accelerator_file"
 # Up to this many files, the driver reads the Parquet footers itself.

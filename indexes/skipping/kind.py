@@ -7,11 +7,11 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
+from indexes.errors import InvalidIndexConfigError
 from indexes.kind import BuildJob, IndexKind, IoStats, MatchContext, Serving, SpecCheck
 from indexes.plan import PlanNode
 from indexes.skipping import ir, match
 from indexes.skipping.build import compute_stats, resolve_sketches, session_ansi, sketch_specs
-from indexes.errors import InvalidIndexConfigError
 from indexes.skipping.config import (KIND, SKETCH_CLASSES, BloomFilterSketch,
                                      DataSkippingIndexConfig, MinMaxSketch, ValueListSketch)
 from indexes.skipping.store import FileEntry, read_table, write_table

@@ -22,7 +22,7 @@ from typing import Callable, Collection, Sequence
 from rules.history.records import ExecutedJoin, QueryRecord
 from rules.history.records import scheme_less
 
-log = logging.getLogger("accelerator.query.history.executions")
+log = logging.getLogger("accelerator.history.executions")
 
 __all__ = ["Execution", "ExecutionFeed", "JoinRun", "Scan", "parse_executions",
            "with_execution"]

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 
 from rules.history.records import HISTORY_SCHEMA, PARTITION_COLUMN, QueryRecord, history_path
 
-log = logging.getLogger("accelerator.query.history.reader")
+log = logging.getLogger("accelerator.history.reader")
 
 __all__ = ["RecordCache", "history_files", "read_history_table", "read_records"]
 
@@ -83,7 +83,7 @@ def read_history_table(fs: Any, system_path: str, since: date | None = None) -> 
 
     Empty, with that schema, when nothing was written. A file that cannot be read (left by a
     crashed writer, or removed meanwhile) is skipped with a warning on
-    ``accelerator.query.history.reader``.
+    ``accelerator.history.reader``.
     """
     tables: list[pa.Table] = []
     days: list[date] = []

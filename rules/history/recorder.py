@@ -21,10 +21,10 @@ from typing import Any, Iterable, Sequence
 from cachetools import FIFOCache
 
 from rules.history.executions import ExecutionFeed, with_execution
-from rules.history.records import HISTORY_SCHEMA, PARTITION_COLUMN, QueryRecord, history_path
 from rules.history.plan_analysis import Plan, RelationDescriptions, extract_record
+from rules.history.records import HISTORY_SCHEMA, PARTITION_COLUMN, QueryRecord, history_path
 
-log = logging.getLogger("accelerator.query.history.recorder")
+log = logging.getLogger("accelerator.history.recorder")
 
 __all__ = ["DEFAULT_FLUSH_INTERVAL_S", "HistoryRecorder"]
 
@@ -74,7 +74,7 @@ class HistoryRecorder:
     holds ``max_buffer`` records, every ``flush_interval_s`` seconds, and at :meth:`close` or
     interpreter exit. Files are written under a hidden temporary name and renamed into place
     when ``fs`` has a ``rename`` method, so readers never see a partial file. A failed write is
-    logged on ``accelerator.query.history.recorder`` and its records are dropped.
+    logged on ``accelerator.history.recorder`` and its records are dropped.
 
     With a ``feed`` of execution reports, each write first takes the executions of the queries
     recorded with :meth:`record_plan` (the latest :data:`_PLANNED_KEPT`): a planning record

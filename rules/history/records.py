@@ -1,10 +1,11 @@
 """The query history model: one :class:`QueryRecord` per query the accelerator's rewrite hook sees.
 
-Records are stored as Parquet under ``<system path>/_history/date=YYYY-MM-DD/`` (``timestamp`` in
-epoch milliseconds, ``date`` its UTC day): :mod:`rules.history.plan_analysis` extracts them from plans,
-:mod:`rules.history.recorder` writes them and :mod:`rules.history.reader` reads them back through a file-system
-object; ``accelerator.query.history`` reads them as a Spark DataFrame. This module is pure Python
-(pyarrow only, no pyspark), so the rule engine's logic stays testable without a JVM.
+Records are stored as Parquet under ``<system path>/_history/date=YYYY-MM-DD/`` (``timestamp``
+in epoch milliseconds, ``date`` its UTC day): :mod:`rules.history.plan_analysis` extracts them
+from plans, :mod:`rules.history.recorder` writes them and :mod:`rules.history.reader` reads them
+back through a file-system object; ``accelerator.query.history`` reads them as a Spark
+DataFrame. This module is pure Python (pyarrow only, no pyspark), so the rule engine's logic
+stays testable without a JVM.
 
 Column names are dotted paths from the relation's attribute through the struct fields accessed,
 e.g. ``nested.nst.field1``; a predicate on a JSON path of a column names the expression in Spark

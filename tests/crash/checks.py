@@ -16,7 +16,7 @@ from typing import Any
 
 from accelerator import Hyperspace
 from accelerator.cache.tier import tier_for
-from accelerator.query.catalog import CATALOG
+from accelerator.query.catalog import catalog
 from accelerator.runtime.settings import Settings
 from indexes import kinds
 from indexes.fs import HadoopFs
@@ -37,7 +37,7 @@ def _uri(path: str) -> str:
 def _fresh(spark: Any) -> Any:
     """Forgets what this process cached of the indexes and the cache manifest (another process
     changed them); the cache tier."""
-    CATALOG.invalidate()
+    catalog(spark).invalidate()
     tier = tier_for(HadoopFs(spark), Settings.of_session(spark).cache_path)
     tier.reload()
     return tier

@@ -1,49 +1,30 @@
-"""The index operations behind the facade: each validates its input, runs one lifecycle action
-(builds through the index's kind, with the rewrite suspended for the session), writes an event,
-and reports what it did as an :class:`OperationResult`.
+"""The index operations as actions (after Hyperspace's ``actions/``): each validates its input,
+runs one lifecycle action (:mod:`indexes.lifecycle`: validate → begin → op → end) through the
+index's kind (:mod:`indexes.kinds`), writes an event and reports what it did as an
+:class:`OperationResult`.
 
-A no-op (nothing to refresh or compact) writes nothing and says so in its result. A failed
-operation is rolled back by the lifecycle, recorded as a failed event, and its error raised.
+What an action needs of the engine that reads sources (Spark) comes through a
+:class:`SourcePort`: describing and reading a source, preparing the executors for a kind's
+builds, suspending the query rewrite while a build reads the source, and hearing that the set of
+indexes changed. A no-op (nothing to refresh or compact) writes nothing and says so in its
+result. A failed operation is rolled back by the lifecycle, recorded as a failed event, and its
+error raised.
 """
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, ContextManager, Protocol
 
-from pyspark.errors import AnalysisException
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import StructField, StructType, _parse_datatype_json_value
-
-from accelerator.runtime import jvm, workers
-from accelerator.query import session
-from accelerator.query.catalog import CATALOG
-from accelerator.runtime.settings import VACUUM_RETENTION, Settings
 from indexes import kinds
-from indexes.errors import (
-    IndexOperationError,
-    IndexStateError,
-    InvalidIndexConfigError,
-    SourceNotFoundError,
-    UnsupportedSourceError,
-)
+from indexes.errors import IndexOperationError, IndexStateError, InvalidIndexConfigError
 from indexes.events import EventLog
-from indexes.fs import HadoopFs
 from indexes.kind import REFRESH_MODES, BuildJob, IndexKind, IoStats
 from indexes.lifecycle import IndexLifecycle
 from indexes.log import IndexLogEntry, IndexState, now_ms
-from indexes.plan import LOGICAL_RELATION, parse_plan
-from indexes.source import (
-    file_changes,
-    read_options,
-    relation_schema,
-    source_mismatch,
-    source_name,
-    table_change,
-)
+from indexes.source import file_changes, source_mismatch
 
-log = logging.getLogger("accelerator.operations.indexes")
+log = logging.getLogger("accelerator.indexes.actions")
 
 #: the key of an index's config naming the rule engine's instruction that created it:
 #: "engine" (its own choice) or "user" (a user rule); absent for an index created by hand
@@ -66,7 +47,7 @@ class OperationResult:
 
 @dataclass
 class _Outcome:
-    """What an operation's action hands back to :meth:`IndexOperations._run`."""
+    """What an operation's action hands back to :meth:`IndexActions._run`."""
 
     entry: IndexLogEntry
     read: IoStats
@@ -75,19 +56,45 @@ class _Outcome:
     events_io: tuple[dict, dict] | None = None   # the event's input and output (default: read, written)
 
 
-class IndexOperations:
-    """The operations on the indexes of one SparkSession's system path."""
+class SourcePort(Protocol):
+    """What the actions need of the engine that reads the sources (one session's)."""
 
-    def __init__(self, spark: SparkSession, fs: HadoopFs | None = None):
-        self.spark = spark
-        self.fs = fs or HadoopFs(spark)
+    spark: Any
+    fs: Any     # an indexes.fs file system
 
-    # --- shared -------------------------------------------------------------------------
-    def settings(self) -> Settings:
-        return Settings.of_session(self.spark)
+    def settings(self) -> Any:
+        """The session's settings now (``system_path``, ``optimize_bytes``,
+        ``vacuum_retention_seconds`` and its key, and what the kinds' ``resolve`` reads)."""
+
+    def describe_source(self, df: Any) -> dict:
+        """The description of the file source ``df`` reads directly."""
+
+    def read_source(self, entry: IndexLogEntry) -> Any:
+        """An index's source read again as it was when the index was built."""
+
+    def prepare_executors(self, kind: IndexKind) -> None:
+        """Makes the executors ready to run ``kind``'s builds."""
+
+    def suspended(self) -> ContextManager[None]:
+        """No rewriting of this thread's queries while the block runs."""
+
+    def changed(self) -> None:
+        """The set of indexes or their versions changed."""
+
+
+class IndexActions:
+    """The operations on the indexes of one session's system path, through ``port``."""
+
+    def __init__(self, port: SourcePort):
+        self._port = port
+
+    def settings(self) -> Any:
+        """The session's settings now."""
+        return self._port.settings()
 
     def lifecycle(self) -> IndexLifecycle:
-        return IndexLifecycle(self.fs, self.settings().system_path)
+        """The index logs of the session's system path."""
+        return IndexLifecycle(self._port.fs, self.settings().system_path)
 
     def _target(self, name: str, operation: str, mode: str,
                 modes: tuple[str, ...]) -> tuple[IndexLifecycle, IndexLogEntry, IndexKind]:
@@ -99,29 +106,13 @@ class IndexOperations:
         lifecycle = self.lifecycle()
         entry = lifecycle.get(name)
         lifecycle.reject_busy(entry, operation)
-        return lifecycle, entry, self._kind(entry)
-
-    def _kind(self, entry: IndexLogEntry) -> IndexKind:
-        kind = kinds.kind_of(entry)
-        if kind is None:
-            raise IndexStateError(
-                f"index '{entry.name}' is of kind '{entry.kind}', which this version of the "
-                "accelerator does not know; delete and vacuum it, or upgrade")
-        return kind
-
-    def changed(self) -> None:
-        """Forgets the cached index list and reloads it, so the JVM rule knows at once which
-        sources are indexed (it describes their files in the payload of the next query)."""
-        CATALOG.invalidate()
-        rewriter = session.rewriter(self.spark)
-        rewriter.forget_answers()
-        rewriter.active_indexes(self.settings())
+        return lifecycle, entry, _known_kind(entry)
 
     def _run(self, operation: str, index: str, mode: str, failed_input: IoStats,
              action: Callable[[], _Outcome]) -> OperationResult:
         """Runs ``action`` timed; records its event (a failed one with ``failed_input`` as
         what it read, then the error is raised unchanged)."""
-        events = EventLog(self.fs, self.settings().system_path)
+        events = EventLog(self._port.fs, self.settings().system_path)
         started = now_ms()
         try:
             outcome = action()
@@ -138,7 +129,7 @@ class IndexOperations:
                             exc_info=True)
             raise
         finally:
-            self.changed()
+            self._port.changed()
         finished = now_ms()
         inputs, outputs = outcome.events_io or (outcome.read.to_json(), outcome.written.to_json())
         try:
@@ -161,116 +152,23 @@ class IndexOperations:
         the rewrite suspended for the session's queries of this thread."""
         def run(data_path: str) -> tuple[dict, dict]:
             job.data_path = data_path
-            with session.suspended(self.spark):
+            with self._port.suspended():
                 return build(job)
         return run
 
-    def prepare_executors(self, kind: IndexKind) -> None:
-        """Makes the executors ready to run the Python code of ``kind``'s builds (before any
-        index state is written): the ``indexes`` package shipped, the workers' interpreter
-        chosen, the modules the builds import checked."""
-        workers.prepare(self.spark, kind.executor_modules)
-
-    def _job(self, kind: IndexKind, df: DataFrame | None, config: dict, source: dict,
+    def _job(self, kind: IndexKind, df: Any, config: dict, source: dict,
              previous: IndexLogEntry | None = None) -> BuildJob:
         """A build job, with the executors prepared for the kind's builds."""
-        self.prepare_executors(kind)
-        return BuildJob(self.spark, df, config, source, "", self.fs, previous)
-
-    # --- sources ------------------------------------------------------------------------
-    def describe_source(self, df: Any) -> dict:
-        """Description of the file source ``df`` reads directly, or UnsupportedSourceError."""
-        if not isinstance(df, DataFrame):
-            shown = f"{type(df).__name__} {df!r}" if isinstance(df, str) else type(df).__name__
-            raise UnsupportedSourceError(
-                f"an index is built over a DataFrame that reads files, such as "
-                f"spark.read.parquet(path); got {shown}")
-        analyzed = df._jdf.queryExecution().analyzed()
-        root = parse_plan(analyzed.toJSON())
-        while root.cls == "SubqueryAlias" and len(root.children) == 1:   # spark.table(name)
-            root = root.children[0]
-        if root.cls == "HiveTableRelation":
-            raise UnsupportedSourceError(
-                "indexes are not built over Hive SerDe tables; use a data source table "
-                "(CREATE TABLE ... USING parquet, or saveAsTable), or keep "
-                "spark.sql.hive.convertMetastoreParquet/Orc on so Spark reads the table as one")
-        plans = jvm.helpers(self.spark).plans
-        if root.cls != LOGICAL_RELATION or len(plans.fileRelations(analyzed)) != 1:
-            raise UnsupportedSourceError(
-                "indexes can only be built over a DataFrame that reads files directly, such as "
-                "spark.read.parquet(path) (also json, csv, orc; partitioned directories and glob "
-                "patterns are fine) or spark.table(name) of a data source table; this "
-                f"DataFrame's plan starts with {root.cls}. Create the index on the DataFrame "
-                "returned by spark.read or spark.table and apply filters or projections in "
-                "queries instead")
-        source = json.loads(plans.describe(analyzed, 0, 2))
-        if source.get("files") is None:
-            raise UnsupportedSourceError(
-                "indexes need a source whose files Spark lists itself (spark.read over paths, "
-                "or a catalog table); this relation uses a custom file index")
-        source["schema"] = relation_schema(root)
-        source["readSettings"] = json.loads(plans.currentReadSettings(self.spark._jsparkSession))
-        source["sparkVersion"] = self.spark.version   # named when an index built under another
-        return source                                 # Spark cannot serve this one
-
-    def source_problem(self, entry: IndexLogEntry) -> str | None:
-        """Why an index's source is gone (its catalog table dropped, renamed or moved, a root
-        path or every directory of its glob pattern removed), or None."""
-        source = entry.source
-        if source.get("table"):
-            return table_change(source, self._table(source["table"]))
-        if source.get("globPath"):
-            if not self.fs.glob(source["globPath"]):
-                return (f"no directory matches its glob pattern {source['globPath']}; "
-                        "restore one, or delete and vacuum the index")
-            return None
-        missing = [p for p in source.get("rootPaths", []) if not self.fs.exists(p)]
-        if missing:
-            return (f"its source path no longer exists: {', '.join(missing)}; restore it, or "
-                    "delete and vacuum the index")
-        return None
-
-    def _table(self, name: str) -> dict | None:
-        """The description (without files) of the catalog table now named ``name``, or None
-        when there is none or it is not a table of files."""
-        try:
-            analyzed = self.spark.table(name)._jdf.queryExecution().analyzed()
-        except AnalysisException:
-            return None
-        plans = jvm.helpers(self.spark).plans
-        if len(plans.fileRelations(analyzed)) != 1:
-            return None
-        return json.loads(plans.describe(analyzed, 0, 0))
-
-    def read_source(self, entry: IndexLogEntry) -> DataFrame:
-        """The source of an index read again as it was when the index was built: its catalog
-        table, or the same format, options and schema over its paths or glob pattern (so an
-        explicit schema or CSV options are kept), current files. SourceNotFoundError when the
-        source is gone (see :meth:`source_problem`)."""
-        problem = self.source_problem(entry)
-        if problem:
-            raise SourceNotFoundError(
-                f"the source of index '{entry.name}' is gone: {problem}")
-        source = entry.source
-        try:
-            if source.get("table"):
-                return self.spark.table(source["table"])
-            schema = StructType([StructField(name, _parse_datatype_json_value(t))
-                                 for name, t in source["schema"]])
-            return (self.spark.read.format(source["format"]).options(**read_options(source))
-                    .schema(schema).load(source.get("globPath") or source["rootPaths"]))
-        except AnalysisException as exc:   # e.g. removed between the check and the read
-            raise SourceNotFoundError(
-                f"the source of index '{entry.name}' ({source_name(source)}) cannot "
-                f"be read: {str(exc).splitlines()[0]}") from None
+        self._port.prepare_executors(kind)
+        return BuildJob(self._port.spark, df, config, source, "", self._port.fs, previous)
 
     # --- operations ---------------------------------------------------------------------
     def create(self, df: Any, config: Any, origin: str | None = None) -> OperationResult:
         """Creates an index; ``origin`` (``engine`` or ``user``: made by a rule) is recorded
         in its config as :data:`ORIGIN_KEY` (none: created by hand)."""
         kind = kinds.kind_for_config(config)
-        source = self.describe_source(df)
-        with session.suspended(self.spark):
+        source = self._port.describe_source(df)
+        with self._port.suspended():
             cfg = kind.resolve(df, config, source, self.settings())
         if origin is not None:
             cfg = {**cfg, ORIGIN_KEY: origin}
@@ -287,12 +185,12 @@ class IndexOperations:
 
     def refresh(self, name: str, mode: str) -> OperationResult:
         lifecycle, entry, kind = self._target(name, "refresh", mode, REFRESH_MODES)
-        df = self.read_source(entry)
-        source = self.describe_source(df)
+        df = self._port.read_source(entry)
+        source = self._port.describe_source(df)
         if (entry.state is IndexState.ACTIVE
                 and source_mismatch(entry.source, source, source["schema"]) is None
                 and (mode == "quick" or not entry.content.get("quickRefresh"))
-                and (mode != "full" or kind.session_difference(entry, self.spark) is None)):
+                and (mode != "full" or kind.session_difference(entry, self._port.spark) is None)):
             return self._noop(entry, "refresh", "the index is up to date with its source; "
                                                 "nothing to refresh")
         if mode != "full":
@@ -323,7 +221,7 @@ class IndexOperations:
                 f"cannot optimize index '{entry.name}': it is {entry.state}, and optimize needs "
                 "it ACTIVE")
         job = self._job(kind, None, entry.config, entry.source, entry)
-        with session.suspended(self.spark):
+        with self._port.suspended():
             chosen = kind.optimize_selection(entry, mode, self.settings().optimize_bytes, job)
         if not chosen:
             return self._noop(entry, "optimize", f"no data files to compact (mode={mode})")
@@ -354,7 +252,8 @@ class IndexOperations:
         return self._run("cancel", name, "", IoStats(), action)
 
     def vacuum(self, name: str, retention_seconds: float | None) -> OperationResult:
-        retention = (self.settings().vacuum_retention_seconds if retention_seconds is None
+        settings = self.settings()
+        retention = (settings.vacuum_retention_seconds if retention_seconds is None
                      else retention_seconds)
         if not isinstance(retention, (int, float)) or not retention >= 0:
             raise InvalidIndexConfigError(
@@ -367,14 +266,14 @@ class IndexOperations:
                 return _Outcome(final, IoStats(), IoStats(),
                                 "removed the index and its data for good")
             return self._run("vacuum", entry.name, "all", IoStats(), remove)
-        kind = self._kind(entry)
+        kind = _known_kind(entry)
 
         def outdated() -> _Outcome:
             removed, kept = lifecycle.vacuum_outdated(name, kind.data_dirs, int(retention * 1000))
             message = f"removed {len(removed)} unreferenced data versions"
             if kept:
                 message += (f"; kept {len(kept)} replaced less than {retention:g} s ago "
-                            f"({VACUUM_RETENTION}): {', '.join(kept)}")
+                            f"({settings.vacuum_retention_key}): {', '.join(kept)}")
             return _Outcome(lifecycle.get(name), IoStats(), IoStats(), message)
         return self._run("vacuum", entry.name, "outdated", IoStats(), outdated)
 
@@ -397,3 +296,13 @@ def _data_stats(entry: IndexLogEntry) -> dict:
 def _data_stats_io(entry: IndexLogEntry) -> IoStats:
     kind = kinds.kind_of(entry)
     return IoStats() if kind is None else kind.data_stats(entry.content)
+
+
+def _known_kind(entry: IndexLogEntry) -> IndexKind:
+    """The kind of ``entry``; IndexStateError for a kind this version does not know."""
+    kind = kinds.kind_of(entry)
+    if kind is None:
+        raise IndexStateError(
+            f"index '{entry.name}' is of kind '{entry.kind}', which this version of the "
+            "accelerator does not know; delete and vacuum it, or upgrade")
+    return kind

@@ -1,0 +1,144 @@
+"""The Spark side of the index operations: the :class:`~indexes.actions.SourcePort` of one
+session. It describes the file source a DataFrame reads (through the JVM's plan helpers), reads
+an index's source again as it was built, tells why a source is gone, prepares the executors for
+a kind's builds, suspends the rewrite while builds read, and tells the rewriter when the indexes
+changed."""
+from __future__ import annotations
+
+import contextlib
+import json
+from typing import Any, Iterator
+
+from pyspark.errors import AnalysisException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructField, StructType, _parse_datatype_json_value
+
+from accelerator.query import session
+from accelerator.query.catalog import catalog
+from accelerator.runtime import jvm, workers
+from accelerator.runtime.settings import Settings
+from indexes.errors import SourceNotFoundError, UnsupportedSourceError
+from indexes.fs import HadoopFs
+from indexes.kind import IndexKind
+from indexes.log import IndexLogEntry
+from indexes.plan import LOGICAL_RELATION, parse_plan
+from indexes.source import read_options, relation_schema, source_name, table_change
+
+
+class SparkSources:
+    """The source port of one SparkSession (see the module docstring)."""
+
+    def __init__(self, spark: SparkSession, fs: HadoopFs | None = None):
+        self.spark = spark
+        self.fs = fs or HadoopFs(spark)
+
+    def settings(self) -> Settings:
+        """The session's accelerator settings as they are now."""
+        return Settings.of_session(self.spark)
+
+    @contextlib.contextmanager
+    def suspended(self) -> Iterator[None]:
+        """No rewriting of this thread's queries on the session while the block runs."""
+        with session.suspended(self.spark):
+            yield
+
+    def changed(self) -> None:
+        """Forgets the cached index list and reloads it, so the JVM rule knows at once which
+        sources are indexed (it describes their files in the payload of the next query)."""
+        catalog(self.spark).invalidate()
+        rewriter = session.rewriter(self.spark)
+        rewriter.forget_answers()
+        rewriter.active_indexes(self.settings())
+
+    def prepare_executors(self, kind: IndexKind) -> None:
+        """Makes the executors ready to run the Python code of ``kind``'s builds (before any
+        index state is written): the ``indexes`` package shipped, the workers' interpreter
+        chosen, the modules the builds import checked."""
+        workers.prepare(self.spark, kind.executor_modules)
+
+    def describe_source(self, df: Any) -> dict:
+        """Description of the file source ``df`` reads directly, or UnsupportedSourceError."""
+        if not isinstance(df, DataFrame):
+            shown = f"{type(df).__name__} {df!r}" if isinstance(df, str) else type(df).__name__
+            raise UnsupportedSourceError(
+                f"an index is built over a DataFrame that reads files, such as "
+                f"spark.read.parquet(path); got {shown}")
+        analyzed = df._jdf.queryExecution().analyzed()
+        root = parse_plan(analyzed.toJSON())
+        while root.cls == "SubqueryAlias" and len(root.children) == 1:   # spark.table(name)
+            root = root.children[0]
+        if root.cls == "HiveTableRelation":
+            raise UnsupportedSourceError(
+                "indexes are not built over Hive SerDe tables; use a data source table "
+                "(CREATE TABLE ... USING parquet, or saveAsTable), or keep "
+                "spark.sql.hive.convertMetastoreParquet/Orc on so Spark reads the table as one")
+        plans = jvm.helpers(self.spark).plans
+        if root.cls != LOGICAL_RELATION or len(plans.fileRelations(analyzed)) != 1:
+            raise UnsupportedSourceError(
+                "indexes can only be built over a DataFrame that reads files directly, such as "
+                "spark.read.parquet(path) (also json, csv, orc; partitioned directories and glob "
+                "patterns are fine) or spark.table(name) of a data source table; this "
+                f"DataFrame's plan starts with {root.cls}. Create the index on the DataFrame "
+                "returned by spark.read or spark.table and apply filters or projections in "
+                "queries instead")
+        source = json.loads(plans.describe(analyzed, 0, 2))
+        if source.get("files") is None:
+            raise UnsupportedSourceError(
+                "indexes need a source whose files Spark lists itself (spark.read over paths, "
+                "or a catalog table); this relation uses a custom file index")
+        source["schema"] = relation_schema(root)
+        source["readSettings"] = json.loads(plans.currentReadSettings(self.spark._jsparkSession))
+        source["sparkVersion"] = self.spark.version   # named when an index built under another
+        return source                                 # Spark cannot serve this one
+
+    def source_problem(self, entry: IndexLogEntry) -> str | None:
+        """Why an index's source is gone (its catalog table dropped, renamed or moved, a root
+        path or every directory of its glob pattern removed), or None."""
+        source = entry.source
+        if source.get("table"):
+            return table_change(source, self._table(source["table"]))
+        if source.get("globPath"):
+            if not self.fs.glob(source["globPath"]):
+                return (f"no directory matches its glob pattern {source['globPath']}; "
+                        "restore one, or delete and vacuum the index")
+            return None
+        missing = [p for p in source.get("rootPaths", []) if not self.fs.exists(p)]
+        if missing:
+            return (f"its source path no longer exists: {', '.join(missing)}; restore it, or "
+                    "delete and vacuum the index")
+        return None
+
+    def _table(self, name: str) -> dict | None:
+        """The description (without files) of the catalog table now named ``name``, or None
+        when there is none or it is not a table of files."""
+        try:
+            analyzed = self.spark.table(name)._jdf.queryExecution().analyzed()
+        except AnalysisException:
+            return None
+        plans = jvm.helpers(self.spark).plans
+        if len(plans.fileRelations(analyzed)) != 1:
+            return None
+        return json.loads(plans.describe(analyzed, 0, 0))
+
+    def read_source(self, entry: IndexLogEntry) -> DataFrame:
+        """The source of an index read again as it was when the index was built: its catalog
+        table, or the same format, options and schema over its paths or glob pattern (so an
+        explicit schema or CSV options are kept), current files. SourceNotFoundError when the
+        source is gone (see :meth:`source_problem`)."""
+        problem = self.source_problem(entry)
+        if problem:
+            raise SourceNotFoundError(
+                f"the source of index '{entry.name}' is gone: {problem}")
+        source = entry.source
+        try:
+            if source.get("table"):
+                return self.spark.table(source["table"])
+            schema = StructType([StructField(name, _parse_datatype_json_value(t))
+                                 for name, t in source["schema"]])
+            return (self.spark.read.format(source["format"]).options(**read_options(source))
+                    .schema(schema).load(source.get("globPath") or source["rootPaths"]))
+        except AnalysisException as exc:   # e.g. removed between the check and the read
+            raise SourceNotFoundError(
+                f"the source of index '{entry.name}' ({source_name(source)}) cannot "
+                f"be read: {str(exc).splitlines()[0]}") from None
+
