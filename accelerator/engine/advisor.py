@@ -1,5 +1,5 @@
 """The rule engine's Spark side: mine the history of a system path into instructions, and carry
-them out through the public API.
+them out through the operations of the session's context.
 
 :class:`Advisor` reads the recorded queries (:mod:`rules.history.reader`), turns them into demand
 (:mod:`rules.extractor`), profiles the demanded sources (:mod:`accelerator.engine.profiling`), asks the
