@@ -4,9 +4,10 @@ An :class:`AcceleratorContext` holds the session, its file system, the Spark sid
 the index operations (:class:`indexes.actions.IndexActions` over those sources) and the cache
 operations, and answers the session's settings, the index lifecycle, the event log and
 the query history of its system path. The facade (:class:`accelerator.api.hyperspace.Hyperspace`)
-makes one and hands it to the rule engine's advisor, the scheduler and its job runner; none of
-them takes the facade or reaches into another's members. Settings are read at each call, so a
-``spark.conf.set`` between two calls counts.
+makes one and hands it to the rule engine's advisor, the scheduler and its job runner (the
+command line's scheduler commands make their own); none of them takes the facade or reaches into
+another's members. The operations return values; only :mod:`accelerator.api.rows` turns them
+into rows. Settings are read at each call, so a ``spark.conf.set`` between two calls counts.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The index operation log: one append-only sequence of JSON entries per index.
 
-Layout (see docs/architecture.md, section 5)::
+Layout (see docs/architecture.md, section 7, "On-disk layout")::
 
     <index path>/_log/0.json, 1.json, ...   one entry per lifecycle step, never rewritten
     <index path>/_log/latestStable          a copy of the newest entry in a stable state

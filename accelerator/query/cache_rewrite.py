@@ -25,7 +25,7 @@ NO_ENTRIES = UsedEntries((), 0)
 
 class CacheRewrite:
     """Serves relations from the cache of the session's cache path, through the JVM's
-    helpers (``helpers``: :class:`accelerator.jvm.JvmHelpers`); new snapshots of the cache
+    helpers (``helpers``: :class:`accelerator.runtime.jvm.JvmHelpers`); new snapshots of the cache
     publish their roots through ``roots``."""
 
     def __init__(self, fs: Any, helpers: Any, roots: IndexedRoots, files: RelationFiles):

@@ -1,7 +1,7 @@
 """Query history on Spark: the recorder of a session over Hadoop, the history as a DataFrame.
 
 The history itself (the record model, the plan analysis, the buffered recorder and the reader)
-is pure Python in :mod:`rules`; this module only binds it to a SparkSession.
+is pure Python in :mod:`rules.history`; this module only binds it to a SparkSession.
 """
 from __future__ import annotations
 

@@ -3,12 +3,13 @@
 The jar is never shipped prebuilt. On first use it is compiled with ``javac`` against the jars of
 the running pyspark into a per-user cache, keyed by a hash of the sources, the Spark version, its
 Scala version and the Java release, then loaded into the driver through a private class loader.
-The sources under ``jvm/src`` are shared; the few classes whose signatures name Scala
+The sources under ``java/src`` are shared; the few classes whose signatures name Scala
 collections (which differ between Scala 2.12, Spark 3.5, and 2.13, Spark 4) come from
-``jvm/scala-2.12`` or ``jvm/scala-2.13``, chosen by the ``scala-library`` jar beside Spark's. The
+``java/scala-2.12`` or ``java/scala-2.13``, chosen by the ``scala-library`` jar beside Spark's. The
 classes target the Java release the driver runs (11 for a Spark 3.5 on Java 11, at most 17).
-This module and the rewriter (:mod:`accelerator.query.rewriter` and the modules it runs) are the only
-ones that touch Catalyst objects through py4j.
+:class:`JvmHelpers` holds their instances in a driver: the rewriter
+(:mod:`accelerator.query.rewriter` and the modules it runs) edits plans through them; explain,
+warm-ups, source descriptions and the query history's listener call them too.
 """
 from __future__ import annotations
 

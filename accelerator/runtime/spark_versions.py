@@ -13,7 +13,8 @@ imported from the installed pyspark's version, so the rest of the code calls one
 - ``dataset_class``: the JVM's classic ``Dataset`` (``org.apache.spark.sql.classic`` from 4.0,
   ``org.apache.spark.sql`` before).
 
-The JVM side's differences (Scala 2.12 against 2.13 collections) are in :mod:`accelerator.jvm`.
+The JVM side's differences (Scala 2.12 against 2.13 collections) are in
+:mod:`accelerator.runtime.jvm`.
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Abstract interpretation of a filter over one file's statistics (docs/architecture.md, section 6).
+"""Abstract interpretation of a filter over one file's statistics (docs/architecture.md, section 8).
 
 Every IR node evaluates to a :class:`ResultSpec`: whether some row may give null, whether some
 row may raise, and a superset of the non-null values it may give (Empty, an inclusive range
