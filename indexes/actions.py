@@ -184,6 +184,8 @@ class IndexActions:
                          action)
 
     def refresh(self, name: str, mode: str) -> OperationResult:
+        """Brings index ``name`` up to date with its source (``mode``: full, incremental or
+        quick; see ``Hyperspace.refreshIndex``); a no-op when nothing changed."""
         lifecycle, entry, kind = self._target(name, "refresh", mode, REFRESH_MODES)
         df = self._port.read_source(entry)
         source = self._port.describe_source(df)
@@ -215,6 +217,8 @@ class IndexActions:
         return self._run("refresh", entry.name, mode, _data_stats_io(entry), action)
 
     def optimize(self, name: str, mode: str) -> OperationResult:
+        """Compacts the data files of index ``name`` that its kind selects in ``mode``; a
+        no-op when none qualify."""
         lifecycle, entry, kind = self._target(name, "optimize", mode, kinds.optimize_modes())
         if entry.state is not IndexState.ACTIVE:
             raise IndexStateError(
@@ -236,22 +240,27 @@ class IndexActions:
                                  sum(int(f[2]) for f in chosen)), action)
 
     def delete(self, name: str) -> OperationResult:
+        """Soft-deletes index ``name``: no longer used, its data kept."""
         return self._run("delete", name, "", IoStats(), lambda: _Outcome(
             self.lifecycle().delete(name), IoStats(), IoStats(),
             "deleted (soft): not used by queries; restoreIndex brings it back, vacuumIndex "
             "removes it"))
 
     def restore(self, name: str) -> OperationResult:
+        """Brings the deleted index ``name`` back into use."""
         return self._run("restore", name, "", IoStats(), lambda: _Outcome(
             self.lifecycle().restore(name), IoStats(), IoStats(), "restored: used by queries"))
 
     def cancel(self, name: str) -> OperationResult:
+        """Rolls back an operation on ``name`` that its process left unfinished."""
         def action() -> _Outcome:
             entry = self.lifecycle().cancel(name)
             return _Outcome(entry, IoStats(), IoStats(), f"rolled back to {entry.state}")
         return self._run("cancel", name, "", IoStats(), action)
 
     def vacuum(self, name: str, retention_seconds: float | None) -> OperationResult:
+        """Removes a deleted index for good, or an ACTIVE one's data versions replaced more
+        than ``retention_seconds`` ago (None: the session's setting)."""
         settings = self.settings()
         retention = (settings.vacuum_retention_seconds if retention_seconds is None
                      else retention_seconds)

@@ -4,14 +4,16 @@ driver JVM (its py4j gateway), made on first use by :func:`of`.
 Its fields are the state that must exist once per driver and outlive any one session or facade:
 the Java helpers loaded into the JVM, the rewriter the JVM rule calls back, the listener's feed
 of executed queries, which session extensions and listener managers hold the accelerator's
-objects, what the executors were given, and the cached index list. The modules that own each
+objects, and the cached index list. The modules that own each
 piece fill it in (each under a lock of its own: the JVM may call back into Python on another
 thread while one of them waits for it) and read it through :func:`of`.
 
-Two registries stay process-wide on purpose: the cache tiers (:mod:`accelerator.cache.tier`,
-one per cache path, shared by every session of the process and flushed when it exits) and the
-running schedulers (:mod:`accelerator.scheduler.service`, one per job store, which APScheduler's
-stored jobs name by path).
+Three registries are keyed otherwise on purpose: what the executors were given
+(:mod:`accelerator.runtime.workers`, per SparkContext: a context stopped and started anew in the
+same JVM needs them again), the cache tiers (:mod:`accelerator.cache.tier`, one per cache path,
+shared by every session of the process and flushed when it exits) and the running schedulers
+(:mod:`accelerator.scheduler.service`, one per job store, which APScheduler's stored jobs name by
+path).
 """
 from __future__ import annotations
 
@@ -36,10 +38,6 @@ class Application:
     feed: Any = None
     #: identity hash codes of the listener managers the listener is registered with
     listening: set[int] = field(default_factory=set)
-    #: SparkContexts (application id and start time) the ``indexes`` package was shipped to
-    shipped: set[str] = field(default_factory=set)
-    #: (SparkContext, executor interpreter, module) found importable on the executors
-    checked: set[tuple[str, str, str]] = field(default_factory=set)
     #: accelerator.query.catalog.IndexCatalog: the latest index logs per system path
     catalog: Any = None
 

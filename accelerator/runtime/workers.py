@@ -28,10 +28,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 import indexes
-from accelerator.runtime import application
 from indexes.errors import ExecutorEnvironmentError
 
 _lock = threading.Lock()
+_shipped: set[str] = set()
+_checked: set[tuple[str, str, str]] = set()   # (SparkContext, interpreter, module) found
 
 
 def _context(sc: Any) -> str:
@@ -60,12 +61,11 @@ def ship(spark: Any) -> None:
     """Adds the ``indexes`` package to the Python path of ``spark``'s executors (once)."""
     sc = spark.sparkContext
     key = _context(sc)
-    shipped = application.of(spark).shipped
     with _lock:
-        if key in shipped:
+        if key in _shipped:
             return
         sc.addPyFile(_package_zip())
-        shipped.add(key)
+        _shipped.add(key)
 
 
 def worker_python(master: str, env_python: str | None, conf_python: str | None,
@@ -125,8 +125,7 @@ def check_executors(spark: Any, modules: tuple[str, ...]) -> None:
     sc = spark.sparkContext
     python = sc.pythonExec
     key = _context(sc)
-    checked = application.of(spark).checked
-    todo = [m for m in modules if (key, python, m) not in checked]
+    todo = [m for m in modules if (key, python, m) not in _checked]
     if not todo:
         return
     try:
@@ -138,7 +137,7 @@ def check_executors(spark: Any, modules: tuple[str, ...]) -> None:
     if failed:
         raise _missing(python, failed)
     with _lock:
-        checked.update((key, python, m) for m in todo)
+        _checked.update((key, python, m) for m in todo)
 
 
 def prepare(spark: Any, modules: tuple[str, ...] = ()) -> None:
