@@ -5,9 +5,8 @@ a kind's builds, suspends the rewrite while builds read, and tells the rewriter 
 changed."""
 from __future__ import annotations
 
-import contextlib
 import json
-from typing import Any, Iterator
+from typing import Any, ContextManager
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
@@ -28,19 +27,17 @@ from indexes.source import read_options, relation_schema, source_name, table_cha
 class SparkSources:
     """The source port of one SparkSession (see the module docstring)."""
 
-    def __init__(self, spark: SparkSession, fs: HadoopFs | None = None):
+    def __init__(self, spark: SparkSession, fs: HadoopFs):
         self.spark = spark
-        self.fs = fs or HadoopFs(spark)
+        self.fs = fs
 
     def settings(self) -> Settings:
         """The session's accelerator settings as they are now."""
         return Settings.of_session(self.spark)
 
-    @contextlib.contextmanager
-    def suspended(self) -> Iterator[None]:
+    def suspended(self) -> ContextManager[None]:
         """No rewriting of this thread's queries on the session while the block runs."""
-        with session.suspended(self.spark):
-            yield
+        return session.suspended(self.spark)
 
     def changed(self) -> None:
         """Forgets the cached index list and reloads it, so the JVM rule knows at once which
