@@ -3,9 +3,10 @@ kind the same way (the kinds themselves are listed in :mod:`indexes.kinds`).
 
 A kind owns its config type, the build of its data (run by the lifecycle, never through the
 query-time rewriter), the query-time state it reads (loaded once per index version), its
-matching (a verdict per index and relation), how the rewriter serves an applicable verdict,
-and its row in ``indexes()``. Verdicts are either ``indexes.source.NotApplicable`` (a stable
-code and a reason) or an applicable verdict of the kind, which has ``index``,
+matching (a verdict per index and relation), how an applicable verdict is served (through
+a :class:`PlanSurgery` port onto the JVM plan), and its row in ``indexes()``. Verdicts are
+either ``indexes.source.NotApplicable`` (a stable code and a reason) or an applicable verdict of
+the kind, which has ``index``,
 ``applicable = True``, ``cost`` (what serving it reads, to compare kinds that prune),
 ``explain_line()`` (explain's "Indexes used" line) and ``applied_reason()`` (whyNot's APPLIED
 sentence); a pruning kind's (:attr:`Serving.PRUNE`) also has ``kept`` (the paths of the files
@@ -17,7 +18,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from indexes.errors import InvalidIndexConfigError
 from indexes.plan import PlanNode
@@ -35,6 +36,37 @@ class Serving(str, Enum):
 
     REPLACE = "replace"   # the relation is replaced by a relation over the index's data
     PRUNE = "prune"       # the relation keeps its schema, its file list shrinks
+
+
+class PlanSurgery(Protocol):
+    """What a kind may do to a query's JVM plan when it serves a relation (implemented over
+    the Java helpers by :mod:`accelerator.query.index_serving`); relations and plans are JVM
+    objects the kind only passes on."""
+
+    def prune_files(self, plan: Any, ordinal: int, kept: list[str],
+                    row_group_lines: str) -> Any:
+        """The plan with relation ``ordinal`` reading only the ``kept`` files (and, per
+        ``row_group_lines``, only those row groups of them)."""
+
+    def read_parquet(self, schema_json: str, dirs: list[str], files_glob: str | None) -> Any:
+        """A relation over the Parquet files of ``dirs`` (those matching ``files_glob``)."""
+
+    def bucketed(self, relation: Any, num_buckets: int, columns: list[str], sorted_scan: bool,
+                 groups: int) -> Any:
+        """``relation`` bucketed by ``columns`` into ``num_buckets`` (a sorted scan reports the
+        buckets' sort order; ``groups`` reads them in that many groups, unsorted)."""
+
+    def replace_relation(self, plan: Any, ordinal: int, relation: Any, *, specs: list[str],
+                         restore_order: bool, appended: list[str], deleted_ids: list[int],
+                         deltas: Any, bucket_union: bool, lookup_buckets: int) -> Any:
+        """The plan with relation ``ordinal`` replaced by ``relation``: its columns mapped by
+        ``specs`` (the output order restored when ``restore_order``), ``appended`` source
+        files read beside it and rows of ``deleted_ids`` (lineage) dropped (hybrid scan), the
+        ``deltas`` relation unioned by bucket (with a bucket union when ``bucket_union``), and
+        a lookup reading ``lookup_buckets`` buckets as plain files (0: none)."""
+
+    def per_version(self, entry: Any, key: Any, make: Callable[[], Any]) -> Any:
+        """``make()`` kept for ``entry``'s index version under ``key``."""
 
 
 @dataclass(frozen=True)
@@ -184,6 +216,14 @@ class IndexKind(ABC):
     def needs_files(self, entry: Any, fingerprint: str | None, settings: Any) -> bool:
         """Whether matching ``entry`` needs the relation's file list."""
         return self.serving is Serving.PRUNE
+
+    def serve(self, plan: Any, ordinal: int, verdict: Any, surgery: PlanSurgery,
+              join_groups: int | None, settings: Any, payload: dict) -> Any:
+        """The plan with relation ``ordinal`` served from ``verdict``'s index; ``join_groups``
+        is set when the join rule serves it (the partitions its buckets are read in). A
+        pruning kind's relation reads only the files (and row groups) the verdict kept;
+        replacing kinds implement their own."""
+        return surgery.prune_files(plan, ordinal, verdict.kept, verdict.row_group_lines())
 
     @abstractmethod
     def columns(self, entry: Any) -> tuple[list[str], list[str]]:

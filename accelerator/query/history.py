@@ -63,10 +63,11 @@ def new_recorder(spark: Any, system_path: str, fs: HadoopFs | None = None) -> Hi
 
 
 def read_history(spark: Any, system_path: str) -> Any:
-    """All recorded queries as a DataFrame: the columns of :data:`rules.history.records.HISTORY_SCHEMA`,
-    with ``timestamp`` as a TIMESTAMP (stored as epoch milliseconds), plus ``date`` (DATE, the
-    UTC day of the record). Empty, with that schema, when nothing was written. Unreadable files
-    (e.g. left by a crashed writer) are skipped."""
+    """All recorded queries as a DataFrame: the columns of
+    :data:`rules.history.records.HISTORY_SCHEMA`, with ``timestamp`` as a TIMESTAMP (stored as
+    epoch milliseconds), plus ``date`` (DATE, the UTC day of the record). Empty, with that
+    schema, when nothing was written. Unreadable files (e.g. left by a crashed writer) are
+    skipped."""
     from pyspark.errors import AnalysisException
     from pyspark.sql import functions as F
 

@@ -4,12 +4,13 @@ files serve a plan, applies them and has the plan recorded in the query history.
 The JVM rule (``AcceleratorRule``) calls :meth:`Rewriter.apply` with an optimized plan that
 reads files under a root some index or the cache is over (:mod:`accelerator.query.indexed_roots`),
 and a payload holding the plan's JSON, the session's settings and its file relations; the plans
-it does not hand over reach the history through :mod:`accelerator.query.deferred`. The analysis is
-pure Python: the choice of an index per relation (:mod:`accelerator.query.relation_choice`), the join
-rule (:mod:`accelerator.query.join_rule`) and the cache's decisions (:mod:`accelerator.query.cache_rewrite`);
-the JVM is called back to build the replacement (:mod:`accelerator.query.index_serving`,
-:mod:`accelerator.query.cache_rewrite`) and to describe a relation whose fingerprint or files the
-payload lacks. Any failure returns None, which makes the JVM run the original plan.
+it does not hand over reach the history through :mod:`accelerator.query.deferred`. The analysis
+is pure Python: the choice of an index per relation (:mod:`accelerator.query.relation_choice`),
+the join rule (:mod:`accelerator.query.join_rule`) and the cache's decisions
+(:mod:`accelerator.query.cache_rewrite`); the chosen index's kind serves its relation through
+the JVM (:mod:`accelerator.query.index_serving`), the cache swaps its files in
+(:mod:`accelerator.query.cache_rewrite`), and the JVM describes a relation whose fingerprint or
+files the payload lacks. Any failure returns None, which makes the JVM run the original plan.
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from accelerator.query.cache_rewrite import CacheRewrite
 from accelerator.query.catalog import catalog
 from accelerator.query.decisions import RelationDecision
 from accelerator.query.history_recording import HistoryRecording
-from accelerator.query.index_serving import IndexServing
+from accelerator.query import index_serving
 from accelerator.query.indexed_roots import IndexedRoots
 from accelerator.query.join_rule import join_rule
 from accelerator.query.relation_choice import RelationChoice
@@ -79,7 +80,7 @@ class Rewriter:
         files = RelationFiles(self._helpers.plans)
         self._roots = IndexedRoots(fs, self._helpers.plans, versions, catalog(spark))
         self._choice = RelationChoice(fs, versions, files)
-        self._indexes = IndexServing(spark, self._helpers.plans, versions)
+        self._surgery = index_serving.JvmPlanSurgery(spark, self._helpers.plans, versions)
         self._cache = CacheRewrite(fs, self._helpers, self._roots, files)
         self._history = HistoryRecording(spark, fs, self._helpers.plans)
         self._captures: list[list[RewriteResult]] = []
@@ -151,8 +152,8 @@ class Rewriter:
         # the (pre-order) ordinals of the relations after it
         for decision in reversed(decisions):
             if decision.chosen is not None:
-                result.plan = self._indexes.serve(result.plan, decision, joined, settings,
-                                                  payload)
+                result.plan = index_serving.serve(self._surgery, result.plan, decision, joined,
+                                                  settings, payload)
             if decision.cache is not None and decision.cache.files is not None:
                 result.plan = self._cache.serve(result.plan, decision)
         if record and covered:

@@ -8,14 +8,15 @@ from typing import Any
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from indexes.covering import compaction, match
+from indexes.covering import compaction, match, replace
 from indexes.covering.bucket_count import default_num_buckets
 from indexes.covering.build import (data_dirs, data_facts, estimated_bytes, index_rows,
                                     write_buckets, write_delta)
 from indexes.covering.config import KIND, CoveringIndexConfig
 from indexes.covering.match import LINEAGE_COLUMN, index_columns
 from indexes.errors import InvalidIndexConfigError
-from indexes.kind import BuildJob, IndexKind, IoStats, MatchContext, Serving, SpecCheck
+from indexes.kind import (BuildJob, IndexKind, IoStats, MatchContext, PlanSurgery, Serving,
+                          SpecCheck)
 from indexes.plan import PlanNode
 from indexes.source import file_changes, file_uri, source_mismatch
 
@@ -177,6 +178,11 @@ class CoveringKind(IndexKind):
         """The filter rule needs the first indexed column in the filter."""
         indexed, _ = index_columns(entry.config)
         return frozenset({indexed[0].path[0].lower()})
+
+    def serve(self, plan: Any, ordinal: int, verdict: Any, surgery: PlanSurgery,
+              join_groups: int | None, settings: Any, payload: dict) -> Any:
+        """Replaces the relation by one over the index's data (:mod:`indexes.covering.replace`)."""
+        return replace.serve(plan, ordinal, verdict, surgery, join_groups, settings, payload)
 
     def needs_files(self, entry: Any, fingerprint: str | None, settings: Any) -> bool:
         """Hybrid scan compares the relation's files with the index's when they may differ."""
