@@ -6,12 +6,11 @@ query-time rewriter), the query-time state it reads (loaded once per index versi
 matching (a verdict per index and relation), how an applicable verdict is served (through
 a :class:`PlanSurgery` port onto the JVM plan), and its row in ``indexes()``. Verdicts are
 either ``indexes.source.NotApplicable`` (a stable code and a reason) or an applicable verdict of
-the kind, which has ``index``,
-``applicable = True``, ``cost`` (what serving it reads, to compare kinds that prune),
-``explain_line()`` (explain's "Indexes used" line) and ``applied_reason()`` (whyNot's APPLIED
-sentence); a pruning kind's (:attr:`Serving.PRUNE`) also has ``kept`` (the paths of the files
-the relation still reads) and ``row_group_lines()`` (per kept file read in part, ``path \t
-start:end,...``; empty when none is).
+the kind, which has ``index``, ``applicable = True``, ``cost`` (what serving it reads, to
+compare kinds that prune), ``explain_line()`` (explain's "Indexes used" line) and
+``applied_reason()`` (whyNot's APPLIED sentence); a pruning kind's (:attr:`Serving.PRUNE`)
+also has ``kept`` (the paths of the files the relation still reads) and ``row_group_lines()``
+(per kept file read in part, ``path \t start:end,...``; empty when none is).
 """
 from __future__ import annotations
 
