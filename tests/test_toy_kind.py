@@ -145,8 +145,8 @@ def test_a_registered_kind_is_served_explained_listed_and_advised(spark, hs, toy
         ("APPLIED", "only the files whose names match are read")]
 
     entry = hs.context.lifecycle().get("toy")
-    assert existing_indexes([entry]) == [ExistingIndex("toy", "namedfiles", f"file:{source}",
-                                                ("name ~ ^keep-",), "user", 0)]
+    assert existing_indexes([entry]) == [
+        ExistingIndex("toy", "namedfiles", f"file:{source}", ("name ~ ^keep-",), "user", 0)]
 
 
 def test_the_rule_engine_creates_an_index_of_a_registered_kind(spark, hs, toy, source):
