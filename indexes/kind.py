@@ -216,6 +216,15 @@ class IndexKind(ABC):
         """Whether matching ``entry`` needs the relation's file list."""
         return self.serving is Serving.PRUNE
 
+    def serve_joins(self, root: PlanNode, relations: list[PlanNode], decisions: list[Any],
+                    indexes: list[Any], settings: Any, hints: list[str],
+                    parallelism: Callable[[], int]) -> dict[int, int]:
+        """For a kind with :attr:`joins`: serves the plan's joins it can from pairs of its
+        ``indexes``, setting both sides' ``decisions``; returns the ordinals of the relations it
+        serves, each with the partitions its data is read in. ``hints`` are the JVM's, one per
+        join; ``parallelism()`` the session's default parallelism. None served by default."""
+        return {}
+
     def serve(self, plan: Any, ordinal: int, verdict: Any, surgery: PlanSurgery,
               join_groups: int | None, settings: Any, payload: dict) -> Any:
         """The plan with relation ``ordinal`` served from ``verdict``'s index; ``join_groups``

@@ -16,7 +16,7 @@ def serve(surgery: "JvmPlanSurgery", plan: Any, decision: RelationDecision,
           joined: dict[int, int], settings: Settings, payload: dict) -> Any:
     """The plan with the relation of ``decision`` served from its chosen index by the index's
     kind; ``joined`` holds the relations the join rule serves (see
-    :func:`accelerator.query.join_rule.join_rule`)."""
+    :meth:`indexes.kind.IndexKind.serve_joins`)."""
     chosen = decision.chosen
     return kinds.kind_of(chosen.index).serve(plan, decision.ordinal, chosen, surgery,
                                              joined.get(decision.ordinal), settings, payload)

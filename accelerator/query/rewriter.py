@@ -6,9 +6,9 @@ reads files under a root some index or the cache is over (:mod:`accelerator.quer
 and a payload holding the plan's JSON, the session's settings and its file relations; the plans
 it does not hand over reach the history through :mod:`accelerator.query.deferred`. The analysis
 is pure Python: the choice of an index per relation (:mod:`accelerator.query.relation_choice`),
-the join rule (:mod:`accelerator.query.join_rule`) and the cache's decisions
-(:mod:`accelerator.query.cache_rewrite`); the chosen index's kind serves its relation through
-the JVM (:mod:`accelerator.query.index_serving`), the cache swaps its files in
+the joins a kind serves (covering's :mod:`indexes.covering.join_rule`) and the cache's
+decisions (:mod:`accelerator.query.cache_rewrite`); the chosen index's kind serves its relation
+through the JVM (:mod:`accelerator.query.index_serving`), the cache swaps its files in
 (:mod:`accelerator.query.cache_rewrite`), and the JVM describes a relation whose fingerprint or
 files the payload lacks. Any failure returns None, which makes the JVM run the original plan.
 """
@@ -27,11 +27,11 @@ from accelerator.query.decisions import RelationDecision
 from accelerator.query.history_recording import HistoryRecording
 from accelerator.query import index_serving
 from accelerator.query.indexed_roots import IndexedRoots
-from accelerator.query.join_rule import join_rule
 from accelerator.query.relation_choice import RelationChoice
 from accelerator.query.relation_files import RelationFiles
 from accelerator.runtime import jvm
 from accelerator.runtime.settings import Settings
+from indexes import kinds
 from indexes.plan import PlanNode, file_relations, parse_plan, unsupported_reason
 from indexes.version_cache import VersionCache
 from rules.history.recorder import HistoryRecorder
@@ -141,10 +141,11 @@ class Rewriter:
             indexes = []
         self._choice.decide(plan, root, relations, decisions, indexes, settings, payload,
                             with_files)
-        joined = join_rule(root, relations, decisions, indexes, settings,
-                           payload.get("joinHints", []),
-                           lambda: self._spark.sparkContext.defaultParallelism) \
-            if indexes else {}
+        joined: dict[int, int] = {}
+        for kind in (k for k in kinds.KINDS if k.joins and any(e.kind == k.name for e in indexes)):
+            joined.update(kind.serve_joins(root, relations, decisions, indexes, settings,
+                                           payload.get("joinHints", []),
+                                           lambda: self._spark.sparkContext.defaultParallelism))
         if covered:
             self._cache.decide(plan, relations, decisions, view, settings, payload,
                                result.skipped_reason)

@@ -3,12 +3,12 @@ matching by the filter rule, and its row in ``indexes()``."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable
 
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from indexes.covering import compaction, match, replace
+from indexes.covering import compaction, join_rule, match, replace
 from indexes.covering.bucket_count import default_num_buckets
 from indexes.covering.build import (data_dirs, data_facts, estimated_bytes, index_rows,
                                     write_buckets, write_delta)
@@ -178,6 +178,13 @@ class CoveringKind(IndexKind):
         """The filter rule needs the first indexed column in the filter."""
         indexed, _ = index_columns(entry.config)
         return frozenset({indexed[0].path[0].lower()})
+
+    def serve_joins(self, root: PlanNode, relations: list[PlanNode], decisions: list[Any],
+                    indexes: list[Any], settings: Any, hints: list[str],
+                    parallelism: Callable[[], int]) -> dict[int, int]:
+        """The join rule (:mod:`indexes.covering.join_rule`)."""
+        return join_rule.join_rule(root, relations, decisions, indexes, settings, hints,
+                                   parallelism)
 
     def serve(self, plan: Any, ordinal: int, verdict: Any, surgery: PlanSurgery,
               join_groups: int | None, settings: Any, payload: dict) -> Any:

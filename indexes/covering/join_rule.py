@@ -1,28 +1,28 @@
-"""The join rule: a plan's equi-joins served from pairs of covering indexes bucketed on the join
-keys (see :mod:`indexes.covering.join_match`), deciding for both sides' relations at once."""
+"""The join rule (the covering kind's ``serve_joins``): a plan's equi-joins served from pairs of
+covering indexes bucketed on the join keys (see :mod:`indexes.covering.join_match`), deciding
+for both sides' relations at once. Pure Python over the rewriter's decisions (``ordinal``,
+``description``, ``results``, ``chosen`` of each relation)."""
 from __future__ import annotations
 
 from typing import Any, Callable
 
-from accelerator.query.decisions import RelationDecision
-from accelerator.runtime.settings import Settings
-from indexes import kinds
 from indexes.covering import join_match
+from indexes.covering.config import KIND
 from indexes.plan import PlanNode
 from indexes.source import same_source
 
 
-def join_rule(root: PlanNode, relations: list[PlanNode], decisions: list[RelationDecision],
-              indexes: list[Any], settings: Settings, hints: list[str],
+def join_rule(root: PlanNode, relations: list[PlanNode], decisions: list[Any],
+              indexes: list[Any], settings: Any, hints: list[str],
               parallelism: Callable[[], int]) -> dict[int, int]:
-    """Serves the plan's equi-joins from pairs of indexes of a joining kind bucketed on the
-    join keys: both sides' decisions become the join's indexes, or their verdicts say why
-    not. ``hints`` are the JVM's, one per join; ``parallelism()`` is the session's default
-    parallelism (asked only when a join is served).
-    Returns the ordinals of the relations it replaced, each with the number of partitions
-    its buckets are read in (see :func:`join_match.join_partitions`)."""
+    """Serves the plan's equi-joins from pairs of covering indexes bucketed on the join keys:
+    both sides' decisions become the join's indexes, or their verdicts say why not. ``hints``
+    are the JVM's, one per join; ``parallelism()`` is the session's default parallelism (asked
+    only when a join is served). Returns the ordinals of the relations it replaced, each with
+    the number of partitions its buckets are read in (see
+    :func:`join_match.join_partitions`)."""
     ordinal_of = {id(r): i for i, r in enumerate(relations)}
-    joining = [e for e in indexes if kinds.kind_of(e).joins]
+    joining = [e for e in indexes if e.kind == KIND]
     joined: dict[int, int] = {}
     joins = [n for n in root.walk() if n.cls == "Join"]
     for join, hint in zip(joins, hints):
