@@ -21,11 +21,11 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Iterator
 
+from accelerator.query import index_serving
 from accelerator.query.cache_rewrite import CacheRewrite
 from accelerator.query.catalog import catalog
 from accelerator.query.decisions import RelationDecision
 from accelerator.query.history_recording import HistoryRecording
-from accelerator.query import index_serving
 from accelerator.query.indexed_roots import IndexedRoots
 from accelerator.query.relation_choice import RelationChoice
 from accelerator.query.relation_files import RelationFiles
@@ -66,9 +66,9 @@ class Rewriter:
     :func:`accelerator.query.session.rewriter` when the driver's first session needs it.
 
     Every index kind is served through :mod:`indexes.kinds`: a kind matches the relation, and
-    an applicable verdict is served by its kind's :class:`indexes.kind.Serving`: a relation
-    over the index's data replaces the source's (covering), or the source's file list shrinks
-    (data skipping, text). The cache serves, file by file, the relations no index replaces.
+    the kind serves its applicable verdict (``IndexKind.serve``, joins ``serve_joins``) through
+    the plan-surgery port: a relation over the index's data replaces the source's (covering),
+    or the source's file list shrinks (data skipping, text). The cache serves, file by file, the relations no index replaces.
     """
 
     def __init__(self, spark: Any):
