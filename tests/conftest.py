@@ -31,7 +31,8 @@ def pytest_collection_modifyitems(items):
 @pytest.fixture(scope="session")
 def spark(request, tmp_path_factory):
     """The test run's SparkSession; when a test marked ``s3`` is collected, with S3A's jars on
-    its class path and ``s3a://`` pointed at the session's S3 server (fixture ``s3``)."""
+    its class path and ``s3a://`` pointed at the session's S3 server (fixture ``s3``); when one
+    marked ``delta`` is, with Delta Lake's jar, extension and catalog."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)   # workers run index builds
     warehouse = tmp_path_factory.mktemp("warehouse")
     builder = (
@@ -53,6 +54,12 @@ def spark(request, tmp_path_factory):
         builder = builder.config("spark.jars", ",".join(map(str, s3.s3a_jars())))
         for key, value in s3.spark_conf(endpoint).items():
             builder = builder.config(key, value)
+    if any(item.get_closest_marker("delta") for item in request.session.items):
+        from tests.services.table_formats import delta_conf
+
+        for key, value in delta_conf().items():
+            jars = builder._options.get(key) if key == "spark.jars" else None
+            builder = builder.config(key, f"{jars},{value}" if jars else value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     yield session

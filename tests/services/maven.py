@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -57,6 +58,12 @@ def hadoop_version() -> str:
     if not found:
         raise MavenError(f"no hadoop-client-api jar in {spark_jars_dir()}")
     return found[-1].name[len("hadoop-client-api-"):-len(".jar")]
+
+
+def artifact_name(jar: str) -> str:
+    """``netty-common`` of ``netty-common-4.1.126.Final.jar``: the name before the version."""
+    found = re.match(r"(.+?)-\d", jar)
+    return found.group(1) if found else jar
 
 
 def jars_root() -> Path:

@@ -17,13 +17,12 @@ conditional writes (requests with ``If-None-Match`` or ``If-Match``) one at a ti
 from __future__ import annotations
 
 import os
-import re
 import sys
 import threading
 from pathlib import Path
 from typing import Any
 
-from tests.services.maven import Artifact, hadoop_version, resolve
+from tests.services.maven import Artifact, artifact_name, hadoop_version, resolve
 from tests.services.process import ServiceProcess
 
 # The AWS SDK v2 version hadoop-aws is built with (aws-java-sdk-v2.version of hadoop-project)
@@ -82,14 +81,8 @@ def s3a_jars() -> list[Path]:
         Artifact(f"org.apache.hadoop:hadoop-aws:{version}", ("software.amazon.awssdk:bundle",)),
         *(Artifact(f"software.amazon.awssdk:{module}:{sdk}")
           for module in ("s3", "s3-transfer-manager", "sts"))])
-    bundled = {_artifact_name(j.name) for j in spark_jars_dir().glob("*.jar")}
-    return [j for j in jars if _artifact_name(j.name) not in bundled]
-
-
-def _artifact_name(jar: str) -> str:
-    """``netty-common`` of ``netty-common-4.1.126.Final.jar``: the name before the version."""
-    found = re.match(r"(.+?)-\d", jar)
-    return found.group(1) if found else jar
+    bundled = {artifact_name(j.name) for j in spark_jars_dir().glob("*.jar")}
+    return [j for j in jars if artifact_name(j.name) not in bundled]
 
 
 def spark_conf(endpoint: str) -> dict[str, str]:

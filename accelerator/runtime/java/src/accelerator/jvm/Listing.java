@@ -11,8 +11,9 @@ import org.apache.hadoop.fs.FileStatus;
 
 
 /**
- * A file index's files as sorted JSON lines [path,size,mtime] and their SHA-256 (the
- * fingerprint of a relation's files); {@link Listings} remembers the last few.
+ * A file index's files as sorted JSON lines [path,size,mtime] (a fourth element names a file's
+ * deletion vector, when it has one) and their SHA-256 (the fingerprint of a relation's files);
+ * {@link Listings} remembers the last few, {@link DeltaFiles} those of Delta tables.
  */
 final class Listing {
   final Object index;
@@ -20,8 +21,19 @@ final class Listing {
   final String[] paths;      // statuses[i].getPath().toString()
   final List<String> lines;
   final String fingerprint;
+  /** How many of the files carry a deletion vector (a table format's; 0 for plain files). */
+  final int deletionVectors;
 
   Listing(Object index, FileStatus[] statuses) {
+    this(index, statuses, new String[statuses.length]);
+  }
+
+  /**
+   * The listing of {@code statuses}, of which those with a non-null {@code deletionVectors}
+   * entry carry that deletion vector (a Delta table's files): their line names it as a fourth
+   * element, so a file whose deleted rows changed is another file.
+   */
+  Listing(Object index, FileStatus[] statuses, String[] deletionVectors) {
     this.index = index;
     this.statuses = statuses;
     paths = new String[statuses.length];
@@ -29,9 +41,15 @@ final class Listing {
     for (int i = 0; i < statuses.length; i++) {
       FileStatus f = statuses[i];
       paths[i] = f.getPath().toString();
+      String dv = deletionVectors[i] == null ? "" : "," + Json.quote(deletionVectors[i]);
       lines.add("[" + Json.quote(paths[i]) + "," + f.getLen() + "," + f.getModificationTime()
-          + "]");
+          + dv + "]");
     }
+    int withDv = 0;
+    for (String dv : deletionVectors) {
+      withDv += dv == null ? 0 : 1;
+    }
+    this.deletionVectors = withDv;
     Collections.sort(lines);
     fingerprint = sha256(lines);
   }
@@ -43,6 +61,7 @@ final class Listing {
     paths = same.paths;
     lines = same.lines;
     fingerprint = same.fingerprint;
+    deletionVectors = same.deletionVectors;
   }
 
   /** Whether {@code files} are the very objects listed (a refreshed index lists new ones). */

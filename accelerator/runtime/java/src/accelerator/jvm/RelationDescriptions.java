@@ -93,16 +93,22 @@ final class RelationDescriptions {
       first = false;
     }
     sb.append("},\"bucketed\":").append(fs.bucketSpec().isDefined());
+    if (DeltaFiles.isDelta(fs.location())) {
+      sb.append(",\"tableFormat\":\"delta\",\"tableVersion\":")
+          .append(DeltaFiles.version(fs.location()));
+    }
     sb.append(",\"dataSchema\":").append(schemaJson(fs.dataSchema()));
     if (detail == 0) {
       return sb.append('}').toString();
     }
-    PartitioningAwareFileIndex listed = listedIndex(fs.location());
-    if (listed == null) {
+    Listing listing = listing(fs.location());
+    if (listing == null) {
       return sb.append(",\"fingerprint\":null,\"files\":null}").toString();
     }
-    Listing listing = Listings.of(listed, listed.allFiles());
     sb.append(",\"fingerprint\":").append(Json.quote(listing.fingerprint));
+    if (listing.deletionVectors > 0) {
+      sb.append(",\"deletionVectors\":").append(listing.deletionVectors);
+    }
     if (detail > 1) {
       sb.append(",\"files\":[").append(String.join(",", listing.lines)).append(']');
     }
@@ -114,18 +120,20 @@ final class RelationDescriptions {
   }
 
   /**
-   * The index listing every file {@code location} can read: itself when it lists files, the
-   * listing of all partitions of a catalog table's {@link CatalogFileIndex} (which prunes
-   * partitions only when planned), else null.
+   * The listing of every file {@code location} can read: its own when it lists files, that of
+   * all partitions of a catalog table's {@link CatalogFileIndex} (which prunes partitions only
+   * when planned), a Delta table's snapshot files ({@link DeltaFiles}), else null.
    */
-  private static PartitioningAwareFileIndex listedIndex(FileIndex location) {
+  private static Listing listing(FileIndex location) {
     if (location instanceof PartitioningAwareFileIndex) {
-      return (PartitioningAwareFileIndex) location;
+      return Listings.of(location, ((PartitioningAwareFileIndex) location).allFiles());
     }
     if (location instanceof CatalogFileIndex) {
-      return ((CatalogFileIndex) location).filterPartitions(Scala.seq(List.<Expression>of()));
+      PartitioningAwareFileIndex all = ((CatalogFileIndex) location)
+          .filterPartitions(Scala.seq(List.<Expression>of()));
+      return Listings.of(all, all.allFiles());
     }
-    return null;
+    return DeltaFiles.isDelta(location) ? DeltaFiles.listing(location) : null;
   }
 
   /** The relation's single {@code path} option, qualified, when it is a glob pattern. */

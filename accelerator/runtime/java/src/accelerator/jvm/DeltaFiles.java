@@ -1,0 +1,81 @@
+package accelerator.jvm;
+
+import java.lang.reflect.Method;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.execution.datasources.FileIndex;
+import org.apache.spark.sql.execution.datasources.FileStatusWithMetadata;
+import org.apache.spark.sql.execution.datasources.PartitionDirectory;
+
+/**
+ * The live files of a Delta Lake table's snapshot, as the table's own file index lists them
+ * from the Delta log (never a directory listing, so files of removed versions are never
+ * seen), with the deletion vector each carries. Delta is not on the compile class path: its
+ * file indexes are recognised by their package and read through {@link FileIndex} and
+ * reflection ({@code version()}). A version's files never change, so listings are kept per
+ * table path and version.
+ */
+final class DeltaFiles {
+  /** Delta's key of a file's deletion vector in its listing's metadata. */
+  private static final String DELETION_VECTOR = "row_index_filter_id_encoded";
+  private static final String DELTA_PACKAGE = "org.apache.spark.sql.delta.";
+  private static final int KEPT = 16;
+  private static final Map<String, Listing> LISTINGS = new LinkedHashMap<>(16, 0.75f, true) {
+    @Override
+    protected boolean removeEldestEntry(Map.Entry<String, Listing> eldest) {
+      return size() > KEPT;
+    }
+  };
+
+  private DeltaFiles() {
+  }
+
+  /** Whether {@code location} is the file index of a Delta table. */
+  static boolean isDelta(FileIndex location) {
+    return location.getClass().getName().startsWith(DELTA_PACKAGE);
+  }
+
+  /** The table version {@code location} reads (its snapshot's, a time-travelled one's too). */
+  static long version(FileIndex location) {
+    try {
+      Method version = location.getClass().getMethod("version");
+      return ((Number) version.invoke(location)).longValue();
+    } catch (ReflectiveOperationException e) {
+      throw new IllegalStateException("cannot read the version of Delta's file index "
+          + location.getClass().getName(), e);
+    }
+  }
+
+  /** The listing of every live file of the snapshot {@code location} reads. */
+  static Listing listing(FileIndex location) {
+    String key = location.rootPaths().head() + "@" + version(location);
+    synchronized (LISTINGS) {
+      Listing kept = LISTINGS.get(key);
+      if (kept != null) {
+        return kept;
+      }
+    }
+    List<FileStatus> statuses = new ArrayList<>();
+    List<String> deletionVectors = new ArrayList<>();
+    List<Expression> none = List.of();
+    for (PartitionDirectory dir : Scala.list(location.listFiles(Scala.seq(none),
+        Scala.seq(none)))) {
+      for (FileStatusWithMetadata f : Scala.list(dir.files())) {
+        statuses.add(f.fileStatus());
+        scala.Option<Object> dv = f.metadata().get(DELETION_VECTOR);
+        deletionVectors.add(dv.isDefined() ? String.valueOf(dv.get()) : null);
+      }
+    }
+    Listing listing = new Listing(location, statuses.toArray(new FileStatus[0]),
+        deletionVectors.toArray(new String[0]));
+    synchronized (LISTINGS) {
+      LISTINGS.put(key, listing);
+    }
+    return listing;
+  }
+}

@@ -1,0 +1,209 @@
+"""Delta Lake tables as index sources, by path and by name (run in the table-format lanes:
+``-m delta`` on a Spark line with a Delta release; the ``spark`` fixture loads Delta's jar).
+
+What a user relies on: the index is used where it is sound for the version read and the rows
+are always those of vanilla Spark; the files come from the Delta log, so files of removed
+versions are never read; deletion vectors never let a deleted row through."""
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from pyspark.sql import functions as F
+
+from accelerator import (
+    CacheRequestError,
+    DataSkippingIndexConfig,
+    IndexConfig,
+    MinMaxSketch,
+    SourceNotFoundError,
+)
+from tests.helpers import rows, session_conf, vanilla
+
+pytestmark = pytest.mark.delta
+
+
+def write(spark, path, ids, mode="overwrite", files=4):
+    (spark.createDataFrame([(i, i % 13, f"s{i}") for i in ids], "id long, k long, s string")
+     .repartitionByRange(files, "id").write.format("delta").mode(mode).save(path))
+
+
+@pytest.fixture
+def table(spark, tmp_path):
+    """A Delta table of 400 rows in 4 files (ids ranged per file), by path."""
+    path = str(tmp_path / "delta")
+    write(spark, path, range(400))
+    return path
+
+
+def read(spark, path, **options):
+    return spark.read.format("delta").options(**options).load(path)
+
+
+def index_files(df, index):
+    return [f for f in df.inputFiles() if f"/{index}/v__=" in f]
+
+
+def why(hs, df, index):
+    (r,) = hs.whyNot(df, index, redirectFunc=lambda _: None)
+    return r
+
+
+def lookup(spark, path, k=3, **options):
+    return read(spark, path, **options).filter(F.col("k") == k).select("id", "s")
+
+
+def point(spark, path, i=7, **options):
+    return read(spark, path, **options).filter(F.col("id") == i).select("id", "k")
+
+
+def covering(hs, spark, path, name="cov", lineage=False):
+    with session_conf(spark, **{"spark.accelerator.index.lineage.enabled": str(lineage).lower()}):
+        hs.createIndex(read(spark, path), IndexConfig(name, ["k"], ["id", "s"]))
+
+
+def skipping(hs, spark, path, name="skip"):
+    hs.createIndex(read(spark, path), DataSkippingIndexConfig(name, MinMaxSketch("id")))
+
+
+def test_covering_index_over_a_delta_path_serves_dataframe_and_sql(spark, hs, table):
+    covering(hs, spark, table)
+    df = lookup(spark, table)
+    assert rows(df) == vanilla(spark, lambda: lookup(spark, table))
+    assert len(rows(df)) == 31
+    assert df.inputFiles() and df.inputFiles() == index_files(df, "cov")
+    sql = f"SELECT id, s FROM delta.`{table}` WHERE k = 3"
+    assert rows(spark.sql(sql)) == rows(df) and index_files(spark.sql(sql), "cov")
+    entry = hs.index("cov").first()
+    assert entry["state"] == "ACTIVE"
+
+
+def test_data_skipping_over_a_delta_path_reads_only_the_matching_files(spark, hs, table):
+    skipping(hs, spark, table)
+    df = point(spark, table)
+    assert rows(df) == vanilla(spark, lambda: point(spark, table)) == [(7, 7)]
+    assert len(df.inputFiles()) == 1
+    assert why(hs, df, "skip").code == "APPLIED"
+
+
+def test_files_of_removed_versions_are_never_indexed_or_read(spark, hs, table):
+    write(spark, table, range(1000, 1100), files=2)   # overwrite: the old files stay on disk
+    covering(hs, spark, table)
+    skipping(hs, spark, table)
+    assert hs.index("cov").first()["numFiles"] > 0
+    for q in (lambda: lookup(spark, table), lambda: point(spark, table, 1007)):
+        assert rows(q()) == vanilla(spark, q)
+    assert rows(point(spark, table, 7)) == []
+    assert len(point(spark, table, 1007).inputFiles()) == 1
+    listed = read(spark, table).inputFiles()
+    assert len(listed) == 2
+
+
+def test_covering_index_over_a_delta_table_by_name(spark, hs, tmp_path):
+    name = f"default.d_{uuid.uuid4().hex[:8]}"
+    spark.createDataFrame([(i, i % 13, f"s{i}") for i in range(300)], "id long, k long, s string") \
+        .repartition(3).write.format("delta").saveAsTable(name)
+    try:
+        hs.createIndex(spark.table(name), IndexConfig("byname", ["k"], ["id", "s"]))
+        sql = f"SELECT id, s FROM {name} WHERE k = 5"
+        assert rows(spark.sql(sql)) == vanilla(spark, lambda: spark.sql(sql))
+        assert index_files(spark.sql(sql), "byname")
+        assert why(hs, spark.sql(sql), "byname").source.startswith(f"table spark_catalog.{name}")
+        spark.sql(f"INSERT INTO {name} VALUES (5000, 5, 's5000')")
+        assert rows(spark.sql(sql)) == vanilla(spark, lambda: spark.sql(sql))
+        assert (5000, "s5000") in rows(spark.sql(sql))
+        spark.sql(f"DROP TABLE {name}")
+        assert "no longer exists" in hs.indexes().first()["warning"]
+        with pytest.raises(SourceNotFoundError, match="no longer exists"):
+            hs.refreshIndex("byname")
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {name}")
+
+
+def test_append_is_read_by_hybrid_scan_then_folded_in_by_incremental_refresh(spark, hs, table):
+    covering(hs, spark, table)
+    write(spark, table, [2003, 2016], mode="append", files=1)
+    assert rows(lookup(spark, table)) == vanilla(spark, lambda: lookup(spark, table))
+    assert (2003, "s2003") in rows(lookup(spark, table))
+    df = lookup(spark, table)
+    assert index_files(df, "cov") and len(df.inputFiles()) == len(index_files(df, "cov")) + 1
+    assert "hybrid scan: 1 appended source files" in why(hs, df, "cov").reason
+    result = hs.refreshIndex("cov", mode="incremental").first()
+    assert result["status"] == "succeeded" and result["filesRead"] == 1
+    assert rows(lookup(spark, table)) == vanilla(spark, lambda: lookup(spark, table))
+    assert lookup(spark, table).inputFiles() == index_files(lookup(spark, table), "cov")
+
+
+@pytest.mark.parametrize("statement", [
+    "DELETE FROM delta.`{p}` WHERE id = 16",
+    "UPDATE delta.`{p}` SET s = 'changed' WHERE id = 16",
+    "MERGE INTO delta.`{p}` t USING (SELECT 16L AS id, 3L AS k, 'merged' AS s "
+    "UNION ALL SELECT 9001L, 3L, 'new') u ON t.id = u.id "
+    "WHEN MATCHED THEN UPDATE SET s = u.s WHEN NOT MATCHED THEN INSERT *",
+    "OPTIMIZE delta.`{p}`",
+])
+def test_rewrites_of_files_give_vanillas_rows_before_and_after_refresh(spark, hs, table,
+                                                                       statement):
+    covering(hs, spark, table, lineage=True)
+    skipping(hs, spark, table)
+    spark.sql(statement.format(p=table))
+    queries = [lambda: lookup(spark, table), lambda: point(spark, table, 16),
+               lambda: point(spark, table, 9001)]
+    for q in queries:
+        assert rows(q()) == vanilla(spark, q)
+    hs.refreshIndex("cov", mode="incremental")
+    hs.refreshIndex("skip", mode="incremental")
+    for q in queries:
+        assert rows(q()) == vanilla(spark, q)
+    assert index_files(lookup(spark, table), "cov")
+    assert why(hs, point(spark, table, 16), "skip").code == "APPLIED"
+
+
+def deletion_vectors(spark, path):
+    spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES "
+              "('delta.enableDeletionVectors' = 'true')")
+
+
+def test_deletion_vectors_never_let_a_deleted_row_through(spark, hs, table):
+    deletion_vectors(spark, table)
+    covering(hs, spark, table, lineage=True)
+    skipping(hs, spark, table)
+    spark.sql(f"DELETE FROM delta.`{table}` WHERE id IN (7, 16)")
+    history = spark.sql(f"DESCRIBE HISTORY delta.`{table}`").first()
+    assert int(history["operationMetrics"]["numDeletionVectorsAdded"]) > 0
+    assert rows(point(spark, table, 7)) == vanilla(spark, lambda: point(spark, table, 7)) == []
+    assert (16, "s16") not in rows(lookup(spark, table))
+    assert rows(lookup(spark, table)) == vanilla(spark, lambda: lookup(spark, table))
+    assert why(hs, point(spark, table, 7), "skip").code == "DELETION_VECTORS"
+    assert not index_files(lookup(spark, table), "cov")
+    # a full refresh builds the index over the live rows: the covering index serves again
+    hs.refreshIndex("cov", mode="full")
+    assert index_files(lookup(spark, table), "cov")
+    assert rows(lookup(spark, table)) == vanilla(spark, lambda: lookup(spark, table))
+    assert (16, "s16") not in rows(lookup(spark, table))
+
+
+def test_time_travel_uses_an_index_only_for_the_version_it_holds(spark, hs, table):
+    covering(hs, spark, table)
+    write(spark, table, [5003], mode="append", files=1)      # version 1
+    old = lambda: lookup(spark, table, versionAsOf=0)
+    new = lambda: lookup(spark, table, versionAsOf=1)
+    assert rows(old()) == vanilla(spark, old) and (5003, "s5003") not in rows(old())
+    assert old().inputFiles() == index_files(old(), "cov")
+    assert rows(new()) == vanilla(spark, new) and (5003, "s5003") in rows(new())
+    hs.refreshIndex("cov", mode="full")                          # now over version 1
+    assert rows(old()) == vanilla(spark, old) and not index_files(old(), "cov")
+    assert rows(new()) == vanilla(spark, new) and index_files(new(), "cov")
+
+
+def test_a_delta_table_is_not_taken_for_its_directory_of_parquet_files(spark, hs, table):
+    covering(hs, spark, table)
+    write(spark, table, range(10), files=1)   # overwrite: old files stay in the directory
+    plain = lambda: spark.read.parquet(table).filter(F.col("k") == 3).select("id", "s")
+    assert rows(plain()) == vanilla(spark, plain)
+    assert not index_files(plain(), "cov")
+
+
+def test_caching_a_delta_table_is_refused_with_a_clear_error(spark, hs, table):
+    with pytest.raises(CacheRequestError, match="Delta"):
+        hs.cache(read(spark, table))
