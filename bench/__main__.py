@@ -154,6 +154,10 @@ def main(argv: list[str] | None = None) -> int:
     versions_bench.add_arguments(sub.add_parser(
         "versions", help="the workloads on several Spark lines (default 3.5 and 4.3), same data, "
                          "each line's speed-ups compared (bench/versions.py)"))
+    from bench import formats as formats_bench
+    formats_bench.add_arguments(sub.add_parser(
+        "formats", help="the covering and Bloom lookups over Parquet directories and the same "
+                        "files as Delta tables, and planning over many files (bench/formats.py)"))
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
     logging.getLogger("bench").setLevel(logging.INFO)
@@ -165,6 +169,8 @@ def main(argv: list[str] | None = None) -> int:
         return s3_bench.run(args)
     if args.command == "versions":
         return versions_bench.run(args)
+    if args.command == "formats":
+        return formats_bench.run(args)
 
     from bench import datasets
     from bench.harness import (build_cost, cache_planning_cost, cache_warmup_cost, claim_work_dir,

@@ -185,8 +185,9 @@ def _build_facts(hs: Hyperspace, name: str, source: str, seconds: float | None =
 
 
 def _ensure_index(hs: Hyperspace, spark: SparkSession, path: str, config: Any,
-                  built: dict[str, str]) -> dict:
-    """Builds the index unless this run built it already; its build seconds and size.
+                  built: dict[str, str], source: DataFrame | None = None) -> dict:
+    """Builds the index over ``source`` (default: the Parquet files at ``path``) unless this run
+    built it already; its build seconds and size.
 
     Workloads share an index by declaring the same config (same name, sketches or columns, same
     source): it is built once per run. ``built`` maps the names built so far to what was built;
@@ -201,7 +202,8 @@ def _ensure_index(hs: Hyperspace, spark: SparkSession, path: str, config: Any,
         try:
             hs.index(config.indexName)   # in the system path already (not built by this run)
         except IndexNotFoundError:
-            seconds, _ = _timed(lambda: hs.createIndex(spark.read.parquet(path), config))
+            df = spark.read.parquet(path) if source is None else source
+            seconds, _ = _timed(lambda: hs.createIndex(df, config))
             return {"name": config.indexName, "build_s": seconds,
                     **_build_facts(hs, config.indexName, path, seconds)}
     return {"name": config.indexName, "build_s": None, **_build_facts(hs, config.indexName, path),
@@ -230,7 +232,9 @@ def _run_workload(spark: SparkSession, workload: Workload, ctx: Context, work_di
 
     Hyperspace.disable(spark)
     expected = canonical(build(facts["path"]).collect())
-    indexes = [_ensure_index(hs, spark, *(c if isinstance(c, tuple) else (facts["path"], c)), built)
+    indexes = [_ensure_index(hs, spark, c[0], c[1], built) if isinstance(c, tuple) else
+               _ensure_index(hs, spark, facts["path"], c, built,
+                             workload.read(spark, facts["path"], facts))
                for c in workload.indexes(facts)]
     if workload.change is not None:   # the source changes after its indexes were built
         workload.change(spark, facts)
@@ -444,7 +448,7 @@ def pruning_cost(spark: SparkSession, bench: PruningCost, ctx: Context, runs: in
     hs = Hyperspace(spark)
     Hyperspace.disable(spark)
     config = bench.index(facts)
-    read = lambda: spark.read.parquet(facts["path"])  # noqa: E731
+    read = lambda: bench.read(spark, facts["path"], facts)  # noqa: E731
     seconds, _ = _timed(lambda: hs.createIndex(read(), config))
     try:
         build = {"build_s": seconds, **_build_facts(hs, config.indexName, facts["path"], seconds)}
@@ -537,7 +541,7 @@ def cache_planning_cost(spark: SparkSession, bench: CachePlanningCost, ctx: Cont
     facts = bench.prepare(ctx)
     hs = Hyperspace(spark)
     Hyperspace.disable(spark)
-    read = lambda: spark.read.parquet(facts["path"])  # noqa: E731
+    read = lambda: bench.read(spark, facts["path"], facts)  # noqa: E731
     seconds, row = _timed(lambda: hs.cache(bench.cached(spark, facts)).first())
     try:
         files = len(read().inputFiles())

@@ -47,7 +47,7 @@ class Workload:
     ``prepare(ctx)`` returns facts, among them ``path`` (the Parquet source); ``query(df, facts)``
     builds the query over the source DataFrame (reading other sources itself, as a join does);
     ``indexes(facts)`` lists the index configs it needs (built once per run, timed), each over
-    ``path`` or given as ``(other path, config)``; ``limit(df, facts)`` selects the rows the query needs,
+    the source as ``read`` gives it or given as ``(other Parquet path, config)``; ``limit(df, facts)`` selects the rows the query needs,
     written once to a single Parquet file that the same query then reads: Spark's fixed cost for
     this answer (None when no such floor makes sense). ``min_ratio``/``max_ratio`` bound the
     expected median vanilla/accelerated ratio. ``conf``: session settings both sides run under.
@@ -57,7 +57,7 @@ class Workload:
     next run's ``prepare`` restores the source.
 
     ``read(spark, path, facts)`` reads the source (Parquet by default; a CSV or JSON source
-    says how, with its schema). ``cache(df, facts)``, if given, is the DataFrame passed to
+    says how, with its schema; a Delta table, ``bench/formats.py``). ``cache(df, facts)``, if given, is the DataFrame passed to
     ``hs.cache`` once before anything is measured (its columns of its files are copied into the
     cache tier): the accelerated side must then read the cache (its executed plan holds a
     ``CachedFileIndex``), or the workload fails. The limit is always read as Parquet;
@@ -104,10 +104,10 @@ class BuildCost:
 class PruningCost:
     """What a data-skipping index adds to planning one query over a source of many files.
 
-    ``prepare(ctx)`` returns facts with ``path``; ``index(facts)`` is built once (then deleted);
-    ``query(df, facts, i)`` is the ``i``-th query (a fresh literal each time) whose executed plan
-    is built with the accelerator off and on, alternating. The expectation is
-    ``median on - median off <= max_added_ms``.
+    ``prepare(ctx)`` returns facts with ``path``; ``index(facts)`` is built once (then deleted)
+    over ``read(spark, path, facts)``; ``query(df, facts, i)`` is the ``i``-th query (a fresh
+    literal each time) whose executed plan is built with the accelerator off and on,
+    alternating. The expectation is ``median on - median off <= max_added_ms``.
     """
 
     name: str
@@ -116,6 +116,7 @@ class PruningCost:
     index: Callable[[dict], Any]
     query: Callable[[DataFrame, dict, int], DataFrame]
     max_added_ms: float
+    read: Callable[[Any, str, dict], DataFrame] = read_parquet
 
 
 @dataclass(frozen=True)
