@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, ContextManager, Protocol
 
 from indexes import kinds
+from indexes.description import SourceDescription
 from indexes.errors import IndexOperationError, IndexStateError, InvalidIndexConfigError
 from indexes.events import EventLog
 from indexes.kind import REFRESH_MODES, BuildJob, IndexKind, IoStats
@@ -66,7 +67,7 @@ class SourcePort(Protocol):
         """The session's settings now (``system_path``, ``optimize_bytes``,
         ``vacuum_retention_seconds`` and its key, and what the kinds' ``resolve`` reads)."""
 
-    def describe_source(self, df: Any) -> dict:
+    def describe_source(self, df: Any) -> SourceDescription:
         """The description of the file source ``df`` reads directly."""
 
     def read_source(self, entry: IndexLogEntry) -> Any:
@@ -147,16 +148,16 @@ class IndexActions:
                                IoStats(), 0.0, message)
 
     def _build(self, build: Callable[[BuildJob], tuple[dict, dict]],
-               job: BuildJob) -> Callable[[str], tuple[dict, dict]]:
+               job: BuildJob) -> Callable[[str], tuple[SourceDescription, dict]]:
         """The lifecycle's build function: ``build(job)`` into the data path it is given, with
         the rewrite suspended for the session's queries of this thread."""
-        def run(data_path: str) -> tuple[dict, dict]:
+        def run(data_path: str) -> tuple[SourceDescription, dict]:
             job.data_path = data_path
             with self._port.suspended():
                 return build(job)
         return run
 
-    def _job(self, kind: IndexKind, df: Any, config: dict, source: dict,
+    def _job(self, kind: IndexKind, df: Any, config: dict, source: SourceDescription,
              previous: IndexLogEntry | None = None) -> BuildJob:
         """A build job, with the executors prepared for the kind's builds."""
         self._port.prepare_executors(kind)
@@ -178,9 +179,9 @@ class IndexActions:
             entry = self.lifecycle().create(config.indexName, kind.name, cfg,
                                             self._build(kind.build, job))
             return _Outcome(entry, job.read, job.written,
-                            f"created {kind.display_name} over {len(source['files'])} files",
+                            f"created {kind.display_name} over {len(source.files)} files",
                             (job.read.to_json(), _data_stats(entry)))
-        return self._run("create", config.indexName, "full", IoStats.of_files(source["files"]),
+        return self._run("create", config.indexName, "full", IoStats.of_files(source.files),
                          action)
 
     def refresh(self, name: str, mode: str) -> OperationResult:
@@ -190,7 +191,7 @@ class IndexActions:
         df = self._port.read_source(entry)
         source = self._port.describe_source(df)
         if (entry.state is IndexState.ACTIVE
-                and source_mismatch(entry.source, source, source["schema"]) is None
+                and source_mismatch(entry.source, source, source.schema) is None
                 and (mode == "quick" or not entry.content.get("quickRefresh"))
                 and (mode != "full" or kind.session_difference(entry, self._port.spark) is None)):
             return self._noop(entry, "refresh", "the index is up to date with its source; "
@@ -201,11 +202,11 @@ class IndexActions:
         def action() -> _Outcome:
             if mode == "quick":
                 new = lifecycle.record(name, lambda e: _quick(e, source))
-                appended, deleted = file_changes(entry, source["files"])
+                appended, deleted = file_changes(entry, source.files)
                 return _Outcome(new, IoStats(), IoStats(),
                                 f"recorded {len(appended)} appended and {len(deleted)} deleted "
                                 "files for hybrid scan", (_data_stats(entry), _data_stats(new)))
-            same_reading = source_mismatch(entry.source, source, source["schema"],
+            same_reading = source_mismatch(entry.source, source, source.schema,
                                            check_files=False) is None
             previous = entry if mode == "incremental" and same_reading else None
             job = self._job(kind, df, entry.config, source, previous)
@@ -287,10 +288,10 @@ class IndexActions:
         return self._run("vacuum", entry.name, "outdated", IoStats(), outdated)
 
 
-def _quick(entry: IndexLogEntry, source: dict) -> tuple[dict, dict]:
+def _quick(entry: IndexLogEntry, source: SourceDescription) -> tuple[SourceDescription, dict]:
     """A quick refresh's log entry: the current source, and the files the data does not match
     recorded for hybrid scan to handle at query time."""
-    appended, deleted = file_changes(entry, source["files"])
+    appended, deleted = file_changes(entry, source.files)
     content = {k: v for k, v in entry.content.items() if k != "quickRefresh"}
     if appended or deleted:
         content["quickRefresh"] = {"appended": appended, "deleted": deleted}

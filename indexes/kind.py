@@ -17,8 +17,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Protocol, Sequence
 
+from indexes.description import SourceDescription, SourceFile
 from indexes.errors import InvalidIndexConfigError
 from indexes.plan import PlanNode
 from indexes.source import source_mismatch
@@ -103,9 +104,9 @@ class IoStats:
                 "bytes": self.bytes}
 
     @staticmethod
-    def of_files(files: list[list[Any]]) -> "IoStats":
-        """Of ``[path, size, mtime]`` source file records."""
-        return IoStats(len(files), sum(int(f[1]) for f in files))
+    def of_files(files: Sequence[SourceFile]) -> "IoStats":
+        """Of source files."""
+        return IoStats(len(files), sum(int(f.size) for f in files))
 
 
 @dataclass
@@ -116,7 +117,7 @@ class BuildJob:
     spark: Any
     df: Any                      # the source, read as the index records it
     config: dict                 # the index's config as its log entry records it
-    source: dict                 # the source's description now (files, format, schema...)
+    source: SourceDescription    # the source's description now (files, format, schema...)
     data_path: str
     fs: Any                      # an indexes.fs file system
     previous: Any = None         # incremental refresh and optimize: the entry being replaced
@@ -146,7 +147,7 @@ class IndexKind(ABC):
         return bool(self.optimize_modes)
 
     @abstractmethod
-    def resolve(self, df: Any, config: Any, source: dict, settings: Any) -> dict:
+    def resolve(self, df: Any, config: Any, source: SourceDescription, settings: Any) -> dict:
         """The config recorded in the log for ``config`` over ``df`` (reading ``source``);
         InvalidIndexConfigError when it does not fit the source."""
 
@@ -156,7 +157,7 @@ class IndexKind(ABC):
         ``kind`` and ``name``, checked with ``check``; ``where`` names the mapping."""
 
     @abstractmethod
-    def build(self, job: BuildJob) -> tuple[dict, dict]:
+    def build(self, job: BuildJob) -> tuple[SourceDescription, dict]:
         """Writes the index data for ``job``; returns (source, content) for the log and sets
         ``job.read`` and ``job.written``."""
 
@@ -166,12 +167,12 @@ class IndexKind(ABC):
         unchanged; a full refresh in such a session recomputes it. None by default."""
         return None
 
-    def check_refresh(self, entry: Any, source: dict, mode: str) -> None:
+    def check_refresh(self, entry: Any, source: SourceDescription, mode: str) -> None:
         """Raises InvalidIndexConfigError when ``entry`` cannot be refreshed with ``mode``
         (incremental or quick) over ``source``; by default, a quick refresh needs the source
         read as before."""
         if mode == "quick":
-            mismatch = source_mismatch(entry.source, source, source["schema"], check_files=False)
+            mismatch = source_mismatch(entry.source, source, source.schema, check_files=False)
             if mismatch:
                 raise InvalidIndexConfigError(
                     f"index '{entry.name}' cannot be refreshed with mode='{mode}': {mismatch}; "
@@ -185,7 +186,7 @@ class IndexKind(ABC):
             f"index '{entry.name}' is a {self.display_name}; optimizeIndex compacts the data "
             "files of covering indexes")
 
-    def optimize(self, job: BuildJob, chosen: list[list]) -> tuple[dict, dict]:
+    def optimize(self, job: BuildJob, chosen: list[list]) -> tuple[SourceDescription, dict]:
         """Writes the data version of an optimize that compacts ``chosen`` (see
         :meth:`optimize_selection`)."""
         raise NotImplementedError
@@ -196,8 +197,8 @@ class IndexKind(ABC):
         return None
 
     @abstractmethod
-    def match(self, root: PlanNode, relation: PlanNode, description: dict, entry: Any,
-              state: Any, ctx: MatchContext) -> Any:
+    def match(self, root: PlanNode, relation: PlanNode, description: SourceDescription,
+              entry: Any, state: Any, ctx: MatchContext) -> Any:
         """The verdict of ``entry`` (its loaded ``state``) for ``relation`` of the plan
         ``root``, described (fingerprint, files, read settings) by ``description``."""
 

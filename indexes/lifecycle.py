@@ -22,6 +22,7 @@ import re
 import uuid
 from typing import Callable, NoReturn
 
+from indexes.description import SourceDescription
 from indexes.errors import (
     AcceleratorError,
     ConcurrentModificationError,
@@ -37,7 +38,7 @@ from indexes.names import is_index_dir_name, validate_index_name
 logger = logging.getLogger("accelerator.indexes.lifecycle")
 
 #: ``build(data_path) -> (source, content)``: writes the index data into ``data_path``.
-BuildFn = Callable[[str], tuple[dict, dict]]
+BuildFn = Callable[[str], tuple[SourceDescription, dict]]
 
 #: The operation named in errors, per transient state an op can fail in (the facade's names).
 _OPERATIONS = {
@@ -220,7 +221,7 @@ class IndexLifecycle:
         self._prepare_data_dir(data_path)
         source, content = build(data_path)
         content = {**dict(content), "dataVersion": version, "path": data_path}
-        return begin.derive(begin.id + 1, IndexState.ACTIVE, source=dict(source), content=content)
+        return begin.derive(begin.id + 1, IndexState.ACTIVE, source=source, content=content)
 
     # ------------------------------------------------------------------ actions
 
@@ -265,7 +266,8 @@ class IndexLifecycle:
         begin = self._begin(log, base, state)
         return self._run(log, begin, lambda: self._build_version(begin, build, version))
 
-    def record(self, name: str, update: Callable[[IndexLogEntry], tuple[dict, dict]]) -> IndexLogEntry:
+    def record(self, name: str, update: Callable[[IndexLogEntry], tuple[SourceDescription, dict]]
+               ) -> IndexLogEntry:
         """Records a new source and content for an ACTIVE index without new data (a quick
         refresh): REFRESHING → ACTIVE with ``update(entry) -> (source, content)``, called with
         the ACTIVE entry."""
@@ -275,7 +277,7 @@ class IndexLifecycle:
 
         def op() -> IndexLogEntry:
             source, content = update(base)
-            return begin.derive(begin.id + 1, IndexState.ACTIVE, source=dict(source),
+            return begin.derive(begin.id + 1, IndexState.ACTIVE, source=source,
                                 content=dict(content))
 
         return self._run(log, begin, op)
@@ -376,7 +378,8 @@ class IndexLifecycle:
         """Removes every data version of the index (the op of a vacuum); the final entry."""
         for data_dir in self._data_dirs(log.index_path):
             self._fs.delete(data_dir, recursive=True)
-        return begin.derive(begin.id + 1, IndexState.DOESNOTEXIST, source={}, content={})
+        return begin.derive(begin.id + 1, IndexState.DOESNOTEXIST, source=SourceDescription(),
+                            content={})
 
     def _finish_vacuum(self, log: IndexLogManager, begin: IndexLogEntry) -> IndexLogEntry:
         final = self._end(log, begin, self._remove_data(log, begin))
@@ -412,7 +415,8 @@ class IndexLifecycle:
         if vacuuming:
             return self._finish_vacuum(log, begin)
         if stable is None or stable.state is IndexState.DOESNOTEXIST:
-            final = begin.derive(begin.id + 1, IndexState.DOESNOTEXIST, source={}, content={})
+            final = begin.derive(begin.id + 1, IndexState.DOESNOTEXIST,
+                                 source=SourceDescription(), content={})
             self._end(log, begin, final)
             self._remove_index_dir(log.index_path)
             return final

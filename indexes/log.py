@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
 
+from indexes.description import SourceDescription
 from indexes.errors import CorruptLogError
 from indexes.fs import FileSystem
 
@@ -78,8 +79,9 @@ class IndexLogEntry:
     """One step of an index's history.
 
     The entry is generic over index kinds: what a kind needs lives in ``config`` (e.g.
-    ``indexedColumns``, ``includedColumns``, ``numBuckets``), ``source`` (format, rootPaths,
-    partitionColumns, options, files as ``[path, size, mtime]`` lists) and ``content`` (e.g.
+    ``indexedColumns``, ``includedColumns``, ``numBuckets``), ``source`` (a
+    :class:`~indexes.description.SourceDescription`: format, root paths, partition columns,
+    options, files; written as its JSON) and ``content`` (e.g.
     ``dataVersion``, ``path`` of the data version directory, ``schema``, ``numFiles``,
     ``sizeInBytes``).
     """
@@ -90,7 +92,7 @@ class IndexLogEntry:
     state: IndexState
     timestamp: int = field(default_factory=now_ms)
     config: dict[str, Any] = field(default_factory=dict)
-    source: dict[str, Any] = field(default_factory=dict)
+    source: SourceDescription = field(default_factory=SourceDescription)
     content: dict[str, Any] = field(default_factory=dict)
     properties: dict[str, Any] = field(default_factory=dict)
 
@@ -109,7 +111,7 @@ class IndexLogEntry:
             "state": self.state.value,
             "timestamp": self.timestamp,
             "config": self.config,
-            "source": self.source,
+            "source": self.source.to_json(),
             "content": self.content,
             "properties": self.properties,
         }
@@ -129,7 +131,7 @@ class IndexLogEntry:
                 state=IndexState(data["state"]),
                 timestamp=int(data["timestamp"]),
                 config=dict(data.get("config") or {}),
-                source=dict(data.get("source") or {}),
+                source=SourceDescription.from_json(data.get("source")),
                 content=dict(data.get("content") or {}),
                 properties=dict(data.get("properties") or {}),
             )

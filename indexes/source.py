@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import unicodedata
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 from urllib.parse import unquote
 
+from indexes.description import SourceDescription, SourceFile, source_files
 from indexes.plan import PlanNode, output_attributes
 
 
@@ -19,24 +20,24 @@ class NotApplicable:
     applicable = False
 
 
-def covered_files(entry: Any) -> list[list[Any]]:
-    """The source files (``[path, size, mtime]``) whose rows an index's data holds: those its
-    log records, less the files a quick refresh recorded as appended, plus those it recorded
-    as deleted (a quick refresh updates the log, not the data)."""
+def covered_files(entry: Any) -> list[SourceFile]:
+    """The source files whose rows an index's data holds: those its log records, less the
+    files a quick refresh recorded as appended, plus those it recorded as deleted (a quick
+    refresh updates the log, not the data)."""
     pending = entry.content.get("quickRefresh") or {}
-    appended = {tuple(f) for f in pending.get("appended", [])}
-    files = [f for f in entry.source.get("files", []) if tuple(f) not in appended]
-    return files + [list(f) for f in pending.get("deleted", [])]
+    appended = set(source_files(pending.get("appended", [])))
+    files = [f for f in entry.source.files or () if f not in appended]
+    return files + list(source_files(pending.get("deleted", [])))
 
 
-def file_changes(entry: Any, files: list[list[Any]]) -> tuple[list[list[Any]], list[list[Any]]]:
-    """(appended, deleted): the ``files`` (a source's current ``[path, size, mtime]`` lists)
-    the index's data does not hold, and the files it holds that are no longer there (a
-    modified file is in both), each sorted."""
-    covered = {tuple(f) for f in covered_files(entry)}
-    current = {tuple(f) for f in files}
-    return ([list(f) for f in sorted(current - covered)],
-            [list(f) for f in sorted(covered - current)])
+def file_changes(entry: Any, files: Sequence[SourceFile]
+                 ) -> tuple[list[SourceFile], list[SourceFile]]:
+    """(appended, deleted): the ``files`` (a source's current files) the index's data does not
+    hold, and the files it holds that are no longer there (a modified file is in both), each
+    sorted."""
+    covered = set(covered_files(entry))
+    current = set(files)
+    return sorted(current - covered), sorted(covered - current)
 
 
 # --- which source a relation reads ---------------------------------------------------------
@@ -46,38 +47,37 @@ def file_changes(entry: Any, files: list[list[Any]]) -> tuple[list[list[Any]], l
 # directory is more of the same source) or a list of paths (the root paths themselves).
 
 
-def same_source(recorded: dict, current: dict) -> bool:
+def same_source(recorded: SourceDescription, current: SourceDescription) -> bool:
     """Whether ``current`` (a relation's description) reads the source an index recorded: the
     same catalog table at the same location, the same glob pattern, or, for an index over
     paths, the same root paths (whichever way the relation reads them: a table over that
     directory too)."""
-    if recorded.get("table"):
-        return (recorded["table"] == current.get("table")
-                and recorded.get("rootPaths") == current.get("rootPaths"))
-    if recorded.get("globPath"):
-        return recorded["globPath"] == current.get("globPath")
-    return recorded.get("rootPaths") == current.get("rootPaths")
+    if recorded.table:
+        return recorded.table == current.table and recorded.root_paths == current.root_paths
+    if recorded.glob_path:
+        return recorded.glob_path == current.glob_path
+    return recorded.root_paths == current.root_paths
 
 
-def source_name(description: dict) -> str:
+def source_name(description: SourceDescription) -> str:
     """How a message names a source: ``table <name> at <location>``, the glob pattern, or
     the root paths."""
-    roots = ", ".join(description.get("rootPaths") or [])
-    if description.get("table"):
-        return f"table {description['table']} at {roots}"
-    return description.get("globPath") or roots
+    roots = ", ".join(description.root_paths or [])
+    if description.table:
+        return f"table {description.table} at {roots}"
+    return description.glob_path or roots
 
 
-def table_change(recorded: dict, current: dict | None) -> str | None:
+def table_change(recorded: SourceDescription, current: SourceDescription | None) -> str | None:
     """Why an index's catalog table is no longer its source (``current``: the description of
     the table now under that name, None when there is none), or None when it still is."""
-    if current is None or current.get("table") != recorded["table"]:   # none, or a view
-        return (f"its table {recorded['table']} no longer exists (dropped or renamed); "
+    if current is None or current.table != recorded.table:   # none, or a view
+        return (f"its table {recorded.table} no longer exists (dropped or renamed); "
                 "delete the index, or recreate it over the table as it is now")
-    if current.get("rootPaths") != recorded.get("rootPaths"):
-        return (f"its table {recorded['table']} is now at "
-                f"{', '.join(current.get('rootPaths') or [])}, the index was built over "
-                f"{', '.join(recorded.get('rootPaths') or [])} (dropped and recreated?); "
+    if current.root_paths != recorded.root_paths:
+        return (f"its table {recorded.table} is now at "
+                f"{', '.join(current.root_paths or [])}, the index was built over "
+                f"{', '.join(recorded.root_paths or [])} (dropped and recreated?); "
                 "delete the index, or recreate it over the table as it is now")
     return None
 
@@ -91,44 +91,44 @@ def relation_schema(relation: PlanNode) -> list[list[Any]]:
     return [[a.fields["name"], a.fields["dataType"]] for a in output_attributes(relation)]
 
 
-def read_options(source: dict) -> dict:
+def read_options(source: SourceDescription) -> dict:
     """The options a source is read with, without its paths (those are its files)."""
-    return {k: v for k, v in (source.get("options") or {}).items()
+    return {k: v for k, v in (source.options or {}).items()
             if k.lower() not in ("path", "paths")}
 
 
-def _options(source: dict) -> dict:
+def _options(source: SourceDescription) -> dict:
     return {k.lower(): v for k, v in read_options(source).items()}
 
 
-def source_mismatch(recorded: dict, current: dict, current_schema: list,
-                    check_files: bool = True) -> str | None:
+def source_mismatch(recorded: SourceDescription, current: SourceDescription,
+                    current_schema: list, check_files: bool = True) -> str | None:
     """Why ``current`` (a relation's description) is not the source the index was built from;
     without ``check_files`` only the way it is read counts, not which files it holds."""
-    if recorded.get("format") != current.get("format"):
-        return f"the source format is {current.get('format')}, the index was built over {recorded.get('format')}"
+    if recorded.format != current.format:
+        return f"the source format is {current.format}, the index was built over {recorded.format}"
     if _options(recorded) != _options(current):
         return "the source is read with other options than when the index was built"
-    if recorded.get("readSettings") != current.get("readSettings"):
-        changed = sorted(k for k in set(recorded.get("readSettings") or {}) | set(current.get("readSettings") or {})
-                         if (recorded.get("readSettings") or {}).get(k) != (current.get("readSettings") or {}).get(k))
-        version = recorded.get("sparkVersion")
+    if recorded.read_settings != current.read_settings:
+        before, now = recorded.read_settings or {}, current.read_settings or {}
+        changed = sorted(k for k in set(before) | set(now) if before.get(k) != now.get(k))
+        version = recorded.spark_version
         under = (f" under Spark {version} (some of their defaults differ between Spark versions)"
                  if version else "")
         return ("settings that change what is read from files differ from when the index was "
                 f"built{under}: {', '.join(changed)}; a full refresh rebuilds it under the "
                 "current ones")
-    if recorded.get("schema") != current_schema:
+    if recorded.schema != current_schema:
         data_columns = [c for c in current_schema if c[0] != METADATA_COLUMN]
-        if data_columns != current_schema and data_columns == recorded.get("schema"):
+        if data_columns != current_schema and data_columns == recorded.schema:
             return (f"the query reads the file metadata column {METADATA_COLUMN} (file path, "
                     "row index), which no index serves")
         return "the source schema differs from the one the index was built over"
-    if check_files and recorded.get("fingerprint") != current.get("fingerprint"):
-        files = current.get("files")
+    if check_files and recorded.fingerprint != current.fingerprint:
+        files = current.files
         if files is not None:
-            old = {tuple(f) for f in recorded.get("files", [])}
-            new = {tuple(f) for f in files}
+            old = set(recorded.files or ())
+            new = set(files)
             return (f"the source files changed since the index was built "
                     f"({len(new - old)} appended or modified, {len(old - new)} deleted); refresh the index")
         return "the source files changed since the index was built; refresh the index"

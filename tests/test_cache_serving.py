@@ -12,11 +12,13 @@ from accelerator.cache.model import CacheEntry, EntryState, Priority
 from accelerator.cache.serving import (EVICTED, MISSING_COLUMNS, NOT_CACHED, OTHER_READ, STALE,
                                        CacheView, parent_dirs, plan_serving, read_key_of,
                                        required_columns)
+from indexes.description import SourceDescription
 from indexes.plan import parse_plan
 
 PLANS = json.loads((Path(__file__).parent / "data" / "cache_plans.json").read_text())
-DESCRIPTION = {"format": "json", "options": {"path": "/lake/t", "multiLine": "false"},
-               "dataSchema": '{"type":"struct","fields":[]}'}
+DESCRIPTION = SourceDescription.from_json(
+    {"format": "json", "options": {"path": "/lake/t", "multiLine": "false"},
+     "dataSchema": '{"type":"struct","fields":[]}'})
 SETTINGS = {"spark.sql.session.timeZone": "UTC"}
 RK = read_key_of(DESCRIPTION, SETTINGS)
 
@@ -31,12 +33,12 @@ def entry(path, size=10, mtime=1, columns=("a", "b"), read_key=RK, state=EntrySt
 
 
 def test_read_key_ignores_options_that_only_choose_files():
-    moved = dict(DESCRIPTION, options={"PATH": "/lake/t/day=1", "basePath": "/lake/t",
-                                       "multiline": "false"})
+    moved = replace(DESCRIPTION, options={"PATH": "/lake/t/day=1", "basePath": "/lake/t",
+                                          "multiline": "false"})
     assert read_key_of(moved, SETTINGS) == RK
-    assert read_key_of(dict(DESCRIPTION, options={"multiLine": "true"}), SETTINGS) != RK
+    assert read_key_of(replace(DESCRIPTION, options={"multiLine": "true"}), SETTINGS) != RK
     assert read_key_of(DESCRIPTION, {"spark.sql.session.timeZone": "CET"}) != RK
-    assert read_key_of(dict(DESCRIPTION, format="csv"), SETTINGS) != RK
+    assert read_key_of(replace(DESCRIPTION, format="csv"), SETTINGS) != RK
 
 
 def test_parent_dirs_stop_at_the_scheme():

@@ -17,6 +17,7 @@ from accelerator import (
     MinMaxSketch,
     TextIndexConfig,
 )
+from indexes.description import SourceDescription
 from indexes.errors import SourceNotFoundError
 from indexes.source import same_source, source_name, table_change
 from tests.helpers import rows, vanilla
@@ -312,19 +313,21 @@ def test_rule_engine_indexes_a_table_and_a_glob_as_such(spark, hs, db, tmp_path)
 # --- the decisions, without a JVM --------------------------------------------------------------
 
 def test_same_source_by_table_glob_and_paths():
+    d = SourceDescription.from_json
     table = {"table": "spark_catalog.db.t", "rootPaths": ["file:/w/db.db/t"]}
-    assert same_source(table, dict(table))
-    assert not same_source(table, {**table, "table": "spark_catalog.db.u"})
-    assert not same_source(table, {**table, "rootPaths": ["file:/elsewhere"]})
-    assert not same_source(table, {"rootPaths": ["file:/w/db.db/t"]})        # read by path
-    assert same_source({"rootPaths": ["file:/w/db.db/t"]}, table)             # a path index
+    assert same_source(d(table), d(dict(table)))
+    assert not same_source(d(table), d({**table, "table": "spark_catalog.db.u"}))
+    assert not same_source(d(table), d({**table, "rootPaths": ["file:/elsewhere"]}))
+    assert not same_source(d(table), d({"rootPaths": ["file:/w/db.db/t"]}))     # read by path
+    assert same_source(d({"rootPaths": ["file:/w/db.db/t"]}), d(table))          # a path index
     glob = {"globPath": "file:/l/d=*", "rootPaths": ["file:/l/d=1"]}
-    assert same_source(glob, {"globPath": "file:/l/d=*", "rootPaths": ["file:/l/d=1", "file:/l/d=2"]})
-    assert not same_source(glob, {"rootPaths": ["file:/l/d=1"]})
-    assert same_source({"rootPaths": ["file:/x"]}, {"rootPaths": ["file:/x"]})
-    assert source_name(table) == "table spark_catalog.db.t at file:/w/db.db/t"
-    assert source_name(glob) == "file:/l/d=*"
-    assert table_change(table, dict(table)) is None
-    assert "no longer exists" in table_change(table, None)
-    assert "no longer exists" in table_change(table, {"rootPaths": table["rootPaths"]})  # a view
-    assert "is now at file:/new" in table_change(table, {**table, "rootPaths": ["file:/new"]})
+    assert same_source(d(glob), d({"globPath": "file:/l/d=*",
+                                   "rootPaths": ["file:/l/d=1", "file:/l/d=2"]}))
+    assert not same_source(d(glob), d({"rootPaths": ["file:/l/d=1"]}))
+    assert same_source(d({"rootPaths": ["file:/x"]}), d({"rootPaths": ["file:/x"]}))
+    assert source_name(d(table)) == "table spark_catalog.db.t at file:/w/db.db/t"
+    assert source_name(d(glob)) == "file:/l/d=*"
+    assert table_change(d(table), d(dict(table))) is None
+    assert "no longer exists" in table_change(d(table), None)
+    assert "no longer exists" in table_change(d(table), d({"rootPaths": table["rootPaths"]}))  # a view
+    assert "is now at file:/new" in table_change(d(table), d({**table, "rootPaths": ["file:/new"]}))

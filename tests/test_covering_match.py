@@ -15,6 +15,7 @@ from pyspark.sql.types import StringType, IntegerType
 
 from indexes.covering.config import IndexColumn
 from indexes.covering.match import Applicable, choose, evaluate
+from indexes.description import SourceDescription
 from indexes.plan import chain, file_relations, parse_plan, plan_references, unsupported_reason
 from indexes.source import NotApplicable, relation_schema, source_mismatch
 
@@ -41,13 +42,18 @@ def plan(name: str):
     return root, relation
 
 
-def description(fingerprint: str = "f1") -> dict:
+def description_json(fingerprint: str = "f1") -> dict:
     return {"format": "parquet", "rootPaths": ["file:/data/nested"], "options": {},
             "fingerprint": fingerprint, "readSettings": SETTINGS}
 
 
+def description(fingerprint: str = "f1") -> SourceDescription:
+    return SourceDescription.from_json(description_json(fingerprint))
+
+
 def entry(relation, indexed, included, name="idx", size=100, **source_changes) -> Entry:
-    source = {**description(), "schema": relation_schema(relation), **source_changes}
+    source = SourceDescription.from_json(
+        {**description_json(), "schema": relation_schema(relation), **source_changes})
     return Entry(name, {"indexedColumns": [column(c) for c in indexed],
                         "includedColumns": [column(c, IntegerType() if c == "id" else StringType())
                                             for c in included],
@@ -127,8 +133,8 @@ def test_changed_source_is_not_used(change, words):
 
 
 def test_a_query_reading_file_metadata_is_told_so():
-    recorded = {"format": "parquet", "schema": [["id", "long"]]}
-    current = {"format": "parquet"}
+    recorded = SourceDescription.from_json({"format": "parquet", "schema": [["id", "long"]]})
+    current = SourceDescription.from_json({"format": "parquet"})
     metadata = ["_metadata", {"type": "struct", "fields": []}]
     assert "reads the file metadata column _metadata" in source_mismatch(
         recorded, current, [["id", "long"], metadata])
@@ -143,17 +149,19 @@ def test_read_settings_of_an_index_built_under_another_spark_name_its_version():
     recorded = {"format": "parquet", "schema": [["id", "long"]], "sparkVersion": "4.3.0",
                 "readSettings": {"spark.sql.legacy.timeParserPolicy": "CORRECTED"}}
     current = {"format": "parquet", "readSettings": {"spark.sql.legacy.timeParserPolicy": "EXCEPTION"}}
-    reason = source_mismatch(recorded, current, [["id", "long"]])
+    d = SourceDescription.from_json
+    reason = source_mismatch(d(recorded), d(current), [["id", "long"]])
     assert "spark.sql.legacy.timeParserPolicy" in reason and "under Spark 4.3.0" in reason
     assert "full refresh" in reason
-    assert "under Spark" not in source_mismatch({**recorded, "sparkVersion": None}, current,
+    assert "under Spark" not in source_mismatch(d({**recorded, "sparkVersion": None}), d(current),
                                                 [["id", "long"]])
 
 
 def test_changed_files_are_counted_when_listed():
     root, relation = plan("seed")
     index = entry(relation, *SEED_INDEX, files=[["a", 1, 1], ["b", 1, 1]])
-    current = {**description("f2"), "files": [["a", 1, 1], ["c", 1, 1], ["d", 1, 1]]}
+    current = SourceDescription.from_json(
+        {**description_json("f2"), "files": [["a", 1, 1], ["c", 1, 1], ["d", 1, 1]]})
     result = evaluate(root, relation, current, index, False)
     assert "2 appended or modified, 1 deleted" in result.reason
 

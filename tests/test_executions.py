@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from indexes.description import SourceDescription
 from indexes.fs import MemoryFs
 from indexes.plan import parse_plan
 from rules.extractor import extract
@@ -21,8 +22,8 @@ from rules.history.records import ExecutedJoin, QueryRecord, RelationUsage
 
 PLANS = json.loads((Path(__file__).parent / "data" / "nested_plans.json").read_text())
 SOURCE = "file:/data/nested"
-DESCRIPTION = {"format": "parquet", "rootPaths": [SOURCE], "fingerprint": "f1",
-               "partitionColumns": []}
+DESCRIPTION = SourceDescription.from_json(
+    {"format": "parquet", "rootPaths": [SOURCE], "fingerprint": "f1", "partitionColumns": []})
 
 
 def _report(query_id: str, duration_ms: int, *scans: tuple, end_ms: int = 5_000) -> str:

@@ -11,6 +11,7 @@ from pyspark.sql import functions as F
 
 from accelerator import Hyperspace
 from accelerator.query.history import read_history
+from indexes.description import SourceDescription
 from indexes.fs import HadoopFs
 from indexes.plan import file_relations, parse_plan
 from rules.history.plan_analysis import extract_record
@@ -45,19 +46,20 @@ def data(spark, tmp_path_factory):
             "people_df": spark.read.parquet(people), "orders_df": spark.read.parquet(orders)}
 
 
-def _desc(path: str, partitions: list[str] | None = None) -> dict:
-    return {"format": "parquet", "rootPaths": [f"file:{path}"],
-            "partitionColumns": partitions or [], "options": {}, "fingerprint": "fp-" + path[-6:]}
+def _desc(path: str, partitions: list[str] | None = None) -> SourceDescription:
+    return SourceDescription.from_json(
+        {"format": "parquet", "rootPaths": [f"file:{path}"], "partitionColumns": partitions or [],
+         "options": {}, "fingerprint": "fp-" + path[-6:]})
 
 
-def _record(df, descriptions: list[dict], indexes: tuple[str, ...] = ()) -> QueryRecord:
+def _record(df, descriptions: list[SourceDescription], indexes: tuple[str, ...] = ()) -> QueryRecord:
     root = parse_plan(df._jdf.queryExecution().optimizedPlan().toJSON())
     relations = file_relations(root)
     assert len(relations) == len(descriptions)
     return extract_record(root, list(zip(relations, descriptions)), indexes)
 
 
-def _people(data) -> dict:
+def _people(data) -> SourceDescription:
     return _desc(data["people"], ["p"])
 
 
@@ -89,7 +91,7 @@ def test_equality_on_nested_field_with_projection(data):
     assert rel.source == rec.sources[0]
     assert rel.root_paths == [f"file:{data['people']}"]
     assert rel.partition_columns == ["p"]
-    assert rel.fingerprint == _people(data)["fingerprint"]
+    assert rel.fingerprint == _people(data).fingerprint
     assert rel.filter_columns == ["nested.nst.field1"]
     assert rel.output_columns == rec.output_columns
 

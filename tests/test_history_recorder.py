@@ -9,6 +9,7 @@ from datetime import date, datetime, timezone
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from indexes.description import SourceDescription
 from indexes.fs import MemoryFs
 from rules.history.reader import RecordCache, history_files, read_history_table, read_records
 from rules.history.recorder import HistoryRecorder
@@ -166,7 +167,8 @@ def test_failing_fs_never_raises(caplog):
 def test_record_plan_never_raises_on_a_plan_it_cannot_read():
     fs = MemoryFs()
     recorder = HistoryRecorder(fs, SYSTEM, flush_interval_s=3600)
-    assert recorder.record_plan(None, [{"rootPaths": ["file:/x"]}]) is None  # type: ignore[arg-type]
+    assert recorder.record_plan(
+        None, [SourceDescription.from_json({"rootPaths": ["file:/x"]})]) is None  # type: ignore[arg-type]
     assert recorder.pending == 0
     recorder.close()
 

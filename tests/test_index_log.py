@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import pytest
 
 from accelerator.runtime import jvm
+from indexes.description import SourceDescription
 from indexes.errors import (
     AcceleratorError,
     ConcurrentModificationError,
@@ -112,7 +113,7 @@ def make_build(fs: FileSystem, tag: str = "data", calls: list[str] | None = None
         fs.write_text(f"{data_path}/part-0.txt", tag)
         source = {"format": "parquet", "rootPaths": ["/lake/t"], "partitionColumns": [],
                   "options": {}, "files": [["/lake/t/a.parquet", 10, 1000]]}
-        return source, {"numFiles": 1, "sizeInBytes": len(tag)}
+        return SourceDescription.from_json(source), {"numFiles": 1, "sizeInBytes": len(tag)}
 
     return build
 
@@ -141,8 +142,9 @@ def test_entry_json_round_trip():
     entry = IndexLogEntry(
         id=3, name="MyIdx", kind="covering", state=IndexState.ACTIVE, timestamp=1700000000123,
         config=dict(CONFIG),
-        source={"format": "parquet", "rootPaths": ["file:/lake/t"], "partitionColumns": ["d"],
-                "options": {"mergeSchema": "false"}, "files": [["file:/lake/t/a", 10, 99]]},
+        source=SourceDescription.from_json(
+            {"format": "parquet", "rootPaths": ["file:/lake/t"], "partitionColumns": ["d"],
+             "options": {"mergeSchema": "false"}, "files": [["file:/lake/t/a", 10, 99]]}),
         content={"dataVersion": 2, "path": "file:/sys/myidx/v__=2", "schema": "{}",
                  "numFiles": 2, "sizeInBytes": 1234},
         properties={"note": "x"})
@@ -304,7 +306,8 @@ def test_create_with_spark_build(spark, hadoop_fs, system_path):
     def build(data_path: str) -> tuple[dict, dict]:
         df = spark.range(10).selectExpr("id", "cast(id as string) as name")
         df.write.parquet(data_path)
-        return {"format": "parquet", "rootPaths": ["/lake"]}, {"schema": df.schema.json()}
+        return (SourceDescription.from_json({"format": "parquet", "rootPaths": ["/lake"]}),
+                {"schema": df.schema.json()})
 
     entry = lifecycle.create("MyIndex", "covering", CONFIG, build)
     assert entry.state is IndexState.ACTIVE and entry.id == 1
@@ -370,11 +373,12 @@ def test_record(site, fs, lifecycle):
 
     def update(entry: IndexLogEntry) -> tuple[dict, dict]:
         seen.append(entry)
-        return {**entry.source, "appended": [["/lake/t/b", 5, 2]]}, entry.content
+        return (SourceDescription.from_json({**entry.source.to_json(),
+                                             "appended": [["/lake/t/b", 5, 2]]}), entry.content)
 
     recorded = lifecycle.record("idx", update)
     assert seen == [created]
-    assert recorded.id == 3 and recorded.source["appended"] == [["/lake/t/b", 5, 2]]
+    assert recorded.id == 3 and recorded.source.extra["appended"] == [["/lake/t/b", 5, 2]]
     assert recorded.content == created.content and recorded.data_version == 0
     assert site.listdir(f"{site.root}/idx") == ["_log", "v__=0"]  # no new data version
     assert log_states(lifecycle, "idx")[-2:] == [IndexState.REFRESHING, IndexState.ACTIVE]
@@ -776,7 +780,8 @@ def test_corrupt_newest_entry_is_listed_as_corrupt(site, fs, lifecycle, caplog, 
     assert listed[1] == other
     assert (corrupt.id, corrupt.name, corrupt.kind, corrupt.config) == (2, "Idx", "covering",
                                                                       CONFIG)
-    assert corrupt.source == {} and corrupt.content == {} and corrupt.data_version is None
+    assert corrupt.source == SourceDescription() and corrupt.content == {}
+    assert corrupt.data_version is None
     assert corrupt.properties["corruptFile"] == corrupt_file
     assert re.search(rf"^index log entry {re.escape(corrupt_file)} " + error,
                      corrupt.properties["error"])

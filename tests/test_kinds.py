@@ -15,6 +15,7 @@ from indexes.covering.config import CoveringIndexConfig
 from indexes.covering.join_match import (JoinApplicable, join_obstacle, join_partitions,
                                          pairable)
 from indexes.covering.match import Applicable
+from indexes.description import SourceDescription
 from indexes.errors import InvalidIndexConfigError
 from indexes.kind import Serving
 from indexes.skipping.config import DataSkippingIndexConfig, MinMaxSketch
@@ -29,7 +30,7 @@ from rules.user_rules import RULE_KINDS
 def entry(name, kind, size=100, files=None, buckets=8, entry_id=1, timestamp=1, path=None):
     return SimpleNamespace(
         name=name, kind=kind, id=entry_id, timestamp=timestamp, config={"numBuckets": buckets},
-        source={"files": files or [["/src/a", 100_000_000, 1]]},
+        source=SourceDescription.from_json({"files": files or [["/src/a", 100_000_000, 1]]}),
         content={"sizeInBytes": size, "path": path or f"/sys/{name.lower()}/v__=0"})
 
 

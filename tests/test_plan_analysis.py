@@ -9,12 +9,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from indexes.description import SourceDescription
 from indexes.plan import parse_plan
 from rules.history.plan_analysis import extract_record
 
 PLANS = json.loads((Path(__file__).parent / "data" / "nested_plans.json").read_text())
-DESCRIPTION = {"format": "parquet", "rootPaths": ["file:/data/nested"], "fingerprint": "f1",
-               "partitionColumns": []}
+DESCRIPTION = SourceDescription.from_json(
+    {"format": "parquet", "rootPaths": ["file:/data/nested"], "fingerprint": "f1",
+     "partitionColumns": []})
 
 
 def _preds(rec) -> set[tuple]:

@@ -15,6 +15,7 @@ import pytest
 from accelerator.api.rows import RECOMMENDATIONS_SCHEMA
 from accelerator.engine.advisor import existing_indexes
 from indexes import kinds
+from indexes.description import SourceDescription
 from indexes.kind import BuildJob, IndexKind, IoStats, Serving
 from indexes.source import NotApplicable
 from rules.profiles import ExistingIndex
@@ -60,7 +61,8 @@ class NamedFilesKind(IndexKind):
     serving = Serving.PRUNE
     engine_kinds = ("namedfiles",)
 
-    def resolve(self, df: Any, config: NamedFilesConfig, source: dict, settings: Any) -> dict:
+    def resolve(self, df: Any, config: NamedFilesConfig, source: SourceDescription,
+                settings: Any) -> dict:
         return {"pattern": config.pattern}
 
     def config_from_spec(self, name, fields, where, check) -> NamedFilesConfig:
@@ -70,22 +72,22 @@ class NamedFilesKind(IndexKind):
                    distinct_per_file) -> NamedFilesConfig:
         return NamedFilesConfig(name, columns[0])
 
-    def build(self, job: BuildJob) -> tuple[dict, dict]:
-        files = job.source["files"]
-        names = [f[0] for f in files
-                 if re.search(job.config["pattern"], f[0].rsplit("/", 1)[-1])]
+    def build(self, job: BuildJob) -> tuple[SourceDescription, dict]:
+        files = job.source.files
+        names = [f.path for f in files
+                 if re.search(job.config["pattern"], f.path.rsplit("/", 1)[-1])]
         job.fs.mkdirs(job.data_path)
         job.read, job.written = IoStats.of_files(files), IoStats()
         return job.source, {"names": names, "numFiles": 0, "sizeInBytes": 0,
                             "numRows": len(names)}
 
     def match(self, root, relation, description, entry, state, ctx) -> Any:
-        files = description.get("files") or []
-        known = {f[0] for f in entry.source["files"]}
-        kept = [f for f in files if f[0] not in known or f[0] in entry.content["names"]]
+        files = description.files or ()
+        known = {f.path for f in entry.source.files}
+        kept = [f for f in files if f.path not in known or f.path in entry.content["names"]]
         if len(kept) == len(files):
             return NotApplicable(entry, "NO_FILE_SKIPPED", "every file's name matches")
-        return NamedFiles(entry, [f[0] for f in kept], sum(int(f[1]) for f in kept))
+        return NamedFiles(entry, [f.path for f in kept], sum(int(f.size) for f in kept))
 
     def choose(self, verdicts: list[Any]) -> Any:
         return min(verdicts, key=lambda v: v.cost, default=None)

@@ -191,14 +191,14 @@ class Hyperspace:
             raise InvalidIndexConfigError(
                 f"index '{entry.name}' is over {source_name(entry.source)}, "
                 f"the DataFrame reads {source_name(source)}")
-        mismatch = source_mismatch(entry.source, source, source["schema"], check_files=False)
+        mismatch = source_mismatch(entry.source, source, source.schema, check_files=False)
         if mismatch:
             raise InvalidIndexConfigError(f"index '{entry.name}' cannot answer this DataFrame: "
                                           f"{mismatch}; refresh the index")
-        if score and source["format"] != "parquet":
+        if score and source.format != "parquet":
             raise InvalidIndexConfigError(
                 f"index '{entry.name}': score=True needs a Parquet source (rows are matched to "
-                f"the index by their position in the file); the source is {source['format']}")
+                f"the index by their position in the file); the source is {source.format}")
         try:
             text_search.check_query(query)
         except ValueError as e:
@@ -228,8 +228,8 @@ class Hyperspace:
         is over: ``table <name> at <location>``, the glob pattern, or the paths)."""
         entry = self.context.lifecycle().get(indexName)
         row = self._row(entry) + (
-            len(entry.source.get("files", [])), entry.source.get("format"),
-            list(entry.source.get("rootPaths", [])), entry.data_version,
+            len(entry.source.files or ()), entry.source.format,
+            list(entry.source.root_paths or []), entry.data_version,
             entry.content.get("numRows"), entry.id, source_name(entry.source))
         return local_frame(self.spark, [row], R.INDEX_SCHEMA)
 

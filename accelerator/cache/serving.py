@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from accelerator.cache.model import CacheEntry, relation_read_key
+from indexes.description import SourceDescription, SourceFile
 from indexes.plan import PlanNode, references
 
 APPLIED = "APPLIED"
@@ -34,11 +35,11 @@ FILE_SELECTING_OPTIONS = frozenset({"path", "paths", "basepath", "pathglobfilter
                                     "recursivefilelookup", "modifiedbefore", "modifiedafter"})
 
 
-def read_key_of(description: Mapping[str, Any], read_settings: Mapping[str, Any]) -> str:
+def read_key_of(description: SourceDescription, read_settings: Mapping[str, Any]) -> str:
     """The read key of a relation as the JVM describes it (format, options, data schema)."""
-    options = {k: v for k, v in (description.get("options") or {}).items()
+    options = {k: v for k, v in (description.options or {}).items()
                if k.lower() not in FILE_SELECTING_OPTIONS}
-    return relation_read_key(description["format"], options, description.get("dataSchema"),
+    return relation_read_key(description.format, options, description.data_schema,
                              read_settings)
 
 
@@ -139,7 +140,7 @@ class ServingPlan:
         return self.source_files - self.reasons.get(OTHER_READ, 0)
 
 
-def plan_serving(view: CacheView, read_key: str, files: Iterable[list],
+def plan_serving(view: CacheView, read_key: str, files: Iterable[SourceFile],
                  required: Iterable[str]) -> ServingPlan:
     """Which ``files`` (``[path, size, mtime]``) the cache serves to a query reading the data
     columns ``required`` of a relation with ``read_key``."""

@@ -23,7 +23,7 @@ import time
 import zlib
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, NamedTuple
 
 from pyspark.sql import DataFrame, functions as F
 
@@ -35,6 +35,7 @@ from accelerator.cache.tier import CacheTier
 from accelerator.query import session
 from accelerator.runtime import jvm, spark_versions
 from accelerator.runtime.settings import CACHE_ENABLED, ENABLED, JOBS_POOL, POOL_PROPERTY, Settings
+from indexes.description import SourceDescription
 from indexes.errors import CacheRequestError
 from indexes.fs import in_parallel
 
@@ -52,20 +53,37 @@ _WRITE_CONF = {"spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
 POOL_TASK_BYTES = 64 * 1024 * 1024
 
 
+class ScanFile(NamedTuple):
+    """A file a scan reads: a :class:`~indexes.description.SourceFile`'s path, size and
+    modification time, and the name ``input_file_name()`` gives its rows."""
+
+    path: str
+    size: int
+    mtime: int
+    name: str
+
+
 @dataclass(frozen=True)
 class Scan:
-    """One file scan of a query: the JVM scan and its description."""
+    """One file scan of a query: the JVM scan, the description of its relation, the data
+    columns it reads (``required``) and the files it reads (after partition pruning)."""
 
     jscan: Any
-    description: dict
+    description: SourceDescription
+    required: tuple[str, ...]
+    files: tuple[ScanFile, ...]
+
+    @staticmethod
+    def of(jscan: Any, described: str) -> "Scan":
+        """The scan ``jscan`` as ``CacheServing.describeScan`` describes it (JSON)."""
+        data = json.loads(described)
+        required, files = data.pop("required"), data.pop("files")
+        return Scan(jscan, SourceDescription.from_json(data), tuple(required),
+                    tuple(ScanFile(*f) for f in files))
 
     @property
     def roots(self) -> list[str]:
-        return self.description["rootPaths"]
-
-    @property
-    def files(self) -> list[list]:
-        return self.description["files"]
+        return self.description.root_paths
 
 
 @dataclass(frozen=True)
@@ -90,7 +108,7 @@ def scans(spark: Any, df: DataFrame, system_path: str) -> list[Scan]:
     def run(rewrite: bool) -> list[Scan]:
         with session.conf_set(spark, {ENABLED: str(rewrite).lower(), CACHE_ENABLED: "false"}):
             qe = dataset.ofRows(spark._jsparkSession, analyzed).queryExecution()
-            return [Scan(s, json.loads(helpers.cache.describeScan(s)))
+            return [Scan.of(s, helpers.cache.describeScan(s))
                     for s in helpers.cache.scans(qe.sparkPlan())]
 
     session.install(spark)
@@ -98,23 +116,23 @@ def scans(spark: Any, df: DataFrame, system_path: str) -> list[Scan]:
     own = system_path.rstrip("/") + "/"
     if any(r.startswith(own) for s in found for r in s.roots):
         found = run(False)
-    return [s for s in found if not s.description.get("bucketed")]
+    return [s for s in found if not s.description.bucketed]
 
 
 def _check_source(scan: Scan, columns: Iterable[str]) -> None:
     """Refuses what the cache cannot copy faithfully (a clear error naming the source)."""
     d = scan.description
     roots = ", ".join(scan.roots)
-    options = {k.lower(): v for k, v in (d.get("options") or {}).items()}
+    options = {k.lower(): v for k, v in (d.options or {}).items()}
     mode = options.get("mode", "PERMISSIVE").upper()
-    if d["format"] in ("csv", "json") and mode != "PERMISSIVE":
+    if d.format in ("csv", "json") and mode != "PERMISSIVE":
         raise CacheRequestError(
             f"cannot cache {roots}: it is read with mode={mode}, which drops or fails on "
             "malformed rows depending on the columns read; only mode=PERMISSIVE sources can be "
             "cached")
     corrupt = options.get("columnnameofcorruptrecord", "_corrupt_record")
-    fields = {f["name"]: f for f in json.loads(d["dataSchema"])["fields"]}
-    if d["format"] in ("csv", "json") and corrupt in fields:
+    fields = {f["name"]: f for f in json.loads(d.data_schema)["fields"]}
+    if d.format in ("csv", "json") and corrupt in fields:
         raise CacheRequestError(
             f"cannot cache {roots}: its schema holds the corrupt-record column '{corrupt}', "
             "whose values depend on the columns read")
@@ -129,9 +147,9 @@ def _check_source(scan: Scan, columns: Iterable[str]) -> None:
 def cached_columns(scan: Scan, columns: list[str] | None, case_sensitive: bool) -> list[str]:
     """The top-level data columns to cache: ``columns`` (nested fields name their top-level
     column) or those the scan reads; CacheRequestError for a column the source lacks."""
-    data = [f["name"] for f in json.loads(scan.description["dataSchema"])["fields"]]
+    data = [f["name"] for f in json.loads(scan.description.data_schema)["fields"]]
     if columns is None:
-        wanted = list(scan.description["required"]) or data[:1]
+        wanted = list(scan.required) or data[:1]
     else:
         lookup = {(n if case_sensitive else n.lower()): n for n in data}
         wanted = []
@@ -139,7 +157,7 @@ def cached_columns(scan: Scan, columns: list[str] | None, case_sensitive: bool) 
             top = c.split(".", 1)[0]
             found = lookup.get(top if case_sensitive else top.lower())
             if found is None:
-                parts = scan.description["partitionColumns"]
+                parts = scan.description.partition_columns
                 where = " (a partition column: its values are kept with every entry)" \
                     if top in parts else ""
                 raise CacheRequestError(
@@ -149,11 +167,11 @@ def cached_columns(scan: Scan, columns: list[str] | None, case_sensitive: bool) 
     return sorted(set(wanted))
 
 
-def file_key(scan: Scan, f: list, read_settings: dict) -> CacheKey:
+def file_key(scan: Scan, f: ScanFile, read_settings: dict) -> CacheKey:
     d = scan.description
-    options = {k: v for k, v in (d.get("options") or {}).items()
+    options = {k: v for k, v in (d.options or {}).items()
                if k.lower() not in FILE_SELECTING_OPTIONS}
-    return CacheKey.create(f[0], int(f[1]), int(f[2]), d["format"], options, d["dataSchema"],
+    return CacheKey.create(f.path, int(f.size), int(f.mtime), d.format, options, d.data_schema,
                            read_settings)
 
 
@@ -217,21 +235,21 @@ def _quoted(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def _write(spark: Any, tier: CacheTier, scan: Scan, files: list[list],
+def _write(spark: Any, tier: CacheTier, scan: Scan, files: list[ScanFile],
            columns: list[str]) -> tuple[str, dict[str, tuple[str, list[tuple[str, int]]]]]:
     """Copies ``columns`` of ``files`` in one job (several under the scheduler's pool: see the
     module docstring); returns the batch's directory and, per source path, its entry's
     directory and Parquet files (name, size)."""
     helpers = jvm.helpers(spark)
-    paths = [f[0] for f in files]
-    names = [f[3] for f in files]
+    paths = [f.path for f in files]
+    names = [f.name for f in files]
     batch = tier.manifest.new_data_path()
     out: dict[str, tuple[str, list[tuple[str, int]]]] = {}
     groups = _unique_id_groups(names)
     slots = background_slots(spark)
     if slots is not None:
         groups = [chunk for group in groups for chunk in
-                  chunks(group, [int(files[i][1]) for i in group], slots * POOL_TASK_BYTES)]
+                  chunks(group, [int(files[i].size) for i in group], slots * POOL_TASK_BYTES)]
     for n, group in enumerate(groups):
         target = f"{batch}/{n}"
         source = DataFrame(helpers.cache.read(scan.jscan, "\n".join(paths[i] for i in group)),
@@ -271,18 +289,18 @@ def warm(spark: Any, tier: CacheTier, settings: Settings, df: DataFrame,
     entries = defaultdict(list)
     for e in known:
         entries[e.file_path].append(e)
-    jobs: list[tuple[Scan, list[str], list[tuple[list, CacheKey, Any]]]] = []
+    jobs: list[tuple[Scan, list[str], list[tuple[ScanFile, CacheKey, Any]]]] = []
     for s in found:
         wanted = cached_columns(s, columns, settings.case_sensitive)
         _check_source(s, wanted)
         for m in markers:
-            for path in [*s.roots, *(f[0] for f in s.files)]:
+            for path in [*s.roots, *(f.path for f in s.files)]:
                 if path.rstrip("/") == m.root or path.startswith(m.root + "/"):
                     tier.never.check(path)   # raises, naming the marker
         todo, raised = [], []
         for f in s.files:
             key = file_key(s, f, read_settings)
-            plan = plan_warmup(key, wanted, level, ttl_seconds, entries[f[0]])
+            plan = plan_warmup(key, wanted, level, ttl_seconds, entries[f.path])
             if plan.write:
                 todo.append((f, key, plan))
             elif (plan.priority, plan.ttl_seconds) != (plan.keep.priority, plan.keep.ttl_seconds):
@@ -303,10 +321,10 @@ def warm(spark: Any, tier: CacheTier, settings: Settings, df: DataFrame,
             now = tier.manifest.now()
             new = []
             for f, key, plan in items:
-                folder, parts = written_files[f[0]]
+                folder, parts = written_files[f.path]
                 new.append((CacheEntry(
-                    key=key.hex, source_root=root_of(f[0]), file_path=f[0],
-                    file_size=int(f[1]), file_mtime=int(f[2]), columns=cols,
+                    key=key.hex, source_root=root_of(f.path), file_path=f.path,
+                    file_size=int(f.size), file_mtime=int(f.mtime), columns=cols,
                     priority=plan.priority, ttl_seconds=plan.ttl_seconds,
                     bytes=sum(b for _, b in parts), data_path=folder, created=now,
                     last_used=now, read_key=key.read_key,
@@ -318,7 +336,7 @@ def warm(spark: Any, tier: CacheTier, settings: Settings, df: DataFrame,
                 tier.fs.delete(batch, recursive=True)
                 raise
             tier.manifest.commit_all([(entry, plan.supersedes) for entry, plan in new])
-            read += sum(int(f[1]) for f, _, _ in items)
+            read += sum(int(f.size) for f, _, _ in items)
             written += sum(e.bytes for e, _ in new)
     tier.demote(settings)
     return WarmupResult(files, read, written, time.monotonic() - started)
@@ -328,7 +346,7 @@ def uncache(spark: Any, tier: CacheTier, settings: Settings, df: DataFrame) -> t
     """``hs.uncache``: evicts the entries of the files ``df`` reads (however they were read)
     and lifts NEVER markers of its sources; returns (entries evicted, their bytes)."""
     found = scans(spark, df, tier.fs.qualify(settings.system_path))
-    paths = {f[0] for s in found for f in s.files}
+    paths = {f.path for s in found for f in s.files}
     evicted = tier.manifest.evict([e for e in tier.manifest.entries() if e.file_path in paths])
     for s in found:
         for root in s.roots:

@@ -259,7 +259,7 @@ class Advisor:
 
     def _files(self, usage: RelationUsage) -> list[tuple[str, int]]:
         source = self._context.sources.describe_source(read_source(self.spark, usage))
-        return [(str(f[0]), int(f[1])) for f in source["files"]]
+        return [(str(f.path), int(f.size)) for f in source.files]
 
     def _broadcasts(self) -> bool:
         """Whether Spark may broadcast a join's small side, planning or adaptively."""
@@ -413,7 +413,7 @@ def existing_indexes(entries: list[IndexLogEntry]) -> list[ExistingIndex]:
     for e in entries:
         if e.state is not IndexState.ACTIVE or kinds.kind_of(e) is None:
             continue
-        source = e.source.get("globPath") or source_key(e.source.get("rootPaths", []))
+        source = e.source.glob_path or source_key(e.source.root_paths or [])
         origin = str(e.config.get(ORIGIN_KEY) or "user")
         size = int(e.content.get("sizeInBytes") or 0)
         for kind, columns in kinds.kind_of(e).engine_targets(e):

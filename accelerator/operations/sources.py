@@ -16,6 +16,7 @@ from accelerator.query import session
 from accelerator.query.catalog import catalog
 from accelerator.runtime import jvm, workers
 from accelerator.runtime.settings import Settings
+from indexes.description import SourceDescription
 from indexes.errors import SourceNotFoundError, UnsupportedSourceError
 from indexes.fs import HadoopFs
 from indexes.kind import IndexKind
@@ -53,7 +54,7 @@ class SparkSources:
         chosen, the modules the builds import checked."""
         workers.prepare(self.spark, kind.executor_modules)
 
-    def describe_source(self, df: Any) -> dict:
+    def describe_source(self, df: Any) -> SourceDescription:
         """Description of the file source ``df`` reads directly, or UnsupportedSourceError."""
         if not isinstance(df, DataFrame):
             shown = f"{type(df).__name__} {df!r}" if isinstance(df, str) else type(df).__name__
@@ -78,34 +79,34 @@ class SparkSources:
                 f"DataFrame's plan starts with {root.cls}. Create the index on the DataFrame "
                 "returned by spark.read or spark.table and apply filters or projections in "
                 "queries instead")
-        source = json.loads(plans.describe(analyzed, 0, 2))
-        if source.get("files") is None:
+        source = SourceDescription.from_json(json.loads(plans.describe(analyzed, 0, 2)))
+        if source.files is None:
             raise UnsupportedSourceError(
                 "indexes need a source whose files Spark lists itself (spark.read over paths, "
                 "or a catalog table); this relation uses a custom file index")
-        source["schema"] = relation_schema(root)
-        source["readSettings"] = json.loads(plans.currentReadSettings(self.spark._jsparkSession))
-        source["sparkVersion"] = self.spark.version   # named when an index built under another
-        return source                                 # Spark cannot serve this one
+        # the Spark version is named when an index built under another Spark cannot serve this one
+        return source.with_index_facts(
+            relation_schema(root), json.loads(plans.currentReadSettings(self.spark._jsparkSession)),
+            self.spark.version)
 
     def source_problem(self, entry: IndexLogEntry) -> str | None:
         """Why an index's source is gone (its catalog table dropped, renamed or moved, a root
         path or every directory of its glob pattern removed), or None."""
         source = entry.source
-        if source.get("table"):
-            return table_change(source, self._table(source["table"]))
-        if source.get("globPath"):
-            if not self.fs.glob(source["globPath"]):
-                return (f"no directory matches its glob pattern {source['globPath']}; "
+        if source.table:
+            return table_change(source, self._table(source.table))
+        if source.glob_path:
+            if not self.fs.glob(source.glob_path):
+                return (f"no directory matches its glob pattern {source.glob_path}; "
                         "restore one, or delete and vacuum the index")
             return None
-        missing = [p for p in source.get("rootPaths", []) if not self.fs.exists(p)]
+        missing = [p for p in source.root_paths or [] if not self.fs.exists(p)]
         if missing:
             return (f"its source path no longer exists: {', '.join(missing)}; restore it, or "
                     "delete and vacuum the index")
         return None
 
-    def _table(self, name: str) -> dict | None:
+    def _table(self, name: str) -> SourceDescription | None:
         """The description (without files) of the catalog table now named ``name``, or None
         when there is none or it is not a table of files."""
         try:
@@ -115,7 +116,7 @@ class SparkSources:
         plans = jvm.helpers(self.spark).plans
         if len(plans.fileRelations(analyzed)) != 1:
             return None
-        return json.loads(plans.describe(analyzed, 0, 0))
+        return SourceDescription.from_json(json.loads(plans.describe(analyzed, 0, 0)))
 
     def read_source(self, entry: IndexLogEntry) -> DataFrame:
         """The source of an index read again as it was when the index was built: its catalog
@@ -128,12 +129,12 @@ class SparkSources:
                 f"the source of index '{entry.name}' is gone: {problem}")
         source = entry.source
         try:
-            if source.get("table"):
-                return self.spark.table(source["table"])
+            if source.table:
+                return self.spark.table(source.table)
             schema = StructType([StructField(name, _parse_datatype_json_value(t))
-                                 for name, t in source["schema"]])
-            return (self.spark.read.format(source["format"]).options(**read_options(source))
-                    .schema(schema).load(source.get("globPath") or source["rootPaths"]))
+                                 for name, t in source.schema])
+            return (self.spark.read.format(source.format).options(**read_options(source))
+                    .schema(schema).load(source.glob_path or source.root_paths))
         except AnalysisException as exc:   # e.g. removed between the check and the read
             raise SourceNotFoundError(
                 f"the source of index '{entry.name}' ({source_name(source)}) cannot "

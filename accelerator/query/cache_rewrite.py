@@ -60,7 +60,7 @@ class CacheRewrite:
         """What the cache serves of one relation (None when no cached file is under its
         roots)."""
         description = decision.description
-        if not view.covers(description.get("rootPaths", [])):
+        if not view.covers(description.root_paths or []):
             return None
         if unsupported:
             return CacheDecision("PLAN_NOT_SUPPORTED", unsupported)
@@ -68,22 +68,23 @@ class CacheRewrite:
                 kinds.kind_of(decision.chosen.index).serving is Serving.REPLACE:
             return CacheDecision("INDEX_APPLIED", f"the index '{decision.chosen.index.name}' "
                                  "answers this relation (an index wins over the cache)")
-        if description.get("bucketed"):
+        if description.bucketed:
             return CacheDecision("BUCKETED", "bucketed relations are not served from the cache")
-        if "fingerprint" not in description:
-            description.update(self._files.describe(plan, decision.ordinal, 1))
-        fingerprint = description.get("fingerprint")
+        if not description.fingerprinted:
+            description = decision.description = description.with_listing(
+                self._files.describe(plan, decision.ordinal, 1))
+        fingerprint = description.fingerprint
         if fingerprint is None:
             return CacheDecision("NO_FILE_LIST", "the relation does not list its files")
         read_key = cache_serving.read_key_of(description, payload["readSettings"])
         required = cache_serving.required_columns(relation,
-                                                  description.get("partitionColumns", []))
+                                                  description.partition_columns or [])
         memo_key = (settings.cache_path, fingerprint, read_key, required, view.generation)
         with self._lock:
             found = self._decisions.get(memo_key)
         if found is None:
             # the files index matching already fetched, else those described (once per list)
-            files = description.get("files") or self._files.files(plan, decision, [])
+            files = description.files or self._files.files(plan, decision, [])
             serving = cache_serving.plan_serving(view, read_key, files or [], required)
             lines = "\n".join(
                 "\t".join([path, *(str(x) for f in e.files for x in f)])

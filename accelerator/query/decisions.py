@@ -10,6 +10,7 @@ from typing import Any
 from accelerator.cache import serving as cache_serving
 from accelerator.cache.tier import UsedEntries
 from accelerator.runtime.settings import Settings
+from indexes.description import SourceDescription
 
 
 @dataclass
@@ -40,7 +41,7 @@ class RelationDecision:
     """What the rewriter decided for one file relation of a plan."""
 
     ordinal: int
-    description: dict
+    description: SourceDescription   # completed by the rewrite where it needs more
     results: list[Any] = field(default_factory=list)   # every candidate index's verdict
     chosen: Any = None                                  # the applicable verdict used, if any
     cache: CacheDecision | None = None                  # the cache's, for relations it covers
@@ -57,3 +58,9 @@ class RelationDecision:
             served_by = self.chosen.index.name
             paths.append(f"{settings.system_path.rstrip('/')}/{served_by}")
         return served_by, paths
+
+
+def relation_decisions(payload: dict) -> list[RelationDecision]:
+    """A decision to fill in for each file relation the JVM rule's ``payload`` describes."""
+    return [RelationDecision(i, SourceDescription.from_json(d))
+            for i, d in enumerate(payload["relations"])]

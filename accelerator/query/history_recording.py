@@ -8,7 +8,7 @@ import threading
 import time
 from typing import Any
 
-from accelerator.query.decisions import RelationDecision
+from accelerator.query.decisions import RelationDecision, relation_decisions
 from accelerator.query.deferred import DeferredHistory
 from accelerator.query.history import new_recorder
 from accelerator.runtime.settings import Settings
@@ -57,7 +57,7 @@ class HistoryRecording:
         """Records a plan the JVM rule deferred (nothing could serve it when it was planned),
         from its payload as :class:`accelerator.query.deferred.DeferredHistory` drains it."""
         root = parse_plan(payload["plan"])
-        decisions = [RelationDecision(i, d) for i, d in enumerate(payload["relations"])]
+        decisions = relation_decisions(payload)
         self._record(Settings.of_conf(payload["conf"]), root, file_relations(root), decisions,
                      [], payload)
 
@@ -86,5 +86,5 @@ class HistoryRecording:
             own = self._fs.qualify(settings.system_path).rstrip("/") + "/"
             with self._lock:
                 self._qualified[settings.system_path] = own
-        roots = [p for d in decisions for p in d.description.get("rootPaths", [])]
+        roots = [p for d in decisions for p in d.description.root_paths or []]
         return bool(roots) and all(p.startswith(own) for p in roots)

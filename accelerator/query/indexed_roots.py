@@ -79,7 +79,7 @@ class IndexedRoots:
         for e in active:
             kind = kinds.kind_of(e)
             use = RootUse(kind.serving is Serving.PRUNE, kind.joins, kind.filter_columns(e))
-            uses.extend((p, use) for p in e.source.get("rootPaths", []))
+            uses.extend((p, use) for p in e.source.root_paths or [])
         with self._lock:
             self._roots[system_path] = uses
         self._publish()

@@ -9,6 +9,7 @@ from accelerator.query.decisions import RelationDecision
 from accelerator.query.relation_files import RelationFiles
 from accelerator.runtime.settings import Settings
 from indexes import kinds
+from indexes.description import SourceDescription
 from indexes.kind import MatchContext
 from indexes.plan import PlanNode
 from indexes.source import same_source
@@ -39,20 +40,23 @@ class RelationChoice:
             candidates = [e for e in indexes if same_source(e.source, decision.description)]
             if not candidates:
                 continue
-            if with_files or "fingerprint" not in decision.description:
+            if with_files or not decision.description.fingerprinted:
                 decision.description = self._files.describe(plan, decision.ordinal,
                                                             2 if with_files else 1)
-            fingerprint = decision.description.get("fingerprint")
+            fingerprint = decision.description.fingerprint
             listed = any(kinds.kind_of(e).needs_files(e, fingerprint, settings)
                          for e in candidates)
-            if listed and "files" not in decision.description:
-                decision.description["files"] = self._files.files(plan, decision, candidates)
-            decision.description["readSettings"] = payload["readSettings"]
+            if listed and not decision.description.files_described:
+                decision.description = decision.description.with_files(
+                    self._files.files(plan, decision, candidates))
+            decision.description = decision.description.with_read_settings(
+                payload["readSettings"])
             decision.results = [self._match(root, relation, decision.description, e, settings,
                                             ctx) for e in candidates]
             decision.chosen = kinds.choose(decision.results)
 
-    def _match(self, root: PlanNode, relation: PlanNode, description: dict, entry: Any,
+    def _match(self, root: PlanNode, relation: PlanNode, description: SourceDescription,
+               entry: Any,
                settings: Settings, ctx: MatchContext) -> Any:
         return kinds.kind_of(entry).match(root, relation, description, entry,
                                           self.state(entry, settings), ctx)

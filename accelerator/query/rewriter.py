@@ -24,7 +24,7 @@ from typing import Any, Iterator
 from accelerator.query import index_serving
 from accelerator.query.cache_rewrite import CacheRewrite
 from accelerator.query.catalog import catalog
-from accelerator.query.decisions import RelationDecision
+from accelerator.query.decisions import RelationDecision, relation_decisions
 from accelerator.query.history_recording import HistoryRecording
 from accelerator.query.indexed_roots import IndexedRoots
 from accelerator.query.relation_choice import RelationChoice
@@ -130,11 +130,11 @@ class Rewriter:
         settings = Settings.of_conf(payload["conf"])
         root = parse_plan(payload["plan"])
         relations = file_relations(root)
-        decisions = [RelationDecision(i, d) for i, d in enumerate(payload["relations"])]
+        decisions = relation_decisions(payload)
         result = RewriteResult(plan, root, decisions)
         indexes = self._roots.active_indexes(settings)
         view = self._cache.view(settings)
-        covered = view is not None and any(view.covers(d.description.get("rootPaths", []))
+        covered = view is not None and any(view.covers(d.description.root_paths or [])
                                            for d in decisions)
         result.skipped_reason = unsupported_reason(root) if indexes or covered else None
         if result.skipped_reason:

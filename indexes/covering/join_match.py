@@ -18,6 +18,7 @@ from typing import Any
 from indexes.covering.build import delta_dirs
 from indexes.covering.config import KIND as COVERING
 from indexes.covering.match import Applicable, coverage, index_columns, normalize
+from indexes.description import SourceDescription
 from indexes.kind import HybridScan
 from indexes.plan import Expr, PlanNode, attribute_use, conjuncts, output_attributes
 from indexes.source import NotApplicable
@@ -120,7 +121,8 @@ class JoinApplicable:
 
 
 def evaluate(root: PlanNode, sides: tuple[JoinSide, JoinSide],
-             candidates: tuple[list[Any], list[Any]], sources: tuple[dict, dict],
+             candidates: tuple[list[Any], list[Any]],
+             sources: tuple[SourceDescription, SourceDescription],
              case_sensitive: bool, hybrid: HybridScan | None = None) -> JoinApplicable | str:
     """Picks the pair of covering indexes (one per side, from ``candidates``) that serves the
     join, the smallest in total (then the most buckets); or says why none does. ``sources``
@@ -220,7 +222,7 @@ def join_obstacle(hint: str, chosen: tuple[Any, Any], candidates: tuple[list[Any
     if "broadcast" in hint.lower():
         return "a hint asks for a broadcast join"
     for side, entries in zip(chosen, candidates):
-        size = min(sum(f[1] for f in e.source.get("files", [])) for e in entries)
+        size = min(sum(f.size for f in e.source.files or ()) for e in entries)
         if 0 <= size <= broadcast_threshold:
             return (f"a side is {size} bytes, within spark.sql.autoBroadcastJoinThreshold "
                     f"({broadcast_threshold}): Spark broadcasts it")

@@ -14,6 +14,7 @@ from indexes.covering.build import (data_dirs, data_facts, estimated_bytes, inde
                                     write_buckets, write_delta)
 from indexes.covering.config import KIND, CoveringIndexConfig
 from indexes.covering.match import LINEAGE_COLUMN, index_columns
+from indexes.description import SourceDescription
 from indexes.errors import InvalidIndexConfigError
 from indexes.kind import (BuildJob, IndexKind, IoStats, MatchContext, PlanSurgery, Serving,
                           SpecCheck)
@@ -34,7 +35,8 @@ class CoveringKind(IndexKind):
     joins = True
     engine_kinds = ("covering",)
 
-    def resolve(self, df: Any, config: CoveringIndexConfig, source: dict, settings: Any) -> dict:
+    def resolve(self, df: Any, config: CoveringIndexConfig, source: SourceDescription,
+                settings: Any) -> dict:
         indexed, included = config.resolve(df.schema, settings.case_sensitive)
         cfg = {"indexedColumns": [c.to_json() for c in indexed],
                "includedColumns": [c.to_json() for c in included],
@@ -63,12 +65,12 @@ class CoveringKind(IndexKind):
         return CoveringIndexConfig(name, list(columns), list(included_columns))
 
     # --- builds -------------------------------------------------------------------------
-    def build(self, job: BuildJob) -> tuple[dict, dict]:
+    def build(self, job: BuildJob) -> tuple[SourceDescription, dict]:
         if job.previous is not None:
             return self._incremental(job)
         indexed, included = index_columns(job.config)
-        files = job.source["files"]
-        ids = {f[0]: i for i, f in enumerate(files)} if job.config.get("lineage") else None
+        files = job.source.files
+        ids = {f.path: i for i, f in enumerate(files)} if job.config.get("lineage") else None
         rows = index_rows(job.df, indexed, included, _by_uri(ids))
         content = write_buckets(rows, [c.name for c in indexed], job.config["numBuckets"],
                                 job.data_path, job.fs)
@@ -76,7 +78,7 @@ class CoveringKind(IndexKind):
         job.written = _written(content["files"])
         return job.source, content if ids is None else {**content, "fileIds": ids}
 
-    def _incremental(self, job: BuildJob) -> tuple[dict, dict]:
+    def _incremental(self, job: BuildJob) -> tuple[SourceDescription, dict]:
         """The new data version after files were appended, deleted or modified: the rows of
         the new files, written as a few delta files sorted by the indexed columns (bucketed
         reads add them to the buckets, ``optimizeIndex`` folds them in); the previous
@@ -85,17 +87,17 @@ class CoveringKind(IndexKind):
         buckets."""
         entry = job.previous
         indexed, included = index_columns(entry.config)
-        appended, deleted = file_changes(entry, job.source["files"])
+        appended, deleted = file_changes(entry, job.source.files)
         ids = dict(entry.content.get("fileIds") or {}) if entry.config.get("lineage") else None
         gone: list[int] = []
         if ids is not None:
-            gone = sorted({ids.pop(f[0]) for f in deleted if f[0] in ids})
+            gone = sorted({ids.pop(f.path) for f in deleted if f.path in ids})
             start = max(ids.values(), default=-1) + 1
-            ids.update({f[0]: start + i for i, f in enumerate(appended)})
-        new_ids = None if ids is None else {f[0]: ids[f[0]] for f in appended}
+            ids.update({f.path: start + i for i, f in enumerate(appended)})
+        new_ids = None if ids is None else {f.path: ids[f.path] for f in appended}
         keys, buckets = [c.name for c in indexed], entry.config["numBuckets"]
         rows = index_rows(
-            job.df.where(F.col("_metadata.file_path").isin([file_uri(f[0]) for f in appended])),
+            job.df.where(F.col("_metadata.file_path").isin([file_uri(f.path) for f in appended])),
             indexed, included, _by_uri(new_ids))
         job.read = IoStats.of_files(appended)
         if gone:
@@ -117,19 +119,19 @@ class CoveringKind(IndexKind):
         extra = {"appendedFiles": len(appended), "deletedFiles": len(deleted)}
         return job.source, {**content, **extra, **({} if ids is None else {"fileIds": ids})}
 
-    def check_refresh(self, entry: Any, source: dict, mode: str) -> None:
+    def check_refresh(self, entry: Any, source: SourceDescription, mode: str) -> None:
         """An incremental or quick refresh handles files appended to a source read as before,
         and deleted or modified files only with the lineage column."""
-        mismatch = source_mismatch(entry.source, source, source["schema"], check_files=False)
+        mismatch = source_mismatch(entry.source, source, source.schema, check_files=False)
         if mismatch:
             raise InvalidIndexConfigError(
                 f"index '{entry.name}' cannot be refreshed with mode='{mode}': {mismatch}; use "
                 "mode='full'")
-        _, deleted = file_changes(entry, source["files"])
+        _, deleted = file_changes(entry, source.files)
         if deleted and not entry.config.get("lineage"):
             raise InvalidIndexConfigError(
                 f"index '{entry.name}' cannot be refreshed with mode='{mode}': {len(deleted)} "
-                f"indexed source files were deleted or modified (e.g. {deleted[0][0]}), and the "
+                f"indexed source files were deleted or modified (e.g. {deleted[0].path}), and the "
                 "index has no lineage column to drop their rows (create it with "
                 "spark.accelerator.index.lineage.enabled=true); use mode='full'")
 
@@ -148,7 +150,7 @@ class CoveringKind(IndexKind):
         chosen = {f.name for g in groups for f in g}
         return [[f.name, f.bucket, f.rows, f.bytes] for f in files if f.name in chosen]
 
-    def optimize(self, job: BuildJob, chosen: list[list]) -> tuple[dict, dict]:
+    def optimize(self, job: BuildJob, chosen: list[list]) -> tuple[SourceDescription, dict]:
         """The ``chosen`` files rewritten, one sorted file per bucket, next to copies of the
         index's other files."""
         entry = job.previous
@@ -167,8 +169,8 @@ class CoveringKind(IndexKind):
         return entry.source, content
 
     # --- queries ------------------------------------------------------------------------
-    def match(self, root: PlanNode, relation: PlanNode, description: dict, entry: Any,
-              state: Any, ctx: MatchContext) -> Any:
+    def match(self, root: PlanNode, relation: PlanNode, description: SourceDescription,
+              entry: Any, state: Any, ctx: MatchContext) -> Any:
         return match.evaluate(root, relation, description, entry, ctx.case_sensitive, ctx.hybrid)
 
     def choose(self, verdicts: list[Any]) -> Any:
@@ -193,7 +195,7 @@ class CoveringKind(IndexKind):
 
     def needs_files(self, entry: Any, fingerprint: str | None, settings: Any) -> bool:
         """Hybrid scan compares the relation's files with the index's when they may differ."""
-        return settings.hybrid_scan and (entry.source.get("fingerprint") != fingerprint
+        return settings.hybrid_scan and (entry.source.fingerprint != fingerprint
                                          or bool(entry.content.get("quickRefresh")))
 
     def columns(self, entry: Any) -> tuple[list[str], list[str]]:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from indexes.covering.config import IndexColumn
+from indexes.description import SourceDescription
 from indexes.kind import HybridScan
 from indexes.plan import (
     PlanNode,
@@ -100,7 +101,7 @@ class SourceDelta:
     deleted_ids: tuple[int, ...] = ()
 
 
-def _source_state(relation: PlanNode, source: dict, entry: Any,
+def _source_state(relation: PlanNode, source: SourceDescription, entry: Any,
                   hybrid: HybridScan | None) -> NotApplicable | SourceDelta:
     """Why the index cannot stand for ``relation``'s source, or what hybrid scan must do for
     it to (nothing when the index holds exactly the source's files)."""
@@ -113,9 +114,9 @@ def _source_state(relation: PlanNode, source: dict, entry: Any,
     if mismatch:
         return changed(mismatch)
     pending = entry.content.get("quickRefresh")
-    if entry.source.get("fingerprint") == source.get("fingerprint") and not pending:
+    if entry.source.fingerprint == source.fingerprint and not pending:
         return SourceDelta()
-    files = source.get("files")
+    files = source.files
     if hybrid is None or files is None:
         if pending and hybrid is None:
             return changed("the index was refreshed with mode='quick', whose changes are read by "
@@ -132,21 +133,21 @@ def _source_state(relation: PlanNode, source: dict, entry: Any,
                 f"{len(deleted)} indexed source files were deleted or modified, and the index "
                 "has no lineage column to filter their rows out (create it with "
                 "spark.accelerator.index.lineage.enabled=true); refresh the index")
-        indexed_bytes = sum(f[1] for f in covered_files(entry))
-        share = sum(f[1] for f in deleted) / max(1, indexed_bytes)
+        indexed_bytes = sum(f.size for f in covered_files(entry))
+        share = sum(f.size for f in deleted) / max(1, indexed_bytes)
         if share > hybrid.max_deleted_ratio:
             return changed(
                 f"{len(deleted)} deleted or modified files held {share:.0%} of the indexed "
                 "bytes, over spark.accelerator.index.hybridScan.maxDeletedRatio "
                 f"({hybrid.max_deleted_ratio:g}); refresh the index")
-        ids = tuple(sorted({int(lineage[f[0]]) for f in deleted}))
-    share = sum(f[1] for f in appended) / max(1, sum(f[1] for f in files))
+        ids = tuple(sorted({int(lineage[f.path]) for f in deleted}))
+    share = sum(f.size for f in appended) / max(1, sum(f.size for f in files))
     if share > hybrid.max_appended_ratio:
         return changed(
             f"{len(appended)} appended files hold {share:.0%} of the source's bytes, over "
             f"spark.accelerator.index.hybridScan.maxAppendedRatio ({hybrid.max_appended_ratio:g}); "
             "refresh the index")
-    return SourceDelta(tuple(f[0] for f in appended), ids)
+    return SourceDelta(tuple(f.path for f in appended), ids)
 
 
 def needs_all_columns(relation: PlanNode) -> bool:
@@ -192,7 +193,7 @@ def _columns(root: PlanNode, relation: PlanNode, entry: Any,
     return Applicable(entry, specs, restore_order)
 
 
-def coverage(root: PlanNode, relation: PlanNode, source: dict, entry: Any,
+def coverage(root: PlanNode, relation: PlanNode, source: SourceDescription, entry: Any,
              case_sensitive: bool, hybrid: HybridScan | None = None) -> Applicable | NotApplicable:
     """Whether covering index ``entry`` can stand for ``relation`` in the plan ``root``,
     whatever filters it: the source's files (or, with ``hybrid``, a change hybrid scan
@@ -206,7 +207,7 @@ def coverage(root: PlanNode, relation: PlanNode, source: dict, entry: Any,
     return replace(found, appended=state.appended, deleted_ids=state.deleted_ids)
 
 
-def evaluate(root: PlanNode, relation: PlanNode, source: dict, entry: Any,
+def evaluate(root: PlanNode, relation: PlanNode, source: SourceDescription, entry: Any,
              case_sensitive: bool, hybrid: HybridScan | None = None) -> Applicable | NotApplicable:
     """Filter rule: whether covering index ``entry`` can replace ``relation``, filtered on the
     index's first indexed column, in the plan ``root``; with ``hybrid``, also when files were

@@ -7,10 +7,11 @@ import json
 import logging
 import re
 from dataclasses import dataclass, replace
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 from pyspark.sql import DataFrame, functions as F
 
+from indexes.description import SourceDescription, SourceFile
 from indexes.errors import InvalidIndexConfigError
 from indexes.plan import chain, output_attributes, parse_plan
 from indexes.skipping import ir
@@ -501,7 +502,7 @@ def _fold_footer(groups: dict[int, tuple[int, dict]], ordinal: int,
     return nulls, lo, hi
 
 
-def read_footers(df: DataFrame, files: list[list], sketches: list[ResolvedSketch],
+def read_footers(df: DataFrame, files: Sequence[SourceFile], sketches: list[ResolvedSketch],
                  specs: list[SketchSpec]) -> tuple[Scanned, set[str], dict[str, Layout]]:
     """What the footers of local Parquet ``files`` ([path, size, mtime]) tell: the statistics
     of the MinMax-only specs over plain columns (per file and per row group), the keys of the
@@ -512,7 +513,7 @@ def read_footers(df: DataFrame, files: list[list], sketches: list[ResolvedSketch
     wanted = [(i, path_of[spec.key], spec.type) for i, spec in enumerate(specs)
               if spec.minmax and spec.max_values is None and spec.bloom_capacity is None
               and path_of.get(spec.key) is not None]
-    pairs = [(f[0], int(f[1])) for f in files]
+    pairs = [(f.path, int(f.size)) for f in files]
     if not pairs or any(local_path(p) is None for p, _ in pairs):
         return Scanned({}, {}), set(), {}
     if len(pairs) <= DRIVER_FOOTERS:   # a Spark job (with Python workers) costs more
@@ -544,14 +545,14 @@ def read_footers(df: DataFrame, files: list[list], sketches: list[ResolvedSketch
     return out, {specs[i].key for i in answered}, layouts
 
 
-def compute_stats(df: DataFrame, source: dict, sketches: list[ResolvedSketch],
-                  files: list[list]) -> tuple[dict[str, FileEntry], dict]:
+def compute_stats(df: DataFrame, source: SourceDescription, sketches: list[ResolvedSketch],
+                  files: Sequence[SourceFile]) -> tuple[dict[str, FileEntry], dict]:
     """Statistics of every file of ``files`` ([path, size, mtime]) that ``df`` reads, and of
     the row groups of its Parquet files that have several; returns the entries and build facts
     (which sketches came from footers, which from the scan)."""
     specs = sketch_specs(sketches)
     from_footers, footer_keys, layouts = (Scanned({}, {}), set(), {})
-    if source.get("format") == "parquet":
+    if source.format == "parquet":
         from_footers, footer_keys, layouts = read_footers(df, files, sketches, specs)
     rest = [s for s in specs if s.key not in footer_keys]
     scanned = (scan_stats(df, sketches, rest, layouts) if rest or not from_footers.files

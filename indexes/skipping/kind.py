@@ -7,6 +7,7 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
+from indexes.description import SourceDescription
 from indexes.errors import InvalidIndexConfigError
 from indexes.kind import BuildJob, IndexKind, IoStats, MatchContext, Serving, SpecCheck
 from indexes.plan import PlanNode
@@ -38,9 +39,9 @@ class SkippingKind(IndexKind):
     executor_modules = ("pyarrow", "pandas", "pybloom_live")
     engine_kinds = tuple(_ENGINE_SKETCHES)
 
-    def resolve(self, df: Any, config: DataSkippingIndexConfig, source: dict,
+    def resolve(self, df: Any, config: DataSkippingIndexConfig, source: SourceDescription,
                 settings: Any) -> dict:
-        sketches = resolve_sketches(df, config, source["partitionColumns"], source.get("format"))
+        sketches = resolve_sketches(df, config, source.partition_columns, source.format)
         return {"sketches": [s.to_json() for s in sketches]}
 
     def config_from_spec(self, name: str, fields: dict, where: str,
@@ -73,7 +74,7 @@ class SkippingKind(IndexKind):
         return [(engine_kind.get(s.get("kind"), str(s.get("kind")).lower()),
                  (str(s.get("expression")),)) for s in entry.config.get("sketches", [])]
 
-    def build(self, job: BuildJob) -> tuple[dict, dict]:
+    def build(self, job: BuildJob) -> tuple[SourceDescription, dict]:
         """Writes the statistics of the source's files, computed under the session's
         ``spark.sql.ansi.enabled`` (recorded in the content: the index serves only queries run
         under it); an incremental refresh reuses the previous version's entries of files that
@@ -83,16 +84,16 @@ class SkippingKind(IndexKind):
         specs = sketch_specs(sketches)
         previous: dict[str, FileEntry] = ({} if job.previous is None else
                                           read_table(job.fs, job.previous.content["path"], specs))
-        files = job.source["files"]
+        files = job.source.files
         reused = {p: previous[p] for p, size, mtime in files
                   if p in previous and (previous[p].size, previous[p].mtime) == (size, mtime)}
-        todo = [f for f in files if f[0] not in reused]
+        todo = [f for f in files if f.path not in reused]
         if reused:
             _check_same_ansi(job.previous, ansi)
         entries, facts = dict(reused), {}
         if todo:
             scope = job.df if not reused else job.df.where(
-                F.col("_metadata.file_path").isin([file_uri(p) for p, _, _ in todo]))
+                F.col("_metadata.file_path").isin([file_uri(f.path) for f in todo]))
             computed, facts = compute_stats(scope, job.source, sketches, todo)
             entries.update(computed)
         size = write_table(job.fs, job.data_path, specs, entries)
@@ -112,8 +113,8 @@ class SkippingKind(IndexKind):
         return StatsTable(read_table(fs, entry.content["path"],
                                      sketch_specs(match.sketches_of(entry.config))))
 
-    def match(self, root: PlanNode, relation: PlanNode, description: dict, entry: Any,
-              state: Any, ctx: MatchContext) -> Any:
+    def match(self, root: PlanNode, relation: PlanNode, description: SourceDescription,
+              entry: Any, state: Any, ctx: MatchContext) -> Any:
         return match.evaluate(relation, description, entry, state, ctx.session_tz, ctx.ansi)
 
     def choose(self, verdicts: list[Any]) -> Any:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from indexes.description import SourceDescription
 from indexes.plan import PlanNode, output_attributes
 from indexes.skipping import evaluator, ir, prefilter
 from indexes.skipping.build import ResolvedSketch, sketch_specs
@@ -110,7 +111,7 @@ def ansi_difference(entry: Any, ansi: bool) -> str | None:
     built = built_ansi(entry)
     if built == ansi:
         return None
-    version = entry.source.get("sparkVersion")
+    version = entry.source.spark_version
     under = f" (under Spark {version}" if version else " ("
     return (f"spark.sql.ansi.enabled is {str(ansi).lower()} in this session but the index's "
             f"statistics were computed with {str(built).lower()}{under}; ANSI mode is on by "
@@ -127,7 +128,7 @@ def filter_condition(relation: PlanNode) -> Any:
     return conditions or None
 
 
-def source_problem(relation: PlanNode, source: dict, entry: Any) -> tuple[str, str] | None:
+def source_problem(relation: PlanNode, source: SourceDescription, entry: Any) -> tuple[str, str] | None:
     """Why a file-pruning index ``entry`` cannot judge ``relation``'s files at all, if it
     cannot: (reason code, reason) for a stream or a source other than the index's (its files
     may differ: those the index does not know are read)."""
@@ -137,7 +138,7 @@ def source_problem(relation: PlanNode, source: dict, entry: Any) -> tuple[str, s
     return ("SOURCE_CHANGED", mismatch) if mismatch else None
 
 
-def evaluate(relation: PlanNode, source: dict, entry: Any, table: StatsTable,
+def evaluate(relation: PlanNode, source: SourceDescription, entry: Any, table: StatsTable,
              session_tz: str, ansi: bool) -> Pruning | NotApplicable:
     """Decides which files of ``relation`` (described with its files in ``source``) the
     data-skipping index ``entry`` (statistics ``table``) keeps."""
@@ -157,7 +158,7 @@ def evaluate(relation: PlanNode, source: dict, entry: Any, table: StatsTable,
     names = {a.expr_id: a.fields["name"] for a in output_attributes(relation)}
     keys = {s.key for s in sketch_specs(sketches_of(entry.config))}
     condition = ir.translate_all(conditions, names.get, keys, session_tz, ansi)
-    files = source.get("files") or []
+    files = source.files or ()
     listing = table.listing(files)
     kept = kept_files(condition, table, listing)
     kept, groups, kept_bytes = read_in_part(

@@ -63,8 +63,8 @@ class StatsTable(dict):
                 unindexed.append(path)
             else:
                 judged[path] = entry
-        listing = Listing(judged, unindexed, {f[0]: i for i, f in enumerate(files)},
-                          {f[0]: f[1] for f in files}, sum(f[1] for f in files))
+        listing = Listing(judged, unindexed, {f.path: i for i, f in enumerate(files)},
+                          {f.path: f.size for f in files}, sum(f.size for f in files))
         with self._lock:
             self._listings[id(files)] = (files, listing)   # the least recently used goes
         return listing

@@ -6,6 +6,7 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
+from indexes.description import SourceDescription
 from indexes.kind import BuildJob, IndexKind, IoStats, MatchContext, Serving, SpecCheck
 from indexes.plan import PlanNode
 from indexes.skipping.build import read_footers
@@ -32,7 +33,8 @@ class TextKind(IndexKind):
     executor_modules = ("pyarrow", "pandas", "tantivy")
     engine_kinds = ("text",)
 
-    def resolve(self, df: Any, config: TextIndexConfig, source: dict, settings: Any) -> dict:
+    def resolve(self, df: Any, config: TextIndexConfig, source: SourceDescription,
+                settings: Any) -> dict:
         return {**resolve_column(df, config), "unicodeVersion": UNICODE_VERSION,
                 "scoring": config.scoring}
 
@@ -44,18 +46,18 @@ class TextKind(IndexKind):
                    included_columns: list[str], distinct_per_file: float | None) -> TextIndexConfig:
         return TextIndexConfig(name, column=columns[0])
 
-    def build(self, job: BuildJob) -> tuple[dict, dict]:
+    def build(self, job: BuildJob) -> tuple[SourceDescription, dict]:
         """Writes the shards of the source's files, and records the row groups of its Parquet
         files that have several (``rowGroups``: per path, ``[first row, start, end]`` each);
         an incremental refresh indexes only appended or modified files and keeps the earlier
         shards, in which modified and deleted files are ignored from then on."""
-        files = job.source["files"]
+        files = job.source.files
         current = {p: (size, mtime) for p, size, mtime in files}
         kept: list[dict] = []
         todo = files
         if job.previous is not None:
             old = {p: (size, mtime) for p, size, mtime in covered_files(job.previous)}
-            todo = [f for f in files if old.get(f[0]) != (f[1], f[2])]
+            todo = [f for f in files if old.get(f.path) != (f.size, f.mtime)]
             for shard in job.previous.content["shards"]:
                 shard_files = [f if f is not None and current.get(f) == old.get(f) else None
                                for f in shard["files"]]
@@ -66,18 +68,18 @@ class TextKind(IndexKind):
             target = f"{job.data_path.rstrip('/')}/shards/kept-{i:05d}.parquet"
             job.fs.copy(shard["path"], target)
             kept[i] = {**shard, "path": job.fs.qualify(target)}
-        redone = {f[0] for f in todo}
+        redone = {f.path for f in todo}
         layouts = {p: g for p, g in (job.previous.content.get("rowGroups", {}).items()
                                      if job.previous is not None else ())
                    if p in current and p not in redone}
-        if todo and job.source["format"] == "parquet":
+        if todo and job.source.format == "parquet":
             layouts.update({p: [[row, *span] for row, span in zip(l.first_rows, l.ranges)]
                             for p, l in read_footers(job.df, todo, [], [])[2].items()})
         built: list[dict] = []
         if todo:
             scope = job.df if job.previous is None else job.df.where(
                 F.col("_metadata.file_path").isin([file_uri(p) for p, _, _ in todo]))
-            built = write_shards(scope, job.config, job.source["format"],
+            built = write_shards(scope, job.config, job.source.format,
                                  f"{job.data_path.rstrip('/')}/{'new' if kept else 'all'}",
                                  {p: [g[0] for g in layouts[p]] for p in redone if p in layouts})
         shards = kept + built
@@ -97,8 +99,8 @@ class TextKind(IndexKind):
         return TextIndexReader(fs, entry.content["shards"],
                                f"{path}|{entry.id}|{entry.timestamp}", settings.text_cache_dir)
 
-    def match(self, root: PlanNode, relation: PlanNode, description: dict, entry: Any,
-              state: Any, ctx: MatchContext) -> Any:
+    def match(self, root: PlanNode, relation: PlanNode, description: SourceDescription,
+              entry: Any, state: Any, ctx: MatchContext) -> Any:
         return match.evaluate(relation, description, entry, state, ctx.session_tz, ctx.ansi)
 
     def choose(self, verdicts: list[Any]) -> Any:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from indexes.description import SourceDescription
 from indexes.plan import Expr, PlanNode, output_attributes
 from indexes.skipping import evaluator, ir
 from indexes.skipping.match import (Pruning, filter_condition, kept_row_groups, read_in_part,
@@ -143,7 +144,7 @@ def _shown(req: L.Requirement) -> list[str]:
     return [x for p in req.parts for x in _shown(p)]
 
 
-def evaluate(relation: PlanNode, source: dict, entry: Any, reader: Any, session_tz: str,
+def evaluate(relation: PlanNode, source: SourceDescription, entry: Any, reader: Any, session_tz: str,
              ansi: bool) -> TextPruning | NotApplicable:
     """Decides which files of ``relation`` (described with its files in ``source``) the text
     index ``entry`` keeps; ``reader`` answers which files may hold a row meeting a requirement."""
@@ -174,7 +175,7 @@ def evaluate(relation: PlanNode, source: dict, entry: Any, reader: Any, session_
         if looked and not kept_whole:
             looked_up.append(key)
     indexed = {path: (size, mtime) for path, size, mtime in covered_files(entry)}
-    files = source.get("files") or []
+    files = source.files or ()
     kept: list[str] = []
     total_bytes = unindexed = 0
     for path, size, mtime in files:

@@ -9,6 +9,7 @@ from typing import Any, Callable, Iterator
 from pyspark.sql import DataFrame, functions as F
 from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType
 
+from indexes.description import SourceDescription
 from indexes.source import file_uri
 from indexes.text.shards import check_query
 
@@ -28,14 +29,14 @@ def _exact(query: str) -> Callable[[Iterator[Any]], Iterator[Any]]:
     return run
 
 
-def search(df: DataFrame, entry: Any, source: dict, reader: Any, query: str,
+def search(df: DataFrame, entry: Any, source: SourceDescription, reader: Any, query: str,
            score: bool) -> DataFrame:
     """The rows of ``df`` (reading ``source``) whose indexed column matches ``query``."""
     spark = df.sparkSession
-    indexed = {p: (size, mtime) for p, size, mtime in entry.source.get("files", [])}
+    indexed = {p: (size, mtime) for p, size, mtime in entry.source.files or ()}
     hits = [h for h in reader.search(query) if h[0] in indexed] if score else []
     hit_files = {f for f, _, _ in hits} if score else reader.candidate_files(query)
-    candidates = [p for p, size, mtime in source["files"]
+    candidates = [p for p, size, mtime in source.files
                   if indexed.get(p) != (size, mtime) or p in hit_files]
     extra = [F.expr(entry.config["column"]).alias(_TEXT), F.col("_metadata.file_path").alias(_FILE)]
     if score:

@@ -62,8 +62,36 @@ class Plan(Protocol):
         """The output attributes of a file relation node."""
 
 
+class Described(Protocol):
+    """What the history reads of a relation's description: the attributes of
+    :class:`indexes.description.SourceDescription` (which rules/history does not import)."""
+
+    format: str | None
+    table: str | None
+    glob_path: str | None
+    root_paths: Sequence[str] | None
+    partition_columns: Sequence[str] | None
+    options: Mapping[str, str] | None
+    data_schema: str | None
+    fingerprint: str | None
+
+
+@dataclass(frozen=True)
+class _Undescribed:
+    """The description of a relation nothing was said of."""
+
+    format: None = None
+    table: None = None
+    glob_path: None = None
+    root_paths: None = None
+    partition_columns: None = None
+    options: None = None
+    data_schema: None = None
+    fingerprint: None = None
+
+
 #: Per file relation, a pair ``(relation node, description)`` or just the description.
-RelationDescriptions = Sequence["tuple[Plan, Mapping[str, Any]] | Mapping[str, Any]"]
+RelationDescriptions = Sequence["tuple[Plan, Described | None] | Described"]
 
 _EQUALITY = {"EqualTo", "EqualNullSafe"}
 _RANGE = {"LessThan", "LessThanOrEqual", "GreaterThan", "GreaterThanOrEqual"}
@@ -411,17 +439,17 @@ def _minimal(paths: set[tuple[str, ...]]) -> list[tuple[str, ...]]:
 
 
 def _pair(root: Plan, relations_with_descriptions: RelationDescriptions
-          ) -> list[tuple[Plan, Mapping[str, Any]]]:
+          ) -> list[tuple[Plan, Described]]:
     found = root.file_relations()
-    pairs: list[tuple[Plan, Mapping[str, Any]]] = []
+    pairs: list[tuple[Plan, Described]] = []
     for i, item in enumerate(relations_with_descriptions):
-        if isinstance(item, Mapping):
+        if not isinstance(item, tuple):
             if i >= len(found):
                 break
             pairs.append((found[i], item))
         else:
             node, desc = item
-            pairs.append((node, desc or {}))
+            pairs.append((node, desc or _Undescribed()))
     return pairs
 
 
@@ -455,9 +483,9 @@ def extract_record(root: Plan, relations_with_descriptions: RelationDescriptions
     analysis.run(root)
 
     descs = [desc for _, desc in pairs]
-    roots = [[str(p) for p in (d.get("rootPaths") or [])] for d in descs]
+    roots = [[str(p) for p in (d.root_paths or [])] for d in descs]
     # a glob is one source however many directories it matches now
-    keys = [str(d["globPath"]) if d.get("globPath") else source_key(r) if r else ""
+    keys = [str(d.glob_path) if d.glob_path else source_key(r) if r else ""
             for d, r in zip(descs, roots)]
 
     # Inferred IsNotNull: drop where the same column has another predicate or joins.
@@ -488,19 +516,19 @@ def extract_record(root: Plan, relations_with_descriptions: RelationDescriptions
     for i, desc in enumerate(descs):
         filters = sorted({p.column for p in predicates if p.relation == i})
         relations.append(RelationUsage(
-            source=keys[i], root_paths=roots[i], format=str(desc.get("format") or ""),
-            fingerprint=None if desc.get("fingerprint") is None else str(desc.get("fingerprint")),
-            partition_columns=[str(c) for c in desc.get("partitionColumns") or []],
+            source=keys[i], root_paths=roots[i], format=str(desc.format or ""),
+            fingerprint=None if desc.fingerprint is None else str(desc.fingerprint),
+            partition_columns=[str(c) for c in desc.partition_columns or []],
             filter_columns=filters,
             join_columns=sorted(_column_name(p) for p in joins[i]),
             group_columns=sorted(_column_name(p) for p in groups[i]),
             output_columns=sorted(_column_name(p) for p in _minimal(reads[i])),
             served_by=served_by[i] if i < len(served_by) else None,
-            options={str(k): str(v) for k, v in (desc.get("options") or {}).items()
+            options={str(k): str(v) for k, v in (desc.options or {}).items()
                      if str(k).lower() not in ("path", "paths")},
-            data_schema=str(desc["dataSchema"]) if desc.get("dataSchema") and str(
-                desc.get("format") or "").lower() in SCHEMA_KEPT_FORMATS else None,
-            table=desc.get("table"), glob_path=desc.get("globPath")))
+            data_schema=str(desc.data_schema) if desc.data_schema and str(
+                desc.format or "").lower() in SCHEMA_KEPT_FORMATS else None,
+            table=desc.table, glob_path=desc.glob_path))
 
     def union(attr: str) -> list[str]:
         return sorted({c for r in relations for c in getattr(r, attr)})

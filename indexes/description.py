@@ -1,0 +1,154 @@
+"""The typed description of a file source: what the JVM's ``RelationDescriptions.describe``
+says of a relation, what an index log entry records as its ``source``, and its files.
+
+Its one job is the mapping between that JSON (camelCase keys, files as ``[path, size, mtime]``
+lists) and :class:`SourceDescription` / :class:`SourceFile`, both ways and exactly: a key
+absent from the JSON stays absent when written back, a key present with null stays null, and
+keys this version does not know are kept, so a log written by a newer version round-trips.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Iterable, NamedTuple
+
+
+class SourceFile(NamedTuple):
+    """One file of a source as listed by Spark: its Hadoop path string, size in bytes and
+    modification time (epoch ms). A tuple, so it is written as the ``[path, size, mtime]`` list
+    and compares and hashes like the plain triples."""
+
+    path: str
+    size: int
+    mtime: int
+
+
+def source_files(files: Iterable[Iterable[Any]]) -> tuple[SourceFile, ...]:
+    """``files`` (``[path, size, mtime]`` lists or tuples) as :class:`SourceFile` values;
+    ``files`` itself when it is a tuple of them already (callers keep per-listing state by
+    identity: see ``StatsTable.listing``)."""
+    if isinstance(files, tuple) and all(isinstance(f, SourceFile) for f in files):
+        return files
+    return tuple(f if isinstance(f, SourceFile) else SourceFile(*f) for f in files)
+
+
+#: attribute name -> JSON key, in the order the JVM writes them
+_KEYS = {
+    "format": "format",
+    "table": "table",
+    "glob_path": "globPath",
+    "root_paths": "rootPaths",
+    "partition_columns": "partitionColumns",
+    "options": "options",
+    "bucketed": "bucketed",
+    "data_schema": "dataSchema",
+    "fingerprint": "fingerprint",
+    "files": "files",
+    "schema": "schema",
+    "read_settings": "readSettings",
+    "spark_version": "sparkVersion",
+}
+_ATTRIBUTES = {key: name for name, key in _KEYS.items()}
+
+
+@dataclass(frozen=True)
+class SourceDescription:
+    """What a relation reads, or what an index recorded of its source.
+
+    From the JVM: ``format`` (its short name), ``table`` (the qualified name of the catalog
+    table read, if any), ``glob_path`` (the qualified glob pattern read, if any),
+    ``root_paths``, ``partition_columns``, ``options``, ``bucketed``, ``data_schema`` (Spark's
+    schema JSON, as a string) and, when asked, ``fingerprint`` (over the sorted files) and
+    ``files``. An index adds ``schema`` (the relation's output as ``[name, type]`` pairs),
+    ``read_settings`` (the session settings that change what is read) and ``spark_version``.
+
+    Every attribute is None when its key is absent; ``null_keys`` holds the keys present with
+    null (``"fingerprint": null`` for a relation that does not list its files) and ``extra``
+    the keys this version does not know, both written back by :meth:`to_json`. Frozen: a
+    description completed later is a new one (:meth:`with_listing`, :meth:`with_files`,
+    :meth:`with_read_settings`, :meth:`with_index_facts`).
+    """
+
+    format: str | None = None
+    table: str | None = None
+    glob_path: str | None = None
+    root_paths: list[str] | None = None
+    partition_columns: list[str] | None = None
+    options: dict[str, str] | None = None
+    bucketed: bool | None = None
+    data_schema: str | None = None
+    fingerprint: str | None = None
+    files: tuple[SourceFile, ...] | None = None
+    schema: list[list[Any]] | None = None
+    read_settings: dict[str, Any] | None = None
+    spark_version: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    null_keys: frozenset[str] = frozenset()
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any] | None) -> "SourceDescription":
+        """The description ``data`` (parsed JSON; None or ``{}``: the empty description)."""
+        known: dict[str, Any] = {}
+        extra: dict[str, Any] = {}
+        nulls = set()
+        for key, value in (data or {}).items():
+            name = _ATTRIBUTES.get(key)
+            if name is None:
+                extra[key] = value
+            elif value is None:
+                nulls.add(key)
+            else:
+                known[name] = source_files(value) if name == "files" else value
+        return cls(**known, extra=extra, null_keys=frozenset(nulls))
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object of this description: the keys :meth:`from_json` read (or the
+        JVM and the index wrote), camelCase, files as ``[path, size, mtime]`` lists."""
+        out: dict[str, Any] = {}
+        for name, key in _KEYS.items():
+            value = getattr(self, name)
+            if value is not None:
+                out[key] = [list(f) for f in value] if name == "files" else value
+            elif key in self.null_keys:
+                out[key] = None
+        out.update(self.extra)
+        return out
+
+    @property
+    def fingerprinted(self) -> bool:
+        """Whether the description says what its files are: a fingerprint, or null for a
+        relation that does not list its files (a JVM description at level 1 or 2)."""
+        return self.fingerprint is not None or "fingerprint" in self.null_keys
+
+    @property
+    def files_described(self) -> bool:
+        """Whether the description holds its files, or null for a relation that does not list
+        them."""
+        return self.files is not None or "files" in self.null_keys
+
+    def _with(self, key: str, value: Any, **changes: Any) -> "SourceDescription":
+        """A copy with the attribute of JSON ``key`` set to ``value`` (None: present as null)."""
+        nulls = self.null_keys | {key} if value is None else self.null_keys - {key}
+        return replace(self, **{_ATTRIBUTES[key]: value}, null_keys=nulls, **changes)
+
+    def with_files(self, files: Iterable[Iterable[Any]] | None) -> "SourceDescription":
+        """A copy holding ``files`` (None: the relation does not list its files)."""
+        return self._with("files", None if files is None else source_files(files))
+
+    def with_listing(self, listed: "SourceDescription") -> "SourceDescription":
+        """A copy with what ``listed`` (a JVM description of the same relation at a higher
+        level) says of the relation, keeping what this one holds beyond it (read settings)."""
+        given = {name: getattr(listed, name) for name, key in _KEYS.items()
+                 if getattr(listed, name) is not None or key in listed.null_keys}
+        nulls = self.null_keys - {_KEYS[name] for name in given} | listed.null_keys
+        return replace(self, **given, extra={**self.extra, **listed.extra}, null_keys=nulls)
+
+    def with_read_settings(self, settings: dict[str, Any] | None) -> "SourceDescription":
+        """A copy read under the session settings ``settings``."""
+        return self._with("readSettings", settings)
+
+    def with_index_facts(self, schema: list[list[Any]], read_settings: dict[str, Any],
+                         spark_version: str) -> "SourceDescription":
+        """A copy with what an index records beyond the JVM's description: the relation's
+        output (``[name, type]`` pairs), the read settings and the Spark version."""
+        return self._with("schema", schema)._with("readSettings", read_settings) \
+            ._with("sparkVersion", spark_version)
