@@ -294,7 +294,8 @@ def _quick(entry: IndexLogEntry, source: SourceDescription) -> tuple[SourceDescr
     appended, deleted = file_changes(entry, source.files)
     content = {k: v for k, v in entry.content.items() if k != "quickRefresh"}
     if appended or deleted:
-        content["quickRefresh"] = {"appended": appended, "deleted": deleted}
+        content["quickRefresh"] = {"appended": [f.to_json() for f in appended],
+                                   "deleted": [f.to_json() for f in deleted]}
     return source, content
 
 

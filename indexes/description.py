@@ -13,17 +13,25 @@ from typing import Any, Iterable, NamedTuple
 
 
 class SourceFile(NamedTuple):
-    """One file of a source as listed by Spark: its Hadoop path string, size in bytes and
-    modification time (epoch ms). A tuple, so it is written as the ``[path, size, mtime]`` list
-    and compares and hashes like the plain triples."""
+    """One file of a source as listed by Spark: its Hadoop path string, size in bytes,
+    modification time (epoch ms) and, for a Delta table's file, the deletion vector that hides
+    some of its rows (None: every row is live). Written as the ``[path, size, mtime]`` list
+    (with the deletion vector as a fourth element when there is one); a file whose deletion
+    vector changed is another file, as a modified one is."""
 
     path: str
     size: int
     mtime: int
+    deletion_vector: str | None = None
+
+    def to_json(self) -> list[Any]:
+        """The file's JSON list: ``[path, size, mtime]``, plus its deletion vector if any."""
+        return list(self) if self.deletion_vector is not None else list(self[:3])
 
 
 def source_files(files: Iterable[Iterable[Any]]) -> tuple[SourceFile, ...]:
-    """``files`` (``[path, size, mtime]`` lists or tuples) as :class:`SourceFile` values;
+    """``files`` (``[path, size, mtime(, deletion vector)]`` lists or tuples) as
+    :class:`SourceFile` values;
     ``files`` itself when it is a tuple of them already (callers keep per-listing state by
     identity: see ``StatsTable.listing``)."""
     if isinstance(files, tuple) and all(isinstance(f, SourceFile) for f in files):
@@ -40,8 +48,11 @@ _KEYS = {
     "partition_columns": "partitionColumns",
     "options": "options",
     "bucketed": "bucketed",
+    "table_format": "tableFormat",
+    "table_version": "tableVersion",
     "data_schema": "dataSchema",
     "fingerprint": "fingerprint",
+    "deletion_vectors": "deletionVectors",
     "files": "files",
     "schema": "schema",
     "read_settings": "readSettings",
@@ -56,8 +67,10 @@ class SourceDescription:
 
     From the JVM: ``format`` (its short name), ``table`` (the qualified name of the catalog
     table read, if any), ``glob_path`` (the qualified glob pattern read, if any),
-    ``root_paths``, ``partition_columns``, ``options``, ``bucketed``, ``data_schema`` (Spark's
-    schema JSON, as a string) and, when asked, ``fingerprint`` (over the sorted files) and
+    ``root_paths``, ``partition_columns``, ``options``, ``bucketed``, for a table of a table
+    format ``table_format`` (``"delta"``) and ``table_version`` (the version read),
+    ``data_schema`` (Spark's schema JSON, as a string) and, when asked, ``fingerprint`` (over
+    the sorted files), ``deletion_vectors`` (how many files carry one, when some do) and
     ``files``. An index adds ``schema`` (the relation's output as ``[name, type]`` pairs),
     ``read_settings`` (the session settings that change what is read) and ``spark_version``.
 
@@ -75,8 +88,11 @@ class SourceDescription:
     partition_columns: list[str] | None = None
     options: dict[str, str] | None = None
     bucketed: bool | None = None
+    table_format: str | None = None
+    table_version: int | None = None
     data_schema: str | None = None
     fingerprint: str | None = None
+    deletion_vectors: int | None = None
     files: tuple[SourceFile, ...] | None = None
     schema: list[list[Any]] | None = None
     read_settings: dict[str, Any] | None = None
@@ -107,7 +123,7 @@ class SourceDescription:
         for name, key in _KEYS.items():
             value = getattr(self, name)
             if value is not None:
-                out[key] = [list(f) for f in value] if name == "files" else value
+                out[key] = [f.to_json() for f in value] if name == "files" else value
             elif key in self.null_keys:
                 out[key] = None
         out.update(self.extra)

@@ -82,6 +82,18 @@ def table_change(recorded: SourceDescription, current: SourceDescription | None)
     return None
 
 
+def pruning_problem(current: SourceDescription) -> str | None:
+    """Why no index may prune the file list of a relation reading ``current``, or None: a
+    Delta table whose files carry deletion vectors, which Delta applies only in its own scan of
+    its own file index (a pruned list of its files would read their deleted rows)."""
+    if not current.deletion_vectors:
+        return None
+    return (f"{current.deletion_vectors} files of the Delta table carry deletion vectors, which "
+            "only Delta's own scan of its file list applies; an index that prunes the list "
+            "would bypass them. Rewrite those files without deletion vectors (REORG TABLE ... "
+            "APPLY (PURGE)) and refresh the index to use it again")
+
+
 #: Spark's hidden column of file metadata (``_metadata.file_path``, ``_metadata.row_index``).
 METADATA_COLUMN = "_metadata"
 
@@ -101,12 +113,21 @@ def _options(source: SourceDescription) -> dict:
     return {k.lower(): v for k, v in read_options(source).items()}
 
 
+def _read_as(description: SourceDescription) -> str:
+    if description.table_format:
+        return f"a {description.table_format} table"
+    return f"plain {description.format} files"
+
+
 def source_mismatch(recorded: SourceDescription, current: SourceDescription,
                     current_schema: list, check_files: bool = True) -> str | None:
     """Why ``current`` (a relation's description) is not the source the index was built from;
     without ``check_files`` only the way it is read counts, not which files it holds."""
     if recorded.format != current.format:
         return f"the source format is {current.format}, the index was built over {recorded.format}"
+    if recorded.table_format != current.table_format:
+        return (f"the source is read as {_read_as(current)}, the index was built over "
+                f"{_read_as(recorded)}")
     if _options(recorded) != _options(current):
         return "the source is read with other options than when the index was built"
     if recorded.read_settings != current.read_settings:

@@ -122,9 +122,9 @@ def test_covering_index_over_a_delta_table_by_name(spark, hs, tmp_path):
 
 def test_append_is_read_by_hybrid_scan_then_folded_in_by_incremental_refresh(spark, hs, table):
     covering(hs, spark, table)
-    write(spark, table, [2003, 2016], mode="append", files=1)
+    write(spark, table, [2005, 2018], mode="append", files=1)
     assert rows(lookup(spark, table)) == vanilla(spark, lambda: lookup(spark, table))
-    assert (2003, "s2003") in rows(lookup(spark, table))
+    assert (2005, "s2005") in rows(lookup(spark, table))
     df = lookup(spark, table)
     assert index_files(df, "cov") and len(df.inputFiles()) == len(index_files(df, "cov")) + 1
     assert "hybrid scan: 1 appended source files" in why(hs, df, "cov").reason
@@ -134,16 +134,16 @@ def test_append_is_read_by_hybrid_scan_then_folded_in_by_incremental_refresh(spa
     assert lookup(spark, table).inputFiles() == index_files(lookup(spark, table), "cov")
 
 
-@pytest.mark.parametrize("statement", [
-    "DELETE FROM delta.`{p}` WHERE id = 16",
-    "UPDATE delta.`{p}` SET s = 'changed' WHERE id = 16",
-    "MERGE INTO delta.`{p}` t USING (SELECT 16L AS id, 3L AS k, 'merged' AS s "
-    "UNION ALL SELECT 9001L, 3L, 'new') u ON t.id = u.id "
-    "WHEN MATCHED THEN UPDATE SET s = u.s WHEN NOT MATCHED THEN INSERT *",
-    "OPTIMIZE delta.`{p}`",
+@pytest.mark.parametrize("statement, skipping_code", [
+    ("DELETE FROM delta.`{p}` WHERE id = 16", "APPLIED"),
+    ("UPDATE delta.`{p}` SET s = 'changed' WHERE id = 16", "APPLIED"),
+    ("MERGE INTO delta.`{p}` t USING (SELECT 16L AS id, 3L AS k, 'merged' AS s "
+     "UNION ALL SELECT 9001L, 3L, 'new') u ON t.id = u.id "
+     "WHEN MATCHED THEN UPDATE SET s = u.s WHEN NOT MATCHED THEN INSERT *", "APPLIED"),
+    ("OPTIMIZE delta.`{p}`", "NO_FILE_SKIPPED"),   # compacted into one file: nothing to skip
 ])
 def test_rewrites_of_files_give_vanillas_rows_before_and_after_refresh(spark, hs, table,
-                                                                       statement):
+                                                                       statement, skipping_code):
     covering(hs, spark, table, lineage=True)
     skipping(hs, spark, table)
     spark.sql(statement.format(p=table))
@@ -156,7 +156,7 @@ def test_rewrites_of_files_give_vanillas_rows_before_and_after_refresh(spark, hs
     for q in queries:
         assert rows(q()) == vanilla(spark, q)
     assert index_files(lookup(spark, table), "cov")
-    assert why(hs, point(spark, table, 16), "skip").code == "APPLIED"
+    assert why(hs, point(spark, table, 16), "skip").code == skipping_code
 
 
 def deletion_vectors(spark, path):
@@ -185,12 +185,12 @@ def test_deletion_vectors_never_let_a_deleted_row_through(spark, hs, table):
 
 def test_time_travel_uses_an_index_only_for_the_version_it_holds(spark, hs, table):
     covering(hs, spark, table)
-    write(spark, table, [5003], mode="append", files=1)      # version 1
+    write(spark, table, [4995], mode="append", files=1)      # version 1
     old = lambda: lookup(spark, table, versionAsOf=0)
     new = lambda: lookup(spark, table, versionAsOf=1)
-    assert rows(old()) == vanilla(spark, old) and (5003, "s5003") not in rows(old())
+    assert rows(old()) == vanilla(spark, old) and (4995, "s4995") not in rows(old())
     assert old().inputFiles() == index_files(old(), "cov")
-    assert rows(new()) == vanilla(spark, new) and (5003, "s5003") in rows(new())
+    assert rows(new()) == vanilla(spark, new) and (4995, "s4995") in rows(new())
     hs.refreshIndex("cov", mode="full")                          # now over version 1
     assert rows(old()) == vanilla(spark, old) and not index_files(old(), "cov")
     assert rows(new()) == vanilla(spark, new) and index_files(new(), "cov")

@@ -75,7 +75,8 @@ class SparkSources:
             raise UnsupportedSourceError(
                 "indexes can only be built over a DataFrame that reads files directly, such as "
                 "spark.read.parquet(path) (also json, csv, orc; partitioned directories and glob "
-                "patterns are fine) or spark.table(name) of a data source table; this "
+                "patterns are fine), a Delta table (spark.read.format('delta').load(path)) "
+                "or spark.table(name) of a data source or Delta table; this "
                 f"DataFrame's plan starts with {root.cls}. Create the index on the DataFrame "
                 "returned by spark.read or spark.table and apply filters or projections in "
                 "queries instead")
@@ -120,8 +121,8 @@ class SparkSources:
 
     def read_source(self, entry: IndexLogEntry) -> DataFrame:
         """The source of an index read again as it was when the index was built: its catalog
-        table, or the same format, options and schema over its paths or glob pattern (so an
-        explicit schema or CSV options are kept), current files. SourceNotFoundError when the
+        table, a Delta table by path, or the same format, options and schema over its paths or
+        glob pattern (so an explicit schema or CSV options are kept), current files. SourceNotFoundError when the
         source is gone (see :meth:`source_problem`)."""
         problem = self.source_problem(entry)
         if problem:
@@ -131,6 +132,8 @@ class SparkSources:
         try:
             if source.table:
                 return self.spark.table(source.table)
+            if source.table_format:   # a table by path: its current version
+                return self.spark.read.format(source.table_format).load(source.root_paths[0])
             schema = StructType([StructField(name, _parse_datatype_json_value(t))
                                  for name, t in source.schema])
             return (self.spark.read.format(source.format).options(**read_options(source))

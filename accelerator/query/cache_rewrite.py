@@ -68,6 +68,10 @@ class CacheRewrite:
                 kinds.kind_of(decision.chosen.index).serving is Serving.REPLACE:
             return CacheDecision("INDEX_APPLIED", f"the index '{decision.chosen.index.name}' "
                                  "answers this relation (an index wins over the cache)")
+        if description.table_format:
+            return CacheDecision("TABLE_FORMAT", f"files of a {description.table_format} table "
+                                 "are not served from the cache (its own scan applies deletion "
+                                 "vectors and column mapping)")
         if description.bucketed:
             return CacheDecision("BUCKETED", "bucketed relations are not served from the cache")
         if not description.fingerprinted:

@@ -10,9 +10,9 @@ from accelerator.query.relation_files import RelationFiles
 from accelerator.runtime.settings import Settings
 from indexes import kinds
 from indexes.description import SourceDescription
-from indexes.kind import MatchContext
+from indexes.kind import MatchContext, Serving
 from indexes.plan import PlanNode
-from indexes.source import same_source
+from indexes.source import NotApplicable, pruning_problem, same_source
 from indexes.version_cache import VersionCache
 
 
@@ -58,8 +58,13 @@ class RelationChoice:
     def _match(self, root: PlanNode, relation: PlanNode, description: SourceDescription,
                entry: Any,
                settings: Settings, ctx: MatchContext) -> Any:
-        return kinds.kind_of(entry).match(root, relation, description, entry,
-                                          self.state(entry, settings), ctx)
+        kind = kinds.kind_of(entry)
+        verdict = kind.match(root, relation, description, entry, self.state(entry, settings),
+                             ctx)
+        problem = pruning_problem(description) if kind.serving is Serving.PRUNE else None
+        if verdict.applicable and problem:
+            return NotApplicable(entry, "DELETION_VECTORS", problem)
+        return verdict
 
     def state(self, entry: Any, settings: Settings) -> Any:
         """The query-time state of an index version (statistics, text reader), cached; None

@@ -125,6 +125,11 @@ def _source_state(relation: PlanNode, source: SourceDescription, entry: Any,
         return changed(source_mismatch(entry.source, source, relation_schema(relation))
                        or "the source files changed since the index was built")
     appended, deleted = file_changes(entry, files)
+    hidden = [f for f in appended if f.deletion_vector is not None]
+    if hidden:   # hybrid scan reads appended files through a pruned list, bypassing them
+        return changed(
+            f"{len(hidden)} changed files of the Delta table carry deletion vectors, which "
+            "hybrid scan cannot apply; refresh the index")
     ids: tuple[int, ...] = ()
     if deleted:
         lineage = entry.content.get("fileIds")

@@ -558,7 +558,8 @@ def compute_stats(df: DataFrame, source: SourceDescription, sketches: list[Resol
     scanned = (scan_stats(df, sketches, rest, layouts) if rest or not from_footers.files
                else Scanned({}, {}))
     entries: dict[str, FileEntry] = {}
-    for path, size, mtime in files:
+    for f in files:
+        path, size, mtime = f.path, f.size, f.mtime
         stats = _merged([from_footers.files.get(path), scanned.files.get(path)])
         if stats is None:   # the scan read the file and found no rows
             stats = FileStats(0 if rest or not from_footers.files else None, {})

@@ -85,8 +85,8 @@ class SkippingKind(IndexKind):
         previous: dict[str, FileEntry] = ({} if job.previous is None else
                                           read_table(job.fs, job.previous.content["path"], specs))
         files = job.source.files
-        reused = {p: previous[p] for p, size, mtime in files
-                  if p in previous and (previous[p].size, previous[p].mtime) == (size, mtime)}
+        reused = {f.path: previous[f.path] for f in files if f.path in previous and
+                  (previous[f.path].size, previous[f.path].mtime) == (f.size, f.mtime)}
         todo = [f for f in files if f.path not in reused]
         if reused:
             _check_same_ansi(job.previous, ansi)

@@ -57,12 +57,12 @@ class StatsTable(dict):
                 return found[1]
         judged: dict[str, FileEntry] = {}
         unindexed: list[str] = []
-        for path, size, mtime in files:
-            entry = self.get(path)
-            if entry is None or entry.size != size or entry.mtime != mtime:
-                unindexed.append(path)
+        for f in files:
+            entry = self.get(f.path)
+            if entry is None or entry.size != f.size or entry.mtime != f.mtime:
+                unindexed.append(f.path)
             else:
-                judged[path] = entry
+                judged[f.path] = entry
         listing = Listing(judged, unindexed, {f.path: i for i, f in enumerate(files)},
                           {f.path: f.size for f in files}, sum(f.size for f in files))
         with self._lock:

@@ -52,11 +52,11 @@ class TextKind(IndexKind):
         an incremental refresh indexes only appended or modified files and keeps the earlier
         shards, in which modified and deleted files are ignored from then on."""
         files = job.source.files
-        current = {p: (size, mtime) for p, size, mtime in files}
+        current = {f.path: (f.size, f.mtime) for f in files}
         kept: list[dict] = []
         todo = files
         if job.previous is not None:
-            old = {p: (size, mtime) for p, size, mtime in covered_files(job.previous)}
+            old = {f.path: (f.size, f.mtime) for f in covered_files(job.previous)}
             todo = [f for f in files if old.get(f.path) != (f.size, f.mtime)]
             for shard in job.previous.content["shards"]:
                 shard_files = [f if f is not None and current.get(f) == old.get(f) else None
@@ -78,7 +78,7 @@ class TextKind(IndexKind):
         built: list[dict] = []
         if todo:
             scope = job.df if job.previous is None else job.df.where(
-                F.col("_metadata.file_path").isin([file_uri(p) for p, _, _ in todo]))
+                F.col("_metadata.file_path").isin([file_uri(f.path) for f in todo]))
             built = write_shards(scope, job.config, job.source.format,
                                  f"{job.data_path.rstrip('/')}/{'new' if kept else 'all'}",
                                  {p: [g[0] for g in layouts[p]] for p in redone if p in layouts})

@@ -174,13 +174,14 @@ def evaluate(relation: PlanNode, source: SourceDescription, entry: Any, reader: 
         (literals if looked or not kept_whole else frequent).extend(_shown(req))
         if looked and not kept_whole:
             looked_up.append(key)
-    indexed = {path: (size, mtime) for path, size, mtime in covered_files(entry)}
+    indexed = {f.path: (f.size, f.mtime) for f in covered_files(entry)}
     files = source.files or ()
     kept: list[str] = []
     total_bytes = unindexed = 0
-    for path, size, mtime in files:
-        total_bytes += size
-        if indexed.get(path) != (size, mtime):
+    for f in files:
+        path = f.path
+        total_bytes += f.size
+        if indexed.get(path) != (f.size, f.mtime):
             unindexed += 1
         else:
             stats = FileStats(None, {k: ColumnStats("boolean", False, path in m)
@@ -188,7 +189,7 @@ def evaluate(relation: PlanNode, source: SourceDescription, entry: Any, reader: 
             if not evaluator.may_match(condition, stats):
                 continue
         kept.append(path)
-    current = {path for path, size, mtime in files if indexed.get(path) == (size, mtime)}
+    current = {f.path for f in files if indexed.get(f.path) == (f.size, f.mtime)}
     kept, groups, kept_bytes = read_in_part(
         kept, _kept_row_groups(condition, entry, reader, {k: found[k] for k in looked_up},
                                current.intersection(kept)),

@@ -33,11 +33,11 @@ def search(df: DataFrame, entry: Any, source: SourceDescription, reader: Any, qu
            score: bool) -> DataFrame:
     """The rows of ``df`` (reading ``source``) whose indexed column matches ``query``."""
     spark = df.sparkSession
-    indexed = {p: (size, mtime) for p, size, mtime in entry.source.files or ()}
+    indexed = {f.path: (f.size, f.mtime) for f in entry.source.files or ()}
     hits = [h for h in reader.search(query) if h[0] in indexed] if score else []
     hit_files = {f for f, _, _ in hits} if score else reader.candidate_files(query)
-    candidates = [p for p, size, mtime in source.files
-                  if indexed.get(p) != (size, mtime) or p in hit_files]
+    candidates = [f.path for f in source.files
+                  if indexed.get(f.path) != (f.size, f.mtime) or f.path in hit_files]
     extra = [F.expr(entry.config["column"]).alias(_TEXT), F.col("_metadata.file_path").alias(_FILE)]
     if score:
         extra.append(F.col("_metadata.row_index").alias(_ROW))
