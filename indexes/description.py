@@ -136,6 +136,13 @@ class SourceDescription:
         return self.fingerprint is not None or "fingerprint" in self.null_keys
 
     @property
+    def read_format(self) -> str | None:
+        """How the files are read: the table format (``"delta"``: its own scan, which may map
+        columns to other physical names and hide deleted rows) or, for plain files, their
+        format (``"parquet"``: footers describe the columns by their own names)."""
+        return self.table_format or self.format
+
+    @property
     def files_described(self) -> bool:
         """Whether the description holds its files, or null for a relation that does not list
         them."""

@@ -207,3 +207,37 @@ def test_a_delta_table_is_not_taken_for_its_directory_of_parquet_files(spark, hs
 def test_caching_a_delta_table_is_refused_with_a_clear_error(spark, hs, table):
     with pytest.raises(CacheRequestError, match="Delta"):
         hs.cache(read(spark, table))
+
+
+def test_column_mapping_indexes_address_the_logical_columns(spark, hs, table):
+    spark.sql(f"ALTER TABLE delta.`{table}` SET TBLPROPERTIES ('delta.columnMapping.mode' = "
+              "'name', 'delta.minReaderVersion' = '2', 'delta.minWriterVersion' = '5')")
+    # the old files hold the logical column `key` under the physical name `k`, and no `k`
+    spark.sql(f"ALTER TABLE delta.`{table}` RENAME COLUMN k TO key")
+    spark.sql(f"ALTER TABLE delta.`{table}` ADD COLUMNS (k long)")
+    spark.sql(f"INSERT INTO delta.`{table}` VALUES (7000, 3, 's7000', 3)")
+    hs.createIndex(read(spark, table), DataSkippingIndexConfig("skip", MinMaxSketch("k")))
+    hs.createIndex(read(spark, table), IndexConfig("cov", ["key"], ["id", "s"]))
+    nulls = lambda: read(spark, table).filter(F.col("k").isNull()).select("id")
+    assert sorted(rows(nulls())) == sorted(vanilla(spark, nulls))
+    assert len(rows(nulls())) == 400
+    by_k = lambda: read(spark, table).filter(F.col("k") == 3).select("id", "s")
+    assert rows(by_k()) == vanilla(spark, by_k) == [(7000, "s7000")]
+    assert len(by_k().inputFiles()) == 1
+    by_key = lambda: read(spark, table).filter(F.col("key") == 3).select("id", "s")
+    assert rows(by_key()) == vanilla(spark, by_key)
+    assert len(rows(by_key())) == 32 and index_files(by_key(), "cov")
+
+
+def test_partitioned_delta_table_keeps_partition_pruning_under_the_indexes(spark, hs, tmp_path):
+    path = str(tmp_path / "parted")
+    (spark.createDataFrame([(i, i % 13, f"s{i}", f"p{i % 3}") for i in range(600)],
+                           "id long, k long, s string, p string")
+     .repartitionByRange(6, "id").write.format("delta").partitionBy("p").save(path))
+    hs.createIndex(read(spark, path), IndexConfig("cov", ["k"], ["id", "s", "p"]))
+    skipping(hs, spark, path)
+    q = lambda: read(spark, path).filter((F.col("p") == "p1") & (F.col("k") == 3)).select("id", "s")
+    assert rows(q()) == vanilla(spark, q) and index_files(q(), "cov")
+    one = lambda: read(spark, path).filter((F.col("p") == "p1") & (F.col("id") == 301)).select("id")
+    assert rows(one()) == vanilla(spark, one) == [(301,)]
+    assert len(one().inputFiles()) == 1 and "/p=p1/" in one().inputFiles()[0]

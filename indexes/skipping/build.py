@@ -552,7 +552,7 @@ def compute_stats(df: DataFrame, source: SourceDescription, sketches: list[Resol
     (which sketches came from footers, which from the scan)."""
     specs = sketch_specs(sketches)
     from_footers, footer_keys, layouts = (Scanned({}, {}), set(), {})
-    if source.format == "parquet":
+    if source.read_format == "parquet":
         from_footers, footer_keys, layouts = read_footers(df, files, sketches, specs)
     rest = [s for s in specs if s.key not in footer_keys]
     scanned = (scan_stats(df, sketches, rest, layouts) if rest or not from_footers.files
