@@ -16,8 +16,9 @@ from pyspark.sql.types import StringType, IntegerType
 from indexes.covering.config import IndexColumn
 from indexes.covering.match import Applicable, choose, evaluate
 from indexes.description import SourceDescription
+from indexes.kind import HybridScan
 from indexes.plan import chain, file_relations, parse_plan, plan_references, unsupported_reason
-from indexes.source import NotApplicable, relation_schema, source_mismatch
+from indexes.source import NotApplicable, pruning_problem, relation_schema, source_mismatch
 
 PLANS = json.loads((Path(__file__).parent / "data" / "nested_plans.json").read_text())
 SETTINGS = {"spark.sql.session.timeZone": "UTC"}
@@ -140,6 +141,35 @@ def test_a_query_reading_file_metadata_is_told_so():
         recorded, current, [["id", "long"], metadata])
     assert "schema differs" in source_mismatch(recorded, current, [["id", "integer"], metadata])
     assert source_mismatch(recorded, current, [["id", "long"]]) is None
+
+
+def test_an_index_over_a_delta_table_does_not_answer_a_plain_read_of_its_files():
+    d = SourceDescription.from_json
+    delta = d({"format": "parquet", "tableFormat": "delta", "schema": [["id", "long"]]})
+    plain = d({"format": "parquet", "schema": [["id", "long"]]})
+    assert source_mismatch(delta, plain, [["id", "long"]]) == (
+        "the source is read as plain parquet files, the index was built over a delta table")
+    assert "read as a delta table" in source_mismatch(plain, delta, [["id", "long"]])
+    assert source_mismatch(delta, delta, [["id", "long"]]) is None
+
+
+def test_no_index_prunes_the_files_of_a_delta_table_with_deletion_vectors():
+    d = SourceDescription.from_json
+    assert pruning_problem(d({"format": "parquet", "tableFormat": "delta"})) is None
+    reason = pruning_problem(d({"format": "parquet", "tableFormat": "delta", "deletionVectors": 2}))
+    assert reason.startswith("2 files of the Delta table carry deletion vectors")
+    assert "REORG TABLE" in reason
+
+
+def test_hybrid_scan_refuses_appended_files_with_deletion_vectors():
+    root, relation = plan("seed")
+    files = [[f"file:/data/nested/{name}.parquet", 10, 1] for name in "abcd"]
+    recorded = entry(relation, *SEED_INDEX, files=files)
+    files[1] = [*files[1], "dv"]   # the same file, some rows hidden by a deletion vector
+    current = SourceDescription.from_json({**description_json("f2"), "files": files})
+    result = evaluate(root, relation, current, recorded, False, hybrid=HybridScan(0.5, 0.5))
+    assert isinstance(result, NotApplicable) and result.code == "SOURCE_CHANGED"
+    assert "carry deletion vectors, which hybrid scan cannot apply" in result.reason
 
 
 def test_read_settings_of_an_index_built_under_another_spark_name_its_version():

@@ -17,6 +17,7 @@ from accelerator import (
     IndexConfig,
     MinMaxSketch,
     SourceNotFoundError,
+    TextIndexConfig,
 )
 from tests.helpers import rows, session_conf, vanilla
 
@@ -241,3 +242,12 @@ def test_partitioned_delta_table_keeps_partition_pruning_under_the_indexes(spark
     one = lambda: read(spark, path).filter((F.col("p") == "p1") & (F.col("id") == 301)).select("id")
     assert rows(one()) == vanilla(spark, one) == [(301,)]
     assert len(one().inputFiles()) == 1 and "/p=p1/" in one().inputFiles()[0]
+
+
+def test_text_index_over_a_delta_table_and_its_search(spark, hs, table):
+    hs.createIndex(read(spark, table), TextIndexConfig("txt", column="s"))
+    q = lambda: read(spark, table).filter(F.col("s").like("%s307%")).select("id")
+    assert rows(q()) == vanilla(spark, q) == [(307,)]
+    assert len(q().inputFiles()) == 1 and why(hs, q(), "txt").code == "APPLIED"
+    found = hs.search(read(spark, table), "txt", "s307")
+    assert [r["id"] for r in found.collect()] == [307]

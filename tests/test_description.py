@@ -51,9 +51,9 @@ def test_absent_keys_stay_absent_and_nulls_stay_null():
 
 
 def test_unknown_keys_are_kept_and_written_back():
-    newer = {**FULL, "tableFormat": "delta", "tableVersion": 12}
+    newer = {**FULL, "snapshotId": 12, "catalogKind": "rest"}
     d = SourceDescription.from_json(newer)
-    assert d.extra == {"tableFormat": "delta", "tableVersion": 12}
+    assert d.extra == {"snapshotId": 12, "catalogKind": "rest"}
     assert d.to_json() == newer
 
 
@@ -72,11 +72,11 @@ def test_completing_a_description_keeps_the_json_a_dict_update_gave():
 
 def test_files_equal_and_hash_like_tuples():
     f = SourceFile("file:/a", 10, 99)
-    assert f == ("file:/a", 10, 99) and hash(f) == hash(("file:/a", 10, 99))
-    assert {tuple(x) for x in [["file:/a", 10, 99]]} == {f}
-    assert f in {("file:/a", 10, 99)}
+    assert f == ("file:/a", 10, 99, None) and hash(f) == hash(("file:/a", 10, 99, None))
+    assert set(source_files([["file:/a", 10, 99]])) == {f}
+    assert f in {("file:/a", 10, 99, None)}
     assert (f.path, f.size, f.mtime) == ("file:/a", 10, 99)
-    assert json.dumps(f) == '["file:/a", 10, 99]'
+    assert json.dumps(f.to_json()) == '["file:/a", 10, 99]'
     listed = source_files([f])
     assert source_files(listed) is listed   # a listing kept by identity stays the same object
 
@@ -96,3 +96,26 @@ def test_an_old_log_entry_reads_and_writes_back_the_same():
     assert entry.to_json() == text
     empty = IndexLogEntry.from_json(json.dumps({**old, "source": {}}))
     assert empty.source == SourceDescription() and empty.to_dict()["source"] == {}
+
+
+DELTA = {"format": "parquet", "rootPaths": ["file:/lake/t"], "partitionColumns": [],
+         "options": {}, "bucketed": False, "tableFormat": "delta", "tableVersion": 3,
+         "dataSchema": "{}", "fingerprint": "f", "deletionVectors": 1,
+         "files": [["file:/lake/t/a.parquet", 10, 1], ["file:/lake/t/b.parquet", 20, 2, "dv1"]]}
+
+
+def test_a_delta_description_round_trips_with_its_deletion_vectors():
+    d = SourceDescription.from_json(DELTA)
+    assert d.table_format == "delta" and d.table_version == 3 and d.deletion_vectors == 1
+    assert d.files[0].deletion_vector is None and d.files[1].deletion_vector == "dv1"
+    assert json.dumps(d.to_json()) == json.dumps(DELTA)
+    assert d.read_format == "delta"
+    assert SourceDescription.from_json({**DELTA, "tableFormat": None}).read_format == "parquet"
+
+
+def test_a_file_whose_deletion_vector_changed_is_another_file():
+    before = SourceFile("file:/lake/t/b.parquet", 20, 2)
+    after = SourceFile("file:/lake/t/b.parquet", 20, 2, "dv1")
+    assert before != after and len({before, after}) == 2
+    assert before.to_json() == ["file:/lake/t/b.parquet", 20, 2]
+    assert after.to_json() == ["file:/lake/t/b.parquet", 20, 2, "dv1"]

@@ -195,10 +195,11 @@ class Hyperspace:
         if mismatch:
             raise InvalidIndexConfigError(f"index '{entry.name}' cannot answer this DataFrame: "
                                           f"{mismatch}; refresh the index")
-        if score and source.format != "parquet":
+        if score and source.read_format != "parquet":
             raise InvalidIndexConfigError(
                 f"index '{entry.name}': score=True needs a Parquet source (rows are matched to "
-                f"the index by their position in the file); the source is {source.format}")
+                f"the index by their position in the file); the source is "
+                f"{source.read_format}")
         try:
             text_search.check_query(query)
         except ValueError as e:

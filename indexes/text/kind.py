@@ -72,14 +72,14 @@ class TextKind(IndexKind):
         layouts = {p: g for p, g in (job.previous.content.get("rowGroups", {}).items()
                                      if job.previous is not None else ())
                    if p in current and p not in redone}
-        if todo and job.source.format == "parquet":
+        if todo and job.source.read_format == "parquet":
             layouts.update({p: [[row, *span] for row, span in zip(l.first_rows, l.ranges)]
                             for p, l in read_footers(job.df, todo, [], [])[2].items()})
         built: list[dict] = []
         if todo:
             scope = job.df if job.previous is None else job.df.where(
                 F.col("_metadata.file_path").isin([file_uri(f.path) for f in todo]))
-            built = write_shards(scope, job.config, job.source.format,
+            built = write_shards(scope, job.config, job.source.read_format,
                                  f"{job.data_path.rstrip('/')}/{'new' if kept else 'all'}",
                                  {p: [g[0] for g in layouts[p]] for p in redone if p in layouts})
         shards = kept + built

@@ -193,7 +193,7 @@ def evaluate(relation: PlanNode, source: SourceDescription, entry: Any, reader: 
     kept, groups, kept_bytes = read_in_part(
         kept, _kept_row_groups(condition, entry, reader, {k: found[k] for k in looked_up},
                                current.intersection(kept)),
-        {path: size for path, size, _ in files})
+        {f.path: f.size for f in files})
     result = TextPruning(entry, kept, len(files), total_bytes, kept_bytes, unindexed,
                          condition, row_groups=groups, literals=tuple(dict.fromkeys(literals)),
                          frequent=tuple(dict.fromkeys(frequent)))
