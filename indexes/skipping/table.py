@@ -63,8 +63,8 @@ class StatsTable(dict):
                 unindexed.append(path)
             else:
                 judged[path] = entry
-        listing = Listing(judged, unindexed, {f.path: i for i, f in enumerate(files)},
-                          {f.path: f.size for f in files}, sum(f.size for f in files))
+        listing = Listing(judged, unindexed, {p: i for i, (p, _, _) in enumerate(files)},
+                          {p: size for p, size, _ in files}, sum(size for _, size, _ in files))
         with self._lock:
             self._listings[id(files)] = (files, listing)   # the least recently used goes
         return listing
