@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from cachetools import LRUCache
 
+from indexes.description import source_files
 from indexes.skipping.prefilter import Bounds
 from indexes.skipping.store import FileEntry
 
@@ -57,14 +58,15 @@ class StatsTable(dict):
                 return found[1]
         judged: dict[str, FileEntry] = {}
         unindexed: list[str] = []
-        for f in files:
+        listed = source_files(files)   # plain [path, size, mtime] lists too
+        for f in listed:
             entry = self.get(f.path)
             if entry is None or entry.size != f.size or entry.mtime != f.mtime:
                 unindexed.append(f.path)
             else:
                 judged[f.path] = entry
-        listing = Listing(judged, unindexed, {f.path: i for i, f in enumerate(files)},
-                          {f.path: f.size for f in files}, sum(f.size for f in files))
+        listing = Listing(judged, unindexed, {f.path: i for i, f in enumerate(listed)},
+                          {f.path: f.size for f in listed}, sum(f.size for f in listed))
         with self._lock:
             self._listings[id(files)] = (files, listing)   # the least recently used goes
         return listing
