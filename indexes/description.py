@@ -50,6 +50,7 @@ _KEYS = {
     "bucketed": "bucketed",
     "table_format": "tableFormat",
     "table_version": "tableVersion",
+    "column_mapping": "columnMapping",
     "data_schema": "dataSchema",
     "fingerprint": "fingerprint",
     "deletion_vectors": "deletionVectors",
@@ -68,7 +69,9 @@ class SourceDescription:
     From the JVM: ``format`` (its short name), ``table`` (the qualified name of the catalog
     table read, if any), ``glob_path`` (the qualified glob pattern read, if any),
     ``root_paths``, ``partition_columns``, ``options``, ``bucketed``, for a table of a table
-    format ``table_format`` (``"delta"``) and ``table_version`` (the version read),
+    format ``table_format`` (``"delta"``), ``table_version`` (the version read) and
+    ``column_mapping`` (Delta's mode, ``name`` or ``id``, when its files hold columns under
+    physical names of their own),
     ``data_schema`` (Spark's schema JSON, as a string) and, when asked, ``fingerprint`` (over
     the sorted files), ``deletion_vectors`` (how many files carry one, when some do) and
     ``files``. An index adds ``schema`` (the relation's output as ``[name, type]`` pairs),
@@ -90,6 +93,7 @@ class SourceDescription:
     bucketed: bool | None = None
     table_format: str | None = None
     table_version: int | None = None
+    column_mapping: str | None = None
     data_schema: str | None = None
     fingerprint: str | None = None
     deletion_vectors: int | None = None
@@ -134,6 +138,17 @@ class SourceDescription:
         """Whether the description says what its files are: a fingerprint, or null for a
         relation that does not list its files (a JVM description at level 1 or 2)."""
         return self.fingerprint is not None or "fingerprint" in self.null_keys
+
+    @property
+    def plain_files(self) -> str | None:
+        """Why this source's files do not hold its rows as plain files of its format (a Delta
+        table's deletion vectors or column mapping), or None when they do: what a copy of a
+        file read as Parquet would get wrong."""
+        if self.deletion_vectors:
+            return f"{self.deletion_vectors} of its files carry deletion vectors"
+        if self.column_mapping:
+            return f"it maps columns to physical names (column mapping mode {self.column_mapping})"
+        return None
 
     @property
     def read_format(self) -> str | None:

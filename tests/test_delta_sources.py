@@ -205,8 +205,33 @@ def test_a_delta_table_is_not_taken_for_its_directory_of_parquet_files(spark, hs
     assert not index_files(plain(), "cov")
 
 
-def test_caching_a_delta_table_is_refused_with_a_clear_error(spark, hs, table):
-    with pytest.raises(CacheRequestError, match="Delta"):
+def served_from_cache(df) -> bool:
+    return "CachedFileIndex" in df._jdf.queryExecution().executedPlan().toString()
+
+
+def test_the_cache_serves_a_delta_tables_files_and_never_a_file_of_another_version(
+        spark, hs, table):
+    q = lambda: read(spark, table).filter(F.col("k") < 5).select("id", "s")
+    summary = hs.cache(read(spark, table).select("id", "k", "s")).first()
+    assert summary.files == 4
+    assert served_from_cache(q()) and rows(q()) == vanilla(spark, q)
+    write(spark, table, range(500, 600), files=2)   # a new version: other files
+    assert not served_from_cache(q()) and rows(q()) == vanilla(spark, q)
+    assert all(r[0] >= 500 for r in rows(q()))
+    old = lambda: read(spark, table, versionAsOf=0).filter(F.col("k") < 5).select("id", "s")
+    assert served_from_cache(old()) and rows(old()) == vanilla(spark, old)
+
+
+def test_the_cache_leaves_files_with_deletion_vectors_to_deltas_own_scan(spark, hs, table):
+    q = lambda: read(spark, table).filter(F.col("k") == 3).select("id", "s")
+    hs.cache(read(spark, table).select("id", "k", "s"))
+    deletion_vectors(spark, table)
+    spark.sql(f"DELETE FROM delta.`{table}` WHERE id = 16")
+    assert (16, "s16") not in rows(q()) and rows(q()) == vanilla(spark, q)
+    assert not served_from_cache(q())
+    (r,) = [r for r in hs.whyNot(q(), "cache", redirectFunc=lambda _: None)]
+    assert r.code == "TABLE_FORMAT" and "carry deletion vectors" in r.reason
+    with pytest.raises(CacheRequestError, match="carry deletion vectors"):
         hs.cache(read(spark, table))
 
 
@@ -228,6 +253,8 @@ def test_column_mapping_indexes_address_the_logical_columns(spark, hs, table):
     by_key = lambda: read(spark, table).filter(F.col("key") == 3).select("id", "s")
     assert rows(by_key()) == vanilla(spark, by_key)
     assert len(rows(by_key())) == 32 and index_files(by_key(), "cov")
+    with pytest.raises(CacheRequestError, match="column mapping mode name"):
+        hs.cache(read(spark, table))
 
 
 def test_partitioned_delta_table_keeps_partition_pruning_under_the_indexes(spark, hs, tmp_path):

@@ -123,11 +123,10 @@ def _check_source(scan: Scan, columns: Iterable[str]) -> None:
     """Refuses what the cache cannot copy faithfully (a clear error naming the source)."""
     d = scan.description
     roots = ", ".join(scan.roots)
-    if d.table_format:
+    if d.plain_files:
         raise CacheRequestError(
-            f"cannot cache {roots}: it is a {d.table_format.capitalize()} table, whose own scan "
-            "applies deletion vectors and column mapping that copies of its files would lose; "
-            "index it instead (every index kind serves Delta tables)")
+            f"cannot cache {roots}: {d.plain_files}, which only the {d.table_format} table's "
+            "own scan applies (copies of its files would lose it); index it instead")
     options = {k.lower(): v for k, v in (d.options or {}).items()}
     mode = options.get("mode", "PERMISSIVE").upper()
     if d.format in ("csv", "json") and mode != "PERMISSIVE":

@@ -68,10 +68,6 @@ class CacheRewrite:
                 kinds.kind_of(decision.chosen.index).serving is Serving.REPLACE:
             return CacheDecision("INDEX_APPLIED", f"the index '{decision.chosen.index.name}' "
                                  "answers this relation (an index wins over the cache)")
-        if description.table_format:
-            return CacheDecision("TABLE_FORMAT", f"files of a {description.table_format} table "
-                                 "are not served from the cache (its own scan applies deletion "
-                                 "vectors and column mapping)")
         if description.bucketed:
             return CacheDecision("BUCKETED", "bucketed relations are not served from the cache")
         if not description.fingerprinted:
@@ -80,6 +76,9 @@ class CacheRewrite:
         fingerprint = description.fingerprint
         if fingerprint is None:
             return CacheDecision("NO_FILE_LIST", "the relation does not list its files")
+        if description.plain_files:   # only Delta's own scan reads them right
+            return CacheDecision("TABLE_FORMAT", f"the {description.table_format} table is not "
+                                 f"served from the cache: {description.plain_files}")
         read_key = cache_serving.read_key_of(description, payload["readSettings"])
         required = cache_serving.required_columns(relation,
                                                   description.partition_columns or [])

@@ -51,6 +51,21 @@ final class DeltaFiles {
     }
   }
 
+  /**
+   * The table's column mapping mode ({@code none}, {@code name} or {@code id}): under the last
+   * two its Parquet files hold columns under physical names of their own.
+   */
+  static String columnMapping(FileIndex location) {
+    try {
+      Object metadata = location.getClass().getMethod("metadata").invoke(location);
+      Object mode = metadata.getClass().getMethod("columnMappingMode").invoke(metadata);
+      return String.valueOf(mode.getClass().getMethod("name").invoke(mode));
+    } catch (ReflectiveOperationException e) {
+      throw new IllegalStateException("cannot read the column mapping of Delta's file index "
+          + location.getClass().getName(), e);
+    }
+  }
+
   /** The listing of every live file of the snapshot {@code location} reads. */
   static Listing listing(FileIndex location) {
     String key = location.rootPaths().head() + "@" + version(location);

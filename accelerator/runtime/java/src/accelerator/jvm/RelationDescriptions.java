@@ -50,8 +50,14 @@ final class RelationDescriptions {
     return describeFs((HadoopFsRelation) rel.relation(), detail, table);
   }
 
-  /** {@link #describe} of a relation's HadoopFsRelation read by path (no catalog table). */
+  /**
+   * {@link #describe} of a relation's HadoopFsRelation read by path (no catalog table); a Delta
+   * table's with at least its fingerprint and deletion vectors, which are part of what it is.
+   */
   static String describeFs(HadoopFsRelation fs, int detail) {
+    if (detail == 0 && DeltaFiles.isDelta(fs.location())) {
+      return describeFs(fs, 1, null);
+    }
     return describeFs(fs, detail, null);
   }
 
@@ -96,6 +102,10 @@ final class RelationDescriptions {
     if (DeltaFiles.isDelta(fs.location())) {
       sb.append(",\"tableFormat\":\"delta\",\"tableVersion\":")
           .append(DeltaFiles.version(fs.location()));
+      String mapping = DeltaFiles.columnMapping(fs.location());
+      if (!"none".equals(mapping)) {
+        sb.append(",\"columnMapping\":").append(Json.quote(mapping));
+      }
     }
     sb.append(",\"dataSchema\":").append(schemaJson(fs.dataSchema()));
     if (detail == 0) {
