@@ -119,3 +119,12 @@ def test_a_file_whose_deletion_vector_changed_is_another_file():
     assert before != after and len({before, after}) == 2
     assert before.to_json() == ["file:/lake/t/b.parquet", 20, 2]
     assert after.to_json() == ["file:/lake/t/b.parquet", 20, 2, "dv1"]
+
+
+def test_plain_files_says_what_a_copy_read_as_parquet_would_lose():
+    plain = SourceDescription.from_json({**DELTA, "deletionVectors": None})
+    assert plain.plain_files is None
+    assert SourceDescription.from_json(DELTA).plain_files == "1 of its files carry deletion vectors"
+    mapped = SourceDescription.from_json({**DELTA, "deletionVectors": None, "columnMapping": "id"})
+    assert mapped.plain_files == "it maps columns to physical names (column mapping mode id)"
+    assert mapped.to_json()["columnMapping"] == "id"
