@@ -6,6 +6,7 @@ are always those of vanilla Spark; the files come from the Delta log, so files o
 versions are never read; deletion vectors never let a deleted row through."""
 from __future__ import annotations
 
+import shutil
 import uuid
 
 import pytest
@@ -278,3 +279,13 @@ def test_text_index_over_a_delta_table_and_its_search(spark, hs, table):
     assert len(q().inputFiles()) == 1 and why(hs, q(), "txt").code == "APPLIED"
     found = hs.search(read(spark, table), "txt", "s307")
     assert [r["id"] for r in found.collect()] == [307]
+
+
+def test_a_table_created_again_at_its_path_is_not_served_by_the_old_index(spark, hs, table):
+    covering(hs, spark, table)
+    assert index_files(lookup(spark, table), "cov")   # version 0 of the first table, listed
+    shutil.rmtree(table)
+    write(spark, table, range(1000, 1040), files=1)     # version 0 of another table
+    assert rows(lookup(spark, table)) == vanilla(spark, lambda: lookup(spark, table))
+    assert rows(lookup(spark, table)) == [(1004, "s1004"), (1017, "s1017"), (1030, "s1030")]
+    assert not index_files(lookup(spark, table), "cov")

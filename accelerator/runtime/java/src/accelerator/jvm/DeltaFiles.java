@@ -1,6 +1,5 @@
 package accelerator.jvm;
 
-import java.lang.reflect.Method;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -17,8 +16,8 @@ import org.apache.spark.sql.execution.datasources.PartitionDirectory;
  * from the Delta log (never a directory listing, so files of removed versions are never
  * seen), with the deletion vector each carries. Delta is not on the compile class path: its
  * file indexes are recognised by their package and read through {@link FileIndex} and
- * reflection ({@code version()}). A version's files never change, so listings are kept per
- * table path and version.
+ * reflection ({@code version()}, {@code metadata()}). A version's files never change, so
+ * listings are kept per table (path and id) and version.
  */
 final class DeltaFiles {
   /** Delta's key of a file's deletion vector in its listing's metadata. */
@@ -42,13 +41,7 @@ final class DeltaFiles {
 
   /** The table version {@code location} reads (its snapshot's, a time-travelled one's too). */
   static long version(FileIndex location) {
-    try {
-      Method version = location.getClass().getMethod("version");
-      return ((Number) version.invoke(location)).longValue();
-    } catch (ReflectiveOperationException e) {
-      throw new IllegalStateException("cannot read the version of Delta's file index "
-          + location.getClass().getName(), e);
-    }
+    return ((Number) call(location, "version")).longValue();
   }
 
   /**
@@ -56,19 +49,25 @@ final class DeltaFiles {
    * two its Parquet files hold columns under physical names of their own.
    */
   static String columnMapping(FileIndex location) {
+    Object mode = call(call(location, "metadata"), "columnMappingMode");
+    return String.valueOf(call(mode, "name"));
+  }
+
+  /** {@code target.name()}, for Delta's classes that are not on the compile class path. */
+  private static Object call(Object target, String name) {
     try {
-      Object metadata = location.getClass().getMethod("metadata").invoke(location);
-      Object mode = metadata.getClass().getMethod("columnMappingMode").invoke(metadata);
-      return String.valueOf(mode.getClass().getMethod("name").invoke(mode));
+      return target.getClass().getMethod(name).invoke(target);
     } catch (ReflectiveOperationException e) {
-      throw new IllegalStateException("cannot read the column mapping of Delta's file index "
-          + location.getClass().getName(), e);
+      throw new IllegalStateException("cannot call " + name + "() of Delta's "
+          + target.getClass().getName(), e);
     }
   }
 
   /** The listing of every live file of the snapshot {@code location} reads. */
   static Listing listing(FileIndex location) {
-    String key = location.rootPaths().head() + "@" + version(location);
+    // the table's id too: a table dropped and created again at the path starts at version 0
+    String key = location.rootPaths().head() + "@" + call(call(location, "metadata"), "id")
+        + "@" + version(location);
     synchronized (LISTINGS) {
       Listing kept = LISTINGS.get(key);
       if (kept != null) {
