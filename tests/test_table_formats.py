@@ -19,7 +19,7 @@ def test_delta_jar_is_the_one_pinned_for_the_spark_line(version, jar):
 
 def test_a_spark_line_without_a_delta_release_gets_an_error_naming_those_with_one():
     with pytest.raises(UnsupportedSparkError, match=r"no release for Spark 4\.3\.0.*3\.5, 4\.0, "
-                                                     r"4\.1, 4\.2"):
+                                                     r"4\.1, 4\.2: .*pyspark==4\.2\.\*"):
         table_formats.package("delta", "4.3.0")
 
 
@@ -37,6 +37,13 @@ def test_session_settings_add_to_the_packages_and_extensions_already_set():
         "spark.sql.extensions": "accelerator.jvm.AcceleratorExtensions,"
                                 "io.delta.sql.DeltaSparkSessionExtension",
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog"}
+
+
+def test_a_session_catalog_already_set_is_kept():
+    settings = table_formats.session_settings(
+        "3.5.1", "delta", current={"spark.sql.catalog.spark_catalog": "my.Catalog"})
+    assert "spark.sql.catalog.spark_catalog" not in settings
+    assert settings["spark.jars.packages"] == "io.delta:delta-spark_2.12:3.3.3"
 
 
 def test_configure_sets_the_builder_for_the_installed_pyspark():

@@ -122,8 +122,8 @@ class SparkSources:
     def read_source(self, entry: IndexLogEntry) -> DataFrame:
         """The source of an index read again as it was when the index was built: its catalog
         table, a Delta table by path, or the same format, options and schema over its paths or
-        glob pattern (so an explicit schema or CSV options are kept), current files. SourceNotFoundError when the
-        source is gone (see :meth:`source_problem`)."""
+        glob pattern (so an explicit schema or CSV options are kept), current files.
+        SourceNotFoundError when the source is gone (see :meth:`source_problem`)."""
         problem = self.source_problem(entry)
         if problem:
             raise SourceNotFoundError(

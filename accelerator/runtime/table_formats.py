@@ -25,6 +25,8 @@ DELTA_PACKAGES = {
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 
+CATALOG = "spark.sql.catalog.spark_catalog"
+
 #: the formats :func:`configure` knows: their packages per Spark line, extension and catalog
 FORMATS = {"delta": (DELTA_PACKAGES, DELTA_EXTENSION, DELTA_CATALOG)}
 
@@ -36,11 +38,11 @@ def package(table_format: str, spark_version: str) -> str:
     packages = FORMATS[table_format][0]
     line = spark_line(spark_version)
     if line not in packages:
-        lines = ", ".join(f"{major}.{minor}" for major, minor in sorted(packages))
+        lines = [f"{major}.{minor}" for major, minor in sorted(packages)]
         raise UnsupportedSparkError(
             f"{table_format} has no release for Spark {spark_version}; it has one for Spark "
-            f"{lines}: install one of those (pip install 'pyspark==4.2.*'), or read the "
-            "table's Parquet files without the table format (no index will be used for it)")
+            f"{', '.join(lines)}: install one of those (pip install 'pyspark=={lines[-1]}.*'); "
+            "without it the table cannot be read, nor indexed")
     return packages[line]
 
 
@@ -48,7 +50,8 @@ def session_settings(spark_version: str, *table_formats: str,
                      current: dict[str, str] | None = None) -> dict[str, str]:
     """The settings that load ``table_formats`` into a session of ``spark_version``: their
     packages added to ``spark.jars.packages``, their extensions to ``spark.sql.extensions``
-    (after those ``current`` holds) and the session catalog of the first one that has one."""
+    (after those ``current`` holds) and, unless ``current`` names one, the session catalog of
+    the first format."""
     current = current or {}
     packages = [p for p in current.get("spark.jars.packages", "").split(",") if p]
     extensions = [e for e in current.get("spark.sql.extensions", "").split(",") if e]
@@ -58,7 +61,8 @@ def session_settings(spark_version: str, *table_formats: str,
         _, extension, catalog = FORMATS[name]
         packages += [coordinates] if coordinates not in packages else []
         extensions += [extension] if extension not in extensions else []
-        settings.setdefault("spark.sql.catalog.spark_catalog", catalog)
+        if CATALOG not in current:
+            settings.setdefault(CATALOG, catalog)
     settings["spark.jars.packages"] = ",".join(packages)
     settings["spark.sql.extensions"] = ",".join(extensions)
     return settings
@@ -69,7 +73,8 @@ def configure(builder: Any, *table_formats: str) -> Any:
     ``table_formats`` (e.g. ``"delta"``) with the releases pinned for the installed pyspark."""
     import pyspark
 
-    current = {key: builder._options[key] for key in ("spark.jars.packages", "spark.sql.extensions")
+    current = {key: builder._options[key]
+               for key in ("spark.jars.packages", "spark.sql.extensions", CATALOG)
                if key in getattr(builder, "_options", {})}
     for key, value in session_settings(pyspark.__version__, *table_formats,
                                        current=current).items():
