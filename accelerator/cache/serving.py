@@ -148,7 +148,7 @@ def plan_serving(view: CacheView, read_key: str, files: Iterable[SourceFile],
     served: dict[str, CacheEntry] = {}
     reasons: dict[str, int] = {}
     source_bytes = 0
-    for f in files:
+    for f in source_files(files):
         path, size, mtime = f.path, f.size, f.mtime
         entry = view.active.get((read_key, path, int(size), int(mtime)))
         if entry is not None and needed.issubset(entry.columns):
