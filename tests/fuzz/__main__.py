@@ -44,7 +44,10 @@ def main(argv: list[str] | None = None) -> int:
                .config("spark.accelerator.index.numBuckets", "4"))
     if args.table_formats:
         from accelerator.runtime.table_formats import configure
+        from tests.fuzz.delta import SESSION_CONF
         builder = configure(builder, "delta")
+        for key, value in SESSION_CONF.items():
+            builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     summary = runner.run(spark, args.seed, args.seconds, args.queries_per_round, args.batch,
