@@ -16,7 +16,8 @@ from decimal import Decimal
 
 import pytest
 
-from tests.fuzz import case, changes, compare, data, minimize, queries, runner
+from accelerator.query.session import conf_set
+from tests.fuzz import case, changes, compare, data, delta, minimize, queries, runner
 from tests.fuzz.indexes import IndexSpec
 from tests.fuzz.preds import Pred, PredicateGenerator
 from tests.fuzz.queries import LATER_SHAPES, Query
@@ -27,6 +28,12 @@ SECONDS = 1800.0   # a bound for a loaded machine (823 s under `-n 2`): it stops
 MAX_QUERIES = 1000
 MIN_QUERIES = 1000
 MIN_USED_SHARE = 0.2   # observed 27-60% per round; a round whose indexes suit few queries stays above it
+# The table-format lane's run (-m delta): rounds with Delta tables, changed through Delta.
+DELTA_SEED = 20261128
+DELTA_SECONDS = 1800.0   # a bound for a loaded machine (893 s at load 9 on 2 cores): it stops at DELTA_QUERIES
+DELTA_QUERIES = 300
+DELTA_MIN_USED_SHARE = 0.05   # observed 9.7% (29 of 300: 18% in the first round, 1% in the second)
+DELTA_CHANGE_RATE = 0.35   # more change steps than the default lane: Delta's own are the point
 
 
 
@@ -51,6 +58,21 @@ def test_random_queries_over_random_indexes_equal_vanilla(spark, tmp_path):
     assert not summary.failures, report
     assert summary.queries >= MIN_QUERIES, report
     assert summary.used >= MIN_USED_SHARE * summary.queries, report
+
+
+@pytest.mark.delta
+def test_random_queries_over_delta_tables_equal_vanilla(spark, tmp_path):
+    started = time.monotonic()
+    with using_system_path(spark, str(tmp_path / "indexes")), conf_set(spark, delta.SESSION_CONF):
+        summary = runner.run(spark, DELTA_SEED, DELTA_SECONDS, queries_per_round=150, batch=10,
+                             max_queries=DELTA_QUERIES, minimize_seconds=60.0,
+                             change_rate=DELTA_CHANGE_RATE, table_formats=True)
+    report = json.dumps(summary.as_dict(), indent=2, default=str)
+    print(report, f"wall time {time.monotonic() - started:.0f} s")
+    assert not summary.failures, report
+    assert summary.queries >= DELTA_QUERIES and summary.delta_rounds == summary.rounds, report
+    assert summary.changes, report
+    assert summary.used >= DELTA_MIN_USED_SHARE * summary.queries, report
 
 
 def test_answers_compare_as_multisets_with_nan_and_signed_zero():
@@ -723,3 +745,96 @@ def test_arrays_and_maps_answer_as_vanilla_through_indexes_over_them(spark, syst
         assert [o.failure for o in outcomes] == [None] * len(outcomes), fmt
         assert all(o.used for o in outcomes), [q.sql() for q, o in zip(lookups + pruned, outcomes)
                                                if not o.used]
+
+
+# --- Delta tables (drawn only when a run asks for table formats) ---------------------------
+
+
+def test_table_formats_draw_delta_datasets_apart_from_the_default_draws():
+    drawn = []
+    for seed in range(30):
+        default, tables = runner.round_setup(seed), runner.round_setup(seed, table_formats=True)
+        assert default == runner.round_setup(seed, table_formats=False)
+        assert all(d.format != data.DELTA and not d.deletion_vectors
+                   for d in default.datasets.values())
+        deltas = {n for n, d in tables.datasets.items() if d.format == data.DELTA}
+        assert deltas   # one at least
+        for name, dataset in tables.datasets.items():
+            before = default.datasets[name]
+            if name not in deltas:
+                assert dataset == before
+                continue
+            drawn.append(dataset)
+            assert dataset.files == data.fit(before.files, data.DELTA)
+            assert (dataset.partitioned, dataset.deleted) == (before.partitioned, before.deleted)
+            assert dataset.columns == data.NESTED and dataset.row_group_rows is None
+            assert data.source_code(dataset, "root") == (
+                f"spark.table({dataset.table!r})" if dataset.access == "table"
+                else f"spark.read.format('delta').load(root + '/{name}')")
+        assert not [s for s in tables.specs if s.kind == "cache" and s.dataset in deltas]
+    assert {d.access for d in drawn} == set(delta.ACCESS)
+    assert {(d.deletion_vectors, d.partitioned) for d in drawn} == {
+        (dv, p) for dv in (False, True) for p in (False, True)}
+
+
+def _draw_delta_steps(seed: int, count: int) -> tuple[case.Setup, list]:
+    setup = runner.round_setup(seed, table_formats=True)
+    rng = runner.change_rng(seed)
+    for _ in range(count):
+        setup.steps.append(changes.random_step(rng, setup.datasets, setup.specs, setup.steps))
+    return setup, setup.steps
+
+
+def test_change_steps_of_delta_datasets_go_through_delta():
+    kinds, operations = set(), set()
+    for seed in range(40):
+        setup, steps = _draw_delta_steps(seed, 8)
+        for i, step in enumerate(steps):
+            dataset = setup.datasets[step.dataset]
+            if dataset.format != data.DELTA:
+                assert step.source in changes.SOURCE_CHANGES and not step.ids
+                continue
+            kinds.add(step.source)
+            operations |= {op[0] for op in step.operations}
+            assert step.source in delta.SOURCE_CHANGES and step.file == -1
+            assert step.source or step.operations
+            live = {r[0]: r for f in changes.live_files(dataset, steps[:i])[0].values() for r in f}
+            after = {r[0]: r for f in changes.live_files(dataset, steps[:i + 1])[0].values()
+                     for r in f}
+            if step.source in ("delete_rows", "update"):
+                assert step.ids and set(step.ids) <= set(live)
+            if step.source == "delete_rows":
+                assert after == {k: r for k, r in live.items() if k not in step.ids}
+            elif step.source == "update":
+                assert all(after[k][1:3] == step.assign for k in step.ids)
+                assert {k: r for k, r in after.items() if k not in step.ids} == {
+                    k: r for k, r in live.items() if k not in step.ids}
+            elif step.source == "merge":
+                (rows,) = step.rows
+                assert rows and len({r[0] for r in rows}) == len(rows)
+                assert after == {**live, **{r[0]: r for r in rows}}
+                assert len(step.partitions) == (len(rows) if dataset.partitioned else 0)
+            elif step.source in ("optimize", ""):
+                assert after == live
+    assert kinds == set(delta.SOURCE_CHANGES)
+    assert "refresh" in operations and "cache" not in operations and "uncache" not in operations
+
+
+def test_the_reproduction_of_a_delta_round_writes_and_changes_through_delta():
+    setup, steps = next(s for s in (_draw_delta_steps(seed, 8) for seed in range(40))
+                        if {"merge", "update", "delete_rows"} <= {x.source for x in s[1]})
+    query = Query("select", "sql", ("id",), Pred("leaf", "t.k = 3"))
+    code = minimize.snippet(setup.datasets, setup.specs, query, steps)
+    compile(code, "reproduction", "exec")
+    assert "configure(SparkSession.builder" in code and delta.CODE.rstrip() in code
+    for name, dataset in setup.datasets.items():
+        if dataset.format == data.DELTA:
+            assert f"write_delta(spark, root + '/{name}', " in code
+            assert f"{name}_files" not in code
+    for step in steps:
+        if setup.datasets[step.dataset].format == data.DELTA and step.source:
+            (line,) = delta.step_code(step, setup.datasets[step.dataset], "ROWS")
+            assert line.split("ROWS")[0] in code   # the same call (rows as literals)
+    assert "UPDATE" in delta.CODE and "MERGE INTO" in delta.CODE and "DELETE FROM" in delta.CODE
+    plain = minimize.snippet(runner.round_setup(4).datasets, runner.round_setup(4).specs, query)
+    assert "configure(" not in plain and "write_delta" not in plain

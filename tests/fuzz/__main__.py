@@ -29,21 +29,30 @@ def main(argv: list[str] | None = None) -> int:
                         help="the chance of a change step (files appended, deleted or "
                              "overwritten; indexes refreshed or optimized) before each batch "
                              "of a round but its first")
+    parser.add_argument("--table-formats", action="store_true",
+                        help="draw Delta Lake tables too (needs a Spark line with a Delta "
+                             "release: the session is configured for Delta)")
     args = parser.parse_args(argv)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = (SparkSession.builder.master("local[2]").appName("accelerator-fuzz")
-             .config("spark.ui.enabled", "false")
-             .config("spark.sql.shuffle.partitions", "2")
-             .config("spark.default.parallelism", "2")
-             .config("spark.sql.warehouse.dir", tempfile.mkdtemp(prefix="fuzz-warehouse-"))
-             .config("spark.driver.memory", "2g")
-             .config("spark.ui.showConsoleProgress", "false")
-             .config("spark.accelerator.index.numBuckets", "4")
-             .getOrCreate())
+    builder = (SparkSession.builder.master("local[2]").appName("accelerator-fuzz")
+               .config("spark.ui.enabled", "false")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.default.parallelism", "2")
+               .config("spark.sql.warehouse.dir", tempfile.mkdtemp(prefix="fuzz-warehouse-"))
+               .config("spark.driver.memory", "2g")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.accelerator.index.numBuckets", "4"))
+    if args.table_formats:
+        from accelerator.runtime.table_formats import configure
+        from tests.fuzz.delta import SESSION_CONF
+        builder = configure(builder, "delta")
+        for key, value in SESSION_CONF.items():
+            builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     summary = runner.run(spark, args.seed, args.seconds, args.queries_per_round, args.batch,
                          minimize_seconds=args.minimize_seconds, formats=tuple(args.formats),
-                         change_rate=args.change_rate,
+                         change_rate=args.change_rate, table_formats=args.table_formats,
                          log=lambda m: print(m, file=sys.stderr, flush=True))
     print(json.dumps(summary.as_dict(), indent=2, default=str))
     spark.stop()

@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 
 from accelerator import Hyperspace
 from accelerator.query.session import conf_set
-from tests.fuzz import changes, compare, data, indexes
+from tests.fuzz import changes, compare, data, delta, indexes
 from tests.fuzz.queries import Query
 
 INDEX_MARKERS = ("PrunedFileIndex", "CachedFileIndex")
@@ -68,6 +68,11 @@ def build(spark, setup: Setup) -> Setup:
     hs = Hyperspace(spark)
     written = {}
     for name, dataset in setup.datasets.items():
+        if dataset.format == data.DELTA:
+            setup.paths[name] = os.path.join(setup.root, name)
+            written[name] = [None] * len(dataset.files)   # its files are the log's
+            delta.run(spark, setup.root, delta.build_code(dataset, "rows"), dataset.files)
+            continue
         setup.paths[name], written[name] = data.write(spark, dataset, setup.root)
         if dataset.access == "table":
             data.make_table(spark, dataset, setup.root)
@@ -76,6 +81,10 @@ def build(spark, setup: Setup) -> Setup:
         with conf_set(spark, {"spark.accelerator.index.lineage.enabled": str(spec.lineage).lower()}):
             indexes.create(spark, hs, df, spec)
     for name, dataset in setup.datasets.items():
+        if dataset.format == data.DELTA:
+            delta.run(spark, setup.root, delta.change_code(dataset, "rows"), dataset.appended)
+            setup.files[name] = written[name] + [None] * len(dataset.appended)
+            continue
         setup.files[name] = written[name] + data.change(spark, dataset, setup.paths[name],
                                                         written[name])
     register_views(spark, setup)
@@ -87,7 +96,14 @@ def apply(spark, setup: Setup, step: changes.Step) -> list[str]:
     refreshed, then its operations) and registers the views again (reading the files present
     now); returns the operations' statuses. An operation's unexpected error is raised."""
     dataset, files = setup.datasets[step.dataset], setup.files[step.dataset]
-    if step.source == "append":
+    if dataset.format == data.DELTA:
+        rows = step.rows[0] if step.source == "merge" else list(step.rows)
+        delta.run(spark, setup.root, delta.step_code(step, dataset, "rows"), rows)
+        if step.source == "merge":
+            files.append(None)
+        elif step.source == "append":
+            files += [None] * len(step.rows)
+    elif step.source == "append":
         files += data.write_files(spark, setup.paths[step.dataset], list(step.rows),
                                   dataset.partitioned, first=len(files),
                                   row_group_rows=dataset.row_group_rows, fmt=dataset.format,

@@ -11,14 +11,16 @@ versions, retention 0); or leaves them stale (hybrid scan, statistics of unknown
 stale-index fallback). Every operation is Python code (:func:`operation_code`) run as it is by
 the fuzzer and in reproductions. A refusal documented as ``InvalidIndexConfigError`` (an
 incremental or quick refresh of a covering index without lineage after deletions) is the
-operation's expected status ``refused``."""
+operation's expected status ``refused``. A Delta dataset's source changes go through Delta
+(:data:`tests.fuzz.delta.SOURCE_CHANGES`: rows appended, deleted, updated or merged by SQL,
+``OPTIMIZE``) and it has no cache."""
 from __future__ import annotations
 
 import random
 import sys
 from dataclasses import dataclass, replace
 
-from tests.fuzz import data
+from tests.fuzz import data, delta
 from tests.fuzz.indexes import IndexSpec
 
 # source changes with their weights ("": the files stay, only index operations run)
@@ -48,7 +50,9 @@ class Step:
     "" for none) of file number ``file`` (files are numbered as written: the dataset's files,
     its appended ones, then those of earlier steps) with ``rows`` (one list per appended file,
     or the overwriting file's rows) into ``partitions`` (appended files of a partitioned
-    dataset), then its ``operations``: ``(operation, index name, mode)`` with operation
+    dataset); of a Delta dataset also ``delete_rows``, ``update`` (the rows of ``ids``, their
+    ``k`` and ``s`` set to ``assign``), ``merge`` (``rows``, one list, upserted by id, new
+    ones into ``partitions``) or ``optimize``; then its ``operations``: ``(operation, index name, mode)`` with operation
     ``refresh``, ``optimize``, ``delete``, ``restore``, ``vacuum``, ``cache`` or ``uncache``."""
 
     dataset: str
@@ -57,6 +61,8 @@ class Step:
     rows: tuple = ()
     partitions: tuple = ()
     operations: tuple = ()
+    ids: tuple = ()
+    assign: tuple = ()
 
     def describe(self) -> str:
         """A one-line summary (without the rows)."""
@@ -66,6 +72,10 @@ class Step:
                 "delete": f"delete file {self.file}",
                 "overwrite": f"overwrite file {self.file} "
                              f"({len(self.rows[0]) if self.rows else 0} rows)",
+                "delete_rows": f"DELETE {len(self.ids)} rows",
+                "update": f"UPDATE {len(self.ids)} rows SET k, s = {self.assign!r}",
+                "merge": f"MERGE {sum(len(r) for r in self.rows)} rows",
+                "optimize": "OPTIMIZE",
                 "": "files unchanged"}[self.source]
         ops = ", ".join(" ".join(x for x in op if x) for op in self.operations) or "indexes stale"
         return f"{self.dataset}: {what}; {ops}"
@@ -88,6 +98,8 @@ def live_files(dataset: data.Dataset, steps: list[Step]) -> tuple[dict, int]:
             del files[step.file]
         elif step.source == "overwrite":
             files[step.file] = step.rows[0]
+        elif step.source:
+            following = delta.model(files, following, step)
     return files, following
 
 
@@ -126,19 +138,26 @@ def random_step(rng: random.Random, datasets: dict, specs: list[IndexSpec],
     live, _ = live_files(dataset, steps)
     own = {s: index_state(s.name, steps) for s in specs if s.dataset == dataset.name}
     own = {s: state for s, state in own.items() if state != "gone"}
-    source = rng.choices(list(SOURCE_CHANGES), list(SOURCE_CHANGES.values()))[0]
-    if (source == "delete" and len(live) < 2) or not (source or own):
-        source = "append"
     first_id = _next_id(dataset, steps)
-    step = Step(dataset.name, source)
+    if dataset.format == data.DELTA:   # no cache over Delta; its changes through Delta
+        own = {s: state for s, state in own.items() if s.kind != "cache"}
+        step = delta.random_source(rng, dataset, live, first_id, Step(dataset.name),
+                                   NEW_PARTITION)
+        source = step.source if step.source or own else "append"
+    else:
+        source = rng.choices(list(SOURCE_CHANGES), list(SOURCE_CHANGES.values()))[0]
+        if (source == "delete" and len(live) < 2) or not (source or own):
+            source = "append"
+        step = Step(dataset.name, source)
     if source == "append":
+        step = replace(step, source=source)
         counts = [rng.randint(1, 30) for _ in range(rng.choice([1, 1, 2]))]
         rows = tuple(data.draw_rows(rng, dataset.format, first_id + sum(counts[:i]), c)
                      for i, c in enumerate(counts))
         partitions = (tuple(rng.randint(0, NEW_PARTITION) for _ in counts)
                       if dataset.partitioned else ())
         step = replace(step, rows=rows, partitions=partitions)
-    elif source:
+    elif source in ("delete", "overwrite"):
         file = rng.choice(sorted(live))
         step = replace(step, file=file)
         if source == "overwrite":

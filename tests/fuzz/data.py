@@ -8,7 +8,9 @@ every writer and reader of a dataset (index builds, the views, change steps, rep
 uses :func:`write_code` and :func:`source_code`; a dataset is read by its directory's path,
 by a glob pattern of its files or as an external table of the session catalog
 (:data:`ACCESS`); change steps append rows drawn like a dataset's (:func:`draw_rows`) and
-overwrite files in place (:data:`REPLACE_CODE`)."""
+overwrite files in place (:data:`REPLACE_CODE`). When a run asks for table formats, some
+datasets are Delta tables instead, written, read and changed through Delta (see
+:mod:`tests.fuzz.delta`)."""
 from __future__ import annotations
 
 import datetime as dt
@@ -77,6 +79,9 @@ DOUBLES = [0.0, -0.0, 1.5, -1.5, 2.0, float("nan"), float("inf"), float("-inf"),
 FORMATS = {"parquet": 60, "json": 12, "json.gz": 12, "csv": 8, "csv.gz": 8}
 SUFFIXES = {fmt: "." + fmt for fmt in FORMATS}
 FLAT_FORMATS = ("csv", "csv.gz")   # formats whose datasets have the columns of FLAT
+# The table format drawn only when a run asks for it (see tests.fuzz.delta): not in FORMATS,
+# so the default rounds draw what they drew before.
+DELTA = "delta"
 # How queries and index builds read a dataset, with weights: its directory's path, a glob
 # pattern of its files (under ``p=*`` with the directory as ``basePath`` when partitioned), or
 # an external table of the session catalog over the directory (in database TABLES; partitioned
@@ -123,6 +128,7 @@ class Dataset:
     row_group_rows: int | None = None   # Parquet row groups of this many rows (None: one a file)
     format: str = "parquet"             # a key of FORMATS
     access: str = "path"                # a key of ACCESS
+    deletion_vectors: bool = False      # a Delta table with deletion vectors (tests.fuzz.delta)
 
     @property
     def table(self) -> str:
@@ -279,6 +285,8 @@ def read_code(fmt: str, path: str, base: str | None = None) -> str:
     Parquet as is, JSON and CSV with their schema and options (gzip files are recognized by
     their name)."""
     reader = "spark.read" + (f".option('basePath', {base})" if base else "")
+    if fmt == DELTA:
+        return f"spark.read.format('delta').load({path})"
     if fmt == "parquet":
         return f"{reader}.parquet({path})"
     kind = fmt.split(".")[0]
@@ -383,8 +391,9 @@ def make_table(spark, dataset: Dataset, root: str) -> None:
 
 
 def refresh(spark, dataset: Dataset) -> None:
-    """Refreshes the table of ``dataset`` (when read as one) after its files changed."""
-    if dataset.access == "table":
+    """Refreshes the table of ``dataset`` (when read as one) after its files changed (a Delta
+    table needs none: its log lists them)."""
+    if dataset.access == "table" and dataset.format != DELTA:
         refresh_table(spark, dataset.table, dataset.partitioned)
 
 

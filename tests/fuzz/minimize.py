@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-from tests.fuzz import case, changes, data
+from tests.fuzz import case, changes, data, delta
 from tests.fuzz.queries import Query
 
 
@@ -102,8 +102,10 @@ def _smaller_datasets(dataset: data.Dataset):
         yield replace(dataset, partitioned=False), set()
     if dataset.row_group_rows:
         yield replace(dataset, row_group_rows=None), set()
-    if dataset.format != "parquet":   # a JSON or CSV source's failure that Parquet shows too
+    if dataset.format not in ("parquet", data.DELTA):   # JSON's or CSV's that Parquet shows
         yield dataset.in_format("parquet"), set()
+    if dataset.deletion_vectors:   # a Delta table's failure without deletion vectors too
+        yield replace(dataset, deletion_vectors=False), set()
     if dataset.access != "path":   # a table's or glob's failure that its path shows too
         yield replace(dataset, access="path"), set()
     for i in range(len(dataset.files)):
@@ -137,14 +139,18 @@ def snippet(datasets: dict, specs: list, query: Query | None, steps: list = ()) 
     """A standalone Python program that writes the datasets, builds the indexes, applies the
     change ``steps``, runs the query with and without the accelerator and fails when the rows
     differ (without a query: ends after the steps, the last of which raised)."""
+    tables = any(ds.format == data.DELTA for ds in datasets.values())
+    builder = ("SparkSession.builder.master('local[2]')"
+               ".config('spark.accelerator.index.numBuckets', '4')")
     lines = [
         "import datetime, glob, os, shutil, tempfile",
         "from collections import Counter",
         "from decimal import Decimal",
         "from pyspark.sql import SparkSession, Window, functions as F",
         "from accelerator import *",
-        "spark = (SparkSession.builder.master('local[2]')"
-        ".config('spark.accelerator.index.numBuckets', '4').getOrCreate())",
+        *(["from accelerator.runtime.table_formats import configure",
+           f"spark = configure({builder}, 'delta').getOrCreate()"] if tables
+          else [f"spark = ({builder}.getOrCreate())"]),
         "root = tempfile.mkdtemp()",
         "spark.conf.set('spark.accelerator.system.path', root + '/indexes')",
         "hs = Hyperspace(spark)",
@@ -166,7 +172,12 @@ def snippet(datasets: dict, specs: list, query: Query | None, steps: list = ()) 
         lines += [data.REPLACE_CODE.rstrip(), changes.OPERATE_CODE.rstrip()]
     if any(ds.access == "table" for ds in datasets.values()):
         lines.append(data.TABLE_CODE.rstrip())
+    if tables:
+        lines.append(delta.CODE.rstrip())
     for name, ds in datasets.items():
+        if ds.format == data.DELTA:
+            lines += delta.build_code(ds, _py(ds.files))
+            continue
         lines.append(f"{name}_files = write({name!r}, {_py(ds.files)}, {_write_args(ds)})")
         if ds.access == "table":
             lines.append(data.table_code(ds, "root"))
@@ -175,6 +186,9 @@ def snippet(datasets: dict, specs: list, query: Query | None, steps: list = ()) 
         lines.append(f"{spec.dataset}_df = {data.source_code(datasets[spec.dataset], 'root')}")
         lines.append(spec.code(f"{spec.dataset}_df"))
     for name, ds in datasets.items():
+        if ds.format == data.DELTA:
+            lines += delta.change_code(ds, _py(ds.appended))
+            continue
         for i in ds.deleted:
             lines.append(f"[os.remove(f) for f in {name}_files[{i}]]   # deleted after indexing")
         if ds.appended:
@@ -207,7 +221,8 @@ def snippet(datasets: dict, specs: list, query: Query | None, steps: list = ()) 
 def _refreshed(dataset: data.Dataset) -> list[str]:
     """The reproduction's line refreshing the table of ``dataset`` after its files changed
     (none for a dataset read by path or glob)."""
-    return [data.refresh_code(dataset)] if dataset.access == "table" else []
+    return ([data.refresh_code(dataset)]
+            if dataset.access == "table" and dataset.format != data.DELTA else [])
 
 
 def _step_lines(number: int, step: changes.Step, datasets: dict, specs: list) -> list[str]:
@@ -215,7 +230,10 @@ def _step_lines(number: int, step: changes.Step, datasets: dict, specs: list) ->
     operations (each printing its status)."""
     name, ds = step.dataset, datasets[step.dataset]
     lines = [f"# change step {number}: {step.describe()}"]
-    if step.source == "append":
+    if ds.format == data.DELTA:
+        rows = step.rows[0] if step.source == "merge" else list(step.rows)
+        lines += delta.step_code(step, ds, _py(rows))
+    elif step.source == "append":
         lines.append(f"{name}_files += write({name!r}, {_py(list(step.rows))}, "
                      f"{_write_args(ds)}, partitions={step.partitions!r})")
     elif step.source == "delete":
@@ -224,7 +242,7 @@ def _step_lines(number: int, step: changes.Step, datasets: dict, specs: list) ->
         save = data.write_code(ds.format, ds.row_group_rows)
         lines.append(f"[replace_file(f, {_py(step.rows[0])}, {save}) "
                      f"for f in {name}_files[{step.file}]]")
-    if step.source:
+    if step.source and ds.format != data.DELTA:
         lines += _refreshed(ds)
     for op in step.operations:
         lines.append(f"print({op!r}, {changes.operation_code(op, specs, datasets)})")

@@ -9,7 +9,7 @@ import random
 import time
 from dataclasses import dataclass, field, replace
 
-from tests.fuzz import case, changes, data, indexes, minimize
+from tests.fuzz import case, changes, data, delta, indexes, minimize
 from tests.fuzz.queries import JOIN_KEYS, Query, random_query
 
 CHANGE_RATE = 0.2   # the chance of a change step before each batch of queries but the first
@@ -40,6 +40,7 @@ class Summary:
     skipped: int = 0
     text_rounds: int = 0   # rounds with a JSON or CSV source (also gzip-compressed)
     access_rounds: int = 0   # rounds with a source read as a table or by a glob pattern
+    delta_rounds: int = 0    # rounds with a Delta table (only when a run asks for them)
     changes: int = 0       # change steps applied
     operations: dict = field(default_factory=dict)   # index operations' statuses, counted
     passed_over: int = 0   # seeds whose rounds lacked the formats asked for
@@ -53,7 +54,8 @@ class Summary:
         return {"seed": self.seed, "rounds": self.rounds, "queries": self.queries,
                 "queriesUsingIndexes": self.used, "skippedBothRaised": self.skipped,
                 "roundsWithJsonOrCsv": self.text_rounds,
-                "roundsWithTableOrGlob": self.access_rounds, "seedsPassedOver": self.passed_over,
+                "roundsWithTableOrGlob": self.access_rounds, "roundsWithDelta": self.delta_rounds,
+                "seedsPassedOver": self.passed_over,
                 "changeSteps": self.changes, "operationStatuses": self.operations,
                 "seconds": round(self.seconds, 1),
                 "buildSeconds": round(self.build_seconds, 1),
@@ -61,16 +63,22 @@ class Summary:
                 "failures": [vars(f) for f in self.failures]}
 
 
-def round_setup(seed: int) -> case.Setup:
-    """The datasets and index sets of the round with ``seed``."""
+def round_setup(seed: int, table_formats: bool = False) -> case.Setup:
+    """The datasets and index sets of the round with ``seed``; with ``table_formats``, some
+    datasets are Delta tables (drawn apart from the other draws, see :mod:`tests.fuzz.delta`:
+    without, the round is what it was before; no cache over them)."""
     rng = random.Random(seed)
     datasets = {"t": data.generate(rng, "t"), "u": data.generate(rng, "u", start_id=100_000)}
     access = random.Random(f"{seed}:access")   # apart from the other draws (added later)
     datasets = {name: replace(d, access=data.draw_access(access)) for name, d in datasets.items()}
+    if table_formats:
+        datasets = delta.draw(random.Random(f"{seed}:delta"), datasets)
     join = rng.random() < 0.7
     keys = JOIN_KEYS if join else None
     specs = [spec for name, dataset in datasets.items()
              for spec in indexes.random_set(rng, name, dataset.columns, keys)]
+    specs = [s for s in specs
+             if not (s.kind == "cache" and datasets[s.dataset].format == data.DELTA)]
     return case.Setup(datasets, specs)
 
 
@@ -91,12 +99,14 @@ def change_rng(seed: int) -> random.Random:
 
 def run(spark, seed: int, seconds: float, queries_per_round: int = 60, batch: int = 12,
         max_queries: int | None = None, minimize_seconds: float = 120.0, log=print,
-        formats: tuple[str, ...] = (), change_rate: float = CHANGE_RATE) -> Summary:
+        formats: tuple[str, ...] = (), change_rate: float = CHANGE_RATE,
+        table_formats: bool = False) -> Summary:
     """Runs rounds with seeds ``seed``, ``seed + 1``, ... for about ``seconds`` (or until
     ``max_queries``), ``batch`` queries per Spark job (a tagged union); before each batch but
     a round's first, applies a random change step with probability ``change_rate``; returns
     what happened. With ``formats``, passes over the seeds whose rounds have no dataset in one
-    of them (the seeds run reproduce as they are). Leaves the accelerator disabled."""
+    of them (the seeds run reproduce as they are). With ``table_formats``, rounds draw Delta
+    tables too (see :func:`round_setup`). Leaves the accelerator disabled."""
     summary = Summary(seed)
     start = time.monotonic()
     round_seed = seed
@@ -106,13 +116,14 @@ def run(spark, seed: int, seconds: float, queries_per_round: int = 60, batch: in
             max_queries is None or summary.queries < max_queries)
 
     while more():
-        planned = round_setup(round_seed)
+        planned = round_setup(round_seed, table_formats)
         present = {d.format for d in planned.datasets.values()}
         if formats and not present & set(formats):
             summary.passed_over += 1
             round_seed += 1
             continue
-        summary.text_rounds += any(f != "parquet" for f in present)
+        summary.text_rounds += any(f not in ("parquet", data.DELTA) for f in present)
+        summary.delta_rounds += data.DELTA in present
         read_as = {f"{n} as {d.access}" for n, d in planned.datasets.items() if d.access != "path"}
         summary.access_rounds += bool(read_as)
         built = time.monotonic()
@@ -175,6 +186,10 @@ def _change(spark, setup: case.Setup, rng: random.Random, summary: Summary, seed
     return True
 
 
+def _has_delta(setup: case.Setup) -> bool:
+    return any(d.format == data.DELTA for d in setup.datasets.values())
+
+
 def _report(spark, setup, seed: int, number: int, query: Query, outcome, seconds: float,
             log) -> Failure:
     log(f"FAILURE seed={seed} query={number}: {outcome.failure}")
@@ -182,7 +197,8 @@ def _report(spark, setup, seed: int, number: int, query: Query, outcome, seconds
     if not alone.failure:
         log("  (the query alone gives vanilla's answer: it differs only inside its batch)")
         return Failure(seed, number, outcome.failure + " (only inside a batch of queries)",
-                       f"# the round's setup: tests.fuzz.runner.round_setup({seed}); "
+                       f"# the round's setup: tests.fuzz.runner.round_setup({seed}"
+                       f"{', table_formats=True' if _has_delta(setup) else ''}); "
                        f"its queries {number} and neighbours, batched, after its change "
                        "steps; the query alone after them:\n"
                        + minimize.snippet(setup.datasets, setup.specs, query, setup.steps),
