@@ -61,6 +61,7 @@ def test_random_queries_over_random_indexes_equal_vanilla(spark, tmp_path):
 
 
 @pytest.mark.delta
+@pytest.mark.fuzz
 def test_random_queries_over_delta_tables_equal_vanilla(spark, tmp_path):
     started = time.monotonic()
     with using_system_path(spark, str(tmp_path / "indexes")), conf_set(spark, delta.SESSION_CONF):

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
 from accelerator.cache.model import CacheEntry, relation_read_key
-from indexes.description import SourceDescription, SourceFile
+from indexes.description import SourceDescription, SourceFile, source_files
 from indexes.plan import PlanNode, references
 
 APPLIED = "APPLIED"
