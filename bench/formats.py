@@ -10,16 +10,18 @@ limit after each pair, results compared with vanilla's) on both sources; the rep
 ratio, the Delta ratio's relative difference to the directory's (``--tolerance``, 0.10), and
 for the many-files pair the median planning milliseconds (accelerator on) of both and their
 difference (``--max-planning-ms``, 10). The session loads the Delta release pinned for the
-installed pyspark (``accelerator.runtime.table_formats``). Timings are reported, never asserted;
-exits 1 when a result differed from vanilla's.
+installed pyspark (``accelerator.runtime.table_formats``), resolved with Maven as the tests do
+(``tests/services/table_formats.py``: Spark's own Ivy resolution needs direct access to Maven
+Central). Timings are reported, never asserted; exits 1 when a result differed from vanilla's.
 """
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import logging
 import os
-from dataclasses import replace
+from dataclasses import is_dataclass, replace
 from typing import Any
 
 log = logging.getLogger("bench.formats")
@@ -68,19 +70,30 @@ def as_delta(bench: Any, data_dir: str) -> Any:
         return {**facts, "path": delta_copy(ctx.spark, facts["path"],
                                             os.path.join(data_dir, "delta", name))}
 
-    return replace(bench, name=f"{bench.name}_delta", prepare=prepare, read=read_delta)
+    def renamed(config: Any) -> Any:   # an index of its own over the Delta table
+        name = f"{config.indexName}_delta"
+        if is_dataclass(config):
+            return replace(config, indexName=name)
+        copied = copy.copy(config)
+        copied.indexName = name
+        return copied
+
+    if hasattr(bench, "indexes"):   # a Workload
+        indexes = {"indexes": lambda facts: [renamed(c) for c in bench.indexes(facts)]}
+    else:                           # a PruningCost
+        indexes = {"index": lambda facts: renamed(bench.index(facts))}
+    return replace(bench, name=f"{bench.name}_delta", prepare=prepare, read=read_delta,
+                   **indexes)
 
 
 def run(args: argparse.Namespace) -> int:
-    from accelerator.runtime import table_formats
-    import pyspark
-
     from bench.harness import claim_work_dir, make_spark, pruning_cost, run_workload
     from bench.workloads import PRUNING as PRUNINGS, WORKLOADS as ALL, Context
 
     claim_work_dir(args.work_dir)
-    spark = make_spark(args.work_dir, "auto",
-                       table_formats.session_settings(pyspark.__version__, "delta"))
+    from tests.services.table_formats import delta_conf
+
+    spark = make_spark(args.work_dir, "auto", delta_conf())
     ctx = Context(spark, args.data_dir, args.scale, args.many_files)
     report: dict = {"scale": args.scale, "spark": spark.version, "workloads": [], "pairs": []}
     built: dict[str, str] = {}
