@@ -70,6 +70,10 @@ class SourcePort(Protocol):
     def describe_source(self, df: Any) -> SourceDescription:
         """The description of the file source ``df`` reads directly."""
 
+    def files_frame(self, df: Any) -> Any:
+        """``df`` as builds read it (for a table format read through a connector, a read of its
+        snapshot's files; else ``df`` itself)."""
+
     def read_source(self, entry: IndexLogEntry) -> Any:
         """An index's source read again as it was when the index was built."""
 
@@ -169,6 +173,7 @@ class IndexActions:
         in its config as :data:`ORIGIN_KEY` (none: created by hand)."""
         kind = kinds.kind_for_config(config)
         source = self._port.describe_source(df)
+        df = self._port.files_frame(df)
         with self._port.suspended():
             cfg = kind.resolve(df, config, source, self.settings())
         if origin is not None:
@@ -190,6 +195,7 @@ class IndexActions:
         lifecycle, entry, kind = self._target(name, "refresh", mode, REFRESH_MODES)
         df = self._port.read_source(entry)
         source = self._port.describe_source(df)
+        df = self._port.files_frame(df)
         if (entry.state is IndexState.ACTIVE
                 and source_mismatch(entry.source, source, source.schema) is None
                 and (mode == "quick" or not entry.content.get("quickRefresh"))

@@ -61,6 +61,9 @@ _KEYS = {
 }
 _ATTRIBUTES = {key: name for name, key in _KEYS.items()}
 
+#: table formats whose relations read their files through a scan of their own
+SCANNED_FORMATS = ("delta",)
+
 
 @dataclass(frozen=True)
 class SourceDescription:
@@ -69,7 +72,8 @@ class SourceDescription:
     From the JVM: ``format`` (its short name), ``table`` (the qualified name of the catalog
     table read, if any), ``glob_path`` (the qualified glob pattern read, if any),
     ``root_paths``, ``partition_columns``, ``options``, ``bucketed``, for a table of a table
-    format ``table_format`` (``"delta"``), ``table_version`` (the version read) and
+    format ``table_format`` (``"delta"``, ``"iceberg"``), ``table_version`` (the version read,
+    an Iceberg snapshot id) and
     ``column_mapping`` (Delta's mode, ``name`` or ``id``, when its files hold columns under
     physical names of their own),
     ``data_schema`` (Spark's schema JSON, as a string) and, when asked, ``fingerprint`` (over
@@ -142,20 +146,23 @@ class SourceDescription:
     @property
     def plain_files(self) -> str | None:
         """Why this source's files do not hold its rows as plain files of its format (a Delta
-        table's deletion vectors or column mapping), or None when they do: what a copy of a
-        file read as Parquet would get wrong."""
+        table's deletion vectors or column mapping, an Iceberg table's delete files), or None
+        when they do: what a copy of a file read as Parquet would get wrong."""
         if self.deletion_vectors:
-            return f"{self.deletion_vectors} of its files carry deletion vectors"
+            marks = "delete files" if self.table_format == "iceberg" else "deletion vectors"
+            return f"{self.deletion_vectors} of its files carry {marks}"
         if self.column_mapping:
             return f"it maps columns to physical names (column mapping mode {self.column_mapping})"
         return None
 
     @property
     def read_format(self) -> str | None:
-        """How the files are read: the table format (``"delta"``: its own scan, which may map
-        columns to other physical names and hide deleted rows) or, for plain files, their
-        format (``"parquet"``: footers describe the columns by their own names)."""
-        return self.table_format or self.format
+        """How the files are read: the table format when its own scan reads them (``"delta"``,
+        which may map columns to other physical names and hide deleted rows) or their format
+        (``"parquet"``: footers describe the columns by their own names), for plain files and
+        for an Iceberg table, which reaches the indexes as a plain read of its snapshot's
+        Parquet files."""
+        return self.table_format if self.table_format in SCANNED_FORMATS else self.format
 
     @property
     def files_described(self) -> bool:

@@ -85,9 +85,15 @@ def table_change(recorded: SourceDescription, current: SourceDescription | None)
 def pruning_problem(current: SourceDescription) -> str | None:
     """Why no index may prune the file list of a relation reading ``current``, or None: a
     Delta table whose files carry deletion vectors, which Delta applies only in its own scan of
-    its own file index (a pruned list of its files would read their deleted rows)."""
+    its own file index, or an Iceberg table whose files carry delete files, which only Iceberg's
+    scan applies (a pruned list of its files would read their deleted rows)."""
     if not current.deletion_vectors:
         return None
+    if current.table_format == "iceberg":
+        return (f"{current.deletion_vectors} files of the Iceberg table carry delete files, "
+                "which only Iceberg's own scan applies; an index that prunes its files would "
+                "bypass them. Rewrite those files (CALL <catalog>.system.rewrite_data_files "
+                "with the option delete-file-threshold) and refresh the index to use it again")
     return (f"{current.deletion_vectors} files of the Delta table carry deletion vectors, which "
             "only Delta's own scan of its file list applies; an index that prunes the list "
             "would bypass them. Rewrite those files without deletion vectors (REORG TABLE ... "

@@ -10,7 +10,10 @@ import pytest
 from pyspark.sql import SparkSession
 
 from tests.helpers import using_system_path
+from tests.services import table_formats
 
+#: settings that hold comma-separated lists, which each service's settings extend
+LISTED_SETTINGS = ("spark.jars", "spark.sql.extensions")
 
 # The test files that take longest (the fuzz test: 9 of the suite's 2 x 20 minutes), run first:
 # under the README's `-n 2 --dist loadfile` (with pyproject's `--no-loadscope-reorder`) one
@@ -32,7 +35,8 @@ def pytest_collection_modifyitems(items):
 def spark(request, tmp_path_factory):
     """The test run's SparkSession; when a test marked ``s3`` is collected, with S3A's jars on
     its class path and ``s3a://`` pointed at the session's S3 server (fixture ``s3``); when one
-    marked ``delta`` is, with Delta Lake's jar, extension and catalog."""
+    marked ``delta`` is, with Delta Lake's jar, extension and catalog; when one marked
+    ``iceberg`` is, with Iceberg's jar, extension and the Hadoop catalog ``ice``."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)   # workers run index builds
     warehouse = tmp_path_factory.mktemp("warehouse")
     builder = (
@@ -54,12 +58,15 @@ def spark(request, tmp_path_factory):
         builder = builder.config("spark.jars", ",".join(map(str, s3.s3a_jars())))
         for key, value in s3.spark_conf(endpoint).items():
             builder = builder.config(key, value)
+    confs = []
     if any(item.get_closest_marker("delta") for item in request.session.items):
-        from tests.services.table_formats import delta_conf
-
-        for key, value in delta_conf().items():
-            jars = builder._options.get(key) if key == "spark.jars" else None
-            builder = builder.config(key, f"{jars},{value}" if jars else value)
+        confs.append(table_formats.delta_conf())
+    if any(item.get_closest_marker("iceberg") for item in request.session.items):
+        confs.append(table_formats.iceberg_conf(str(tmp_path_factory.mktemp("iceberg"))))
+    for conf in confs:
+        for key, value in conf.items():
+            listed = builder._options.get(key) if key in LISTED_SETTINGS else None
+            builder = builder.config(key, f"{listed},{value}" if listed else value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     yield session

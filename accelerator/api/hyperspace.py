@@ -212,7 +212,8 @@ class Hyperspace:
                 "one holds groups of rows: recreate it with TextIndexConfig(..., scoring=True)")
         self.context.sources.prepare_executors(kinds.kind_of(entry))
         with session.suspended(self.spark):
-            return text_search.search(df, entry, source, reader, query, score)
+            return text_search.search(self.context.sources.files_frame(df), entry, source,
+                                      reader, query, score)
 
     # --- listing ------------------------------------------------------------------------
     def indexes(self) -> DataFrame:

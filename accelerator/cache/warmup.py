@@ -102,7 +102,8 @@ def scans(spark: Any, df: DataFrame, system_path: str) -> list[Scan]:
     source, so when an index replaces a relation the scans are those of the plan without
     indexes. Bucketed relations are left out (the cache does not serve them)."""
     helpers = jvm.helpers(spark)
-    analyzed = df._jdf.queryExecution().analyzed()
+    # an Iceberg table as the Parquet files of its snapshot, which the cache copies
+    analyzed = helpers.plans.fileView(df._jdf.queryExecution().analyzed())
     dataset = spark_versions.dataset_class(spark)
 
     def run(rewrite: bool) -> list[Scan]:

@@ -16,6 +16,7 @@ from accelerator.query import session
 from accelerator.query.catalog import catalog
 from accelerator.runtime import jvm, workers
 from accelerator.runtime.settings import Settings
+from accelerator.runtime.spark_versions import dataset_class
 from indexes.description import SourceDescription
 from indexes.errors import SourceNotFoundError, UnsupportedSourceError
 from indexes.fs import HadoopFs
@@ -61,7 +62,14 @@ class SparkSources:
             raise UnsupportedSourceError(
                 f"an index is built over a DataFrame that reads files, such as "
                 f"spark.read.parquet(path); got {shown}")
+        plans = jvm.helpers(self.spark).plans
         analyzed = df._jdf.queryExecution().analyzed()
+        problem = plans.fileViewProblem(analyzed)
+        if problem:
+            raise UnsupportedSourceError(
+                f"indexes are built over an Iceberg table only when Spark can read its snapshot "
+                f"as plain Parquet files, and {problem}")
+        analyzed = plans.fileView(analyzed)
         root = parse_plan(analyzed.toJSON())
         while root.cls == "SubqueryAlias" and len(root.children) == 1:   # spark.table(name)
             root = root.children[0]
@@ -70,17 +78,22 @@ class SparkSources:
                 "indexes are not built over Hive SerDe tables; use a data source table "
                 "(CREATE TABLE ... USING parquet, or saveAsTable), or keep "
                 "spark.sql.hive.convertMetastoreParquet/Orc on so Spark reads the table as one")
-        plans = jvm.helpers(self.spark).plans
         if root.cls != LOGICAL_RELATION or len(plans.fileRelations(analyzed)) != 1:
             raise UnsupportedSourceError(
                 "indexes can only be built over a DataFrame that reads files directly, such as "
                 "spark.read.parquet(path) (also json, csv, orc; partitioned directories and glob "
-                "patterns are fine), a Delta table (spark.read.format('delta').load(path)) "
-                "or spark.table(name) of a data source or Delta table; this "
+                "patterns are fine), a Delta or Iceberg table (spark.read.format('delta')"
+                ".load(path)) or spark.table(name) of a data source, Delta or Iceberg table; this "
                 f"DataFrame's plan starts with {root.cls}. Create the index on the DataFrame "
                 "returned by spark.read or spark.table and apply filters or projections in "
                 "queries instead")
         source = SourceDescription.from_json(json.loads(plans.describe(analyzed, 0, 2)))
+        if source.table_format == "iceberg" and (source.files is None or source.plain_files):
+            raise UnsupportedSourceError(
+                "indexes are built over an Iceberg table's snapshot read as plain Parquet files, "
+                "and " + (f"{source.plain_files} (rewrite them: CALL <catalog>.system."
+                          "rewrite_data_files with the option delete-file-threshold)"
+                          if source.plain_files else "this snapshot holds files in another format"))
         if source.files is None:
             raise UnsupportedSourceError(
                 "indexes need a source whose files Spark lists itself (spark.read over paths, "
@@ -89,6 +102,18 @@ class SparkSources:
         return source.with_index_facts(
             relation_schema(root), json.loads(plans.currentReadSettings(self.spark._jsparkSession)),
             self.spark.version)
+
+    def files_frame(self, df: DataFrame) -> DataFrame:
+        """``df`` as index builds read it: itself, or, when it reads an Iceberg table, a read of
+        the Parquet files of the snapshot it reads (the same rows, with Spark's file metadata
+        column, which builds record as lineage)."""
+        plans = jvm.helpers(self.spark).plans
+        analyzed = df._jdf.queryExecution().analyzed()
+        viewed = plans.fileView(analyzed)
+        if viewed.equals(analyzed):
+            return df
+        return DataFrame(dataset_class(self.spark).ofRows(self.spark._jsparkSession, viewed),
+                         self.spark)
 
     def source_problem(self, entry: IndexLogEntry) -> str | None:
         """Why an index's source is gone (its catalog table dropped, renamed or moved, a root
@@ -115,13 +140,14 @@ class SparkSources:
         except AnalysisException:
             return None
         plans = jvm.helpers(self.spark).plans
+        analyzed = plans.fileView(analyzed)
         if len(plans.fileRelations(analyzed)) != 1:
             return None
         return SourceDescription.from_json(json.loads(plans.describe(analyzed, 0, 0)))
 
     def read_source(self, entry: IndexLogEntry) -> DataFrame:
         """The source of an index read again as it was when the index was built: its catalog
-        table, a Delta table by path, or the same format, options and schema over its paths or
+        table, a Delta or Iceberg table by path, or the same format, options and schema over its paths or
         glob pattern (so an explicit schema or CSV options are kept), current files.
         SourceNotFoundError when the source is gone (see :meth:`source_problem`)."""
         problem = self.source_problem(entry)

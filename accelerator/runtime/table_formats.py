@@ -1,5 +1,5 @@
-"""The table formats the accelerator reads (Delta Lake), and the Spark settings that load a
-format's release for the running Spark line.
+"""The table formats the accelerator reads (Delta Lake, Apache Iceberg), and the Spark settings
+that load a format's release for the running Spark line.
 
 A table format's Spark support is a jar built for one Spark line (and Scala version); pip's
 ``delta-spark`` asks for jar versions that are not always published, so the coordinates are
@@ -25,10 +25,23 @@ DELTA_PACKAGES = {
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 
+#: Apache Iceberg's Spark runtime per Spark line (none is published for Spark 4.2 or 4.3 yet)
+ICEBERG_PACKAGES = {
+    (3, 5): "org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.12.0",
+    (4, 0): "org.apache.iceberg:iceberg-spark-runtime-4.0_2.13:1.11.0",
+    (4, 1): "org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.12.0",
+}
+ICEBERG_EXTENSION = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+#: the catalog implementation of an Iceberg catalog (``spark.sql.catalog.<name>``, with its
+#: ``type``: ``hadoop``, ``hive`` or ``rest``); Iceberg keeps the session catalog as it is
+ICEBERG_CATALOG = "org.apache.iceberg.spark.SparkCatalog"
+
 CATALOG = "spark.sql.catalog.spark_catalog"
 
-#: the formats :func:`configure` knows: their packages per Spark line, extension and catalog
-FORMATS = {"delta": (DELTA_PACKAGES, DELTA_EXTENSION, DELTA_CATALOG)}
+#: the formats :func:`configure` knows: their packages per Spark line, extension and session
+#: catalog (None: the format leaves the session catalog alone)
+FORMATS = {"delta": (DELTA_PACKAGES, DELTA_EXTENSION, DELTA_CATALOG),
+           "iceberg": (ICEBERG_PACKAGES, ICEBERG_EXTENSION, None)}
 
 
 def package(table_format: str, spark_version: str) -> str:
@@ -51,7 +64,7 @@ def session_settings(spark_version: str, *table_formats: str,
     """The settings that load ``table_formats`` into a session of ``spark_version``: their
     packages added to ``spark.jars.packages``, their extensions to ``spark.sql.extensions``
     (after those ``current`` holds) and, unless ``current`` names one, the session catalog of
-    the first format."""
+    the first format that has one (Delta's)."""
     current = current or {}
     packages = [p for p in current.get("spark.jars.packages", "").split(",") if p]
     extensions = [e for e in current.get("spark.sql.extensions", "").split(",") if e]
@@ -61,7 +74,7 @@ def session_settings(spark_version: str, *table_formats: str,
         _, extension, catalog = FORMATS[name]
         packages += [coordinates] if coordinates not in packages else []
         extensions += [extension] if extension not in extensions else []
-        if CATALOG not in current:
+        if catalog and CATALOG not in current:
             settings.setdefault(CATALOG, catalog)
     settings["spark.jars.packages"] = ",".join(packages)
     settings["spark.sql.extensions"] = ",".join(extensions)

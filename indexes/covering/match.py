@@ -127,8 +127,10 @@ def _source_state(relation: PlanNode, source: SourceDescription, entry: Any,
     appended, deleted = file_changes(entry, files)
     hidden = [f for f in appended if f.deletion_vector is not None]
     if hidden:   # hybrid scan reads appended files through a pruned list, bypassing them
+        marks = ("delete files", "Iceberg") if source.table_format == "iceberg" else (
+            "deletion vectors", "Delta")
         return changed(
-            f"{len(hidden)} changed files of the Delta table carry deletion vectors, which "
+            f"{len(hidden)} changed files of the {marks[1]} table carry {marks[0]}, which "
             "hybrid scan cannot apply; refresh the index")
     ids: tuple[int, ...] = ()
     if deleted:

@@ -23,7 +23,8 @@ import py4j.reflection.PythonProxyHandler;
  * cache entry could serve ({@link IndexedRoots#mayBeServed}) while the rewriter's answers under
  * the session's settings are fresh: those wait for the query history in {@link DeferredPlans}.
  * Over the relations a rewrite adds, {@link SignedZeroGuard} keeps comparisons with a floating
- * zero out of Parquet.
+ * zero out of Parquet. Iceberg tables reach the rewriter as the files of their snapshot, and
+ * come back wherever it did not serve them ({@link IcebergFiles}).
  */
 public final class AcceleratorRule extends Rule<LogicalPlan> {
   static final String ENABLED_KEY = "spark.accelerator.enabled";
@@ -81,13 +82,19 @@ public final class AcceleratorRule extends Rule<LogicalPlan> {
     if (fn == null || ACTIVE.get()) {
       return plan;
     }
+    LogicalPlan viewed;
     try {
       if (!"true".equalsIgnoreCase(session.conf().get(ENABLED_KEY, "false"))
-          || "true".equals(session.sparkContext().getLocalProperty(SUSPENDED_KEY))
-          || !PlanTree.hasFileRelation(plan)) {
+          || "true".equals(session.sparkContext().getLocalProperty(SUSPENDED_KEY))) {
+        return plan;
+      }
+      viewed = IcebergFiles.hasIceberg(plan) ? IcebergFiles.views(plan) : plan;
+      if (!PlanTree.hasFileRelation(viewed)) {
         return plan;
       }
     } catch (Throwable t) {
+      LOG.warn("accelerator: cannot read the plan's Iceberg tables as files; running the "
+          + "original plan", t);
       return plan;
     }
     ACTIVE.set(Boolean.TRUE);
@@ -97,21 +104,22 @@ public final class AcceleratorRule extends Rule<LogicalPlan> {
           ? null : QueryMetrics.queryId();
       String conf = PlanPayload.confJson(session);
       if (!"true".equals(session.sparkContext().getLocalProperty(CAPTURING_KEY))
-          && DeferredPlans.fresh(conf, session) && !IndexedRoots.mayBeServed(plan)) {
+          && DeferredPlans.fresh(conf, session) && !IndexedRoots.mayBeServed(viewed)) {
         // nothing could serve this plan: only the history wants it, and describes it later
         if (queryId != null) {
-          DeferredPlans.offer(plan, session, conf, queryId);
+          DeferredPlans.offer(viewed, session, conf, queryId);
         }
         return plan;
       }
       disableNagle(fn);
       long generation = DeferredPlans.generation();
-      Object result = fn.apply(plan, PlanPayload.payload(plan, session, conf, queryId, -1));
+      Object result = fn.apply(viewed, PlanPayload.payload(viewed, session, conf, queryId, -1));
       DeferredPlans.answered(conf, generation);
-      if (!(result instanceof LogicalPlan) || result == plan) {
+      if (!(result instanceof LogicalPlan) || result == viewed) {
         return plan;
       }
-      LogicalPlan rewritten = (LogicalPlan) result;
+      LogicalPlan rewritten = viewed == plan ? (LogicalPlan) result
+          : IcebergFiles.restore((LogicalPlan) result);
       if (!rewritten.resolved()) {
         LOG.warn("accelerator: rewritten plan is not resolved; running the original plan");
         return plan;

@@ -1,9 +1,7 @@
 package accelerator.jvm;
 
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.spark.sql.catalyst.expressions.Expression;
@@ -23,13 +21,7 @@ final class DeltaFiles {
   /** Delta's key of a file's deletion vector in its listing's metadata. */
   private static final String DELETION_VECTOR = "row_index_filter_id_encoded";
   private static final String DELTA_PACKAGE = "org.apache.spark.sql.delta.";
-  private static final int KEPT = 16;
-  private static final Map<String, Listing> LISTINGS = new LinkedHashMap<>(16, 0.75f, true) {
-    @Override
-    protected boolean removeEldestEntry(Map.Entry<String, Listing> eldest) {
-      return size() > KEPT;
-    }
-  };
+  private static final RecentListings LISTINGS = new RecentListings();
 
   private DeltaFiles() {
   }
@@ -41,7 +33,7 @@ final class DeltaFiles {
 
   /** The table version {@code location} reads (its snapshot's, a time-travelled one's too). */
   static long version(FileIndex location) {
-    return ((Number) call(location, "version")).longValue();
+    return ((Number) Reflection.call(location, "version")).longValue();
   }
 
   /**
@@ -49,31 +41,20 @@ final class DeltaFiles {
    * two its Parquet files hold columns under physical names of their own.
    */
   static String columnMapping(FileIndex location) {
-    Object mode = call(call(location, "metadata"), "columnMappingMode");
-    return String.valueOf(call(mode, "name"));
-  }
-
-  /** {@code target.name()}, for Delta's classes that are not on the compile class path. */
-  private static Object call(Object target, String name) {
-    try {
-      return target.getClass().getMethod(name).invoke(target);
-    } catch (ReflectiveOperationException e) {
-      throw new IllegalStateException("cannot call " + name + "() of Delta's "
-          + target.getClass().getName(), e);
-    }
+    Object mode = Reflection.call(Reflection.call(location, "metadata"), "columnMappingMode");
+    return String.valueOf(Reflection.call(mode, "name"));
   }
 
   /** The listing of every live file of the snapshot {@code location} reads. */
   static Listing listing(FileIndex location) {
     // the table's id too: a table dropped and created again at the path starts at version 0
-    String key = location.rootPaths().head() + "@" + call(call(location, "metadata"), "id")
+    String key = location.rootPaths().head() + "@"
+        + Reflection.call(Reflection.call(location, "metadata"), "id")
         + "@" + version(location);
-    synchronized (LISTINGS) {
-      Listing kept = LISTINGS.get(key);
-      if (kept != null) {
-        return kept;
-      }
-    }
+    return LISTINGS.get(key, () -> list(location));
+  }
+
+  private static Listing list(FileIndex location) {
     List<FileStatus> statuses = new ArrayList<>();
     List<String> deletionVectors = new ArrayList<>();
     List<Expression> none = List.of();
@@ -85,11 +66,7 @@ final class DeltaFiles {
         deletionVectors.add(dv.isDefined() ? String.valueOf(dv.get()) : null);
       }
     }
-    Listing listing = new Listing(location, statuses.toArray(new FileStatus[0]),
+    return new Listing(location, statuses.toArray(new FileStatus[0]),
         deletionVectors.toArray(new String[0]));
-    synchronized (LISTINGS) {
-      LISTINGS.put(key, listing);
-    }
-    return listing;
   }
 }

@@ -46,6 +46,21 @@ public final class PlanRewrite {
     return PlanPayload.readSettings(session);
   }
 
+  /**
+   * {@code plan} with each Iceberg table that can be read as the Parquet files of its snapshot
+   * in the form of a file relation over them (see {@link IcebergFiles}): what indexes are built
+   * from and described by.
+   */
+  public LogicalPlan fileView(LogicalPlan plan) {
+    return IcebergFiles.hasIceberg(plan) ? IcebergFiles.views(plan) : plan;
+  }
+
+  /** Why an Iceberg table {@code plan} reads cannot be read as its files, or null (see {@link
+   * IcebergFiles#problem}). */
+  public String fileViewProblem(LogicalPlan plan) {
+    return IcebergFiles.problemOf(plan);
+  }
+
   /** The file relations of the plan, in pre-order (the order of {@code plan.toJSON()}). */
   public LogicalPlan[] fileRelations(LogicalPlan plan) {
     return PlanTree.fileRelations(plan).toArray(new LogicalPlan[0]);

@@ -45,17 +45,21 @@ final class RelationDescriptions {
    */
   static String describe(LogicalPlan relation, int detail) {
     LogicalRelation rel = (LogicalRelation) relation;
+    FileIndex location = ((HadoopFsRelation) rel.relation()).location();
     String table = rel.catalogTable().isDefined()
-        ? rel.catalogTable().get().identifier().unquotedString() : null;
+        ? rel.catalogTable().get().identifier().unquotedString()
+        : location instanceof SnapshotFileIndex ? ((SnapshotFileIndex) location).table : null;
     return describeFs((HadoopFsRelation) rel.relation(), detail, table);
   }
 
   /**
    * {@link #describe} of a relation's HadoopFsRelation read by path (no catalog table); a Delta
-   * table's with at least its fingerprint and deletion vectors, which are part of what it is.
+   * or Iceberg table's with at least its fingerprint and deletion vectors (delete files), which
+   * are part of what it is.
    */
   static String describeFs(HadoopFsRelation fs, int detail) {
-    if (detail == 0 && DeltaFiles.isDelta(fs.location())) {
+    if (detail == 0 && (DeltaFiles.isDelta(fs.location())
+        || fs.location() instanceof SnapshotFileIndex)) {
       return describeFs(fs, 1, null);
     }
     return describeFs(fs, detail, null);
@@ -106,6 +110,9 @@ final class RelationDescriptions {
       if (!"none".equals(mapping)) {
         sb.append(",\"columnMapping\":").append(Json.quote(mapping));
       }
+    } else if (fs.location() instanceof SnapshotFileIndex) {
+      sb.append(",\"tableFormat\":").append(Json.quote(IcebergFiles.FORMAT))
+          .append(",\"tableVersion\":").append(((SnapshotFileIndex) fs.location()).snapshotId);
     }
     sb.append(",\"dataSchema\":").append(schemaJson(fs.dataSchema()));
     if (detail == 0) {
@@ -132,7 +139,8 @@ final class RelationDescriptions {
   /**
    * The listing of every file {@code location} can read: its own when it lists files, that of
    * all partitions of a catalog table's {@link CatalogFileIndex} (which prunes partitions only
-   * when planned), a Delta table's snapshot files ({@link DeltaFiles}), else null.
+   * when planned), a Delta table's snapshot files ({@link DeltaFiles}), an Iceberg snapshot's
+   * ({@link IcebergFiles}; null when they are not all Parquet), else null.
    */
   private static Listing listing(FileIndex location) {
     if (location instanceof PartitioningAwareFileIndex) {
@@ -142,6 +150,9 @@ final class RelationDescriptions {
       PartitioningAwareFileIndex all = ((CatalogFileIndex) location)
           .filterPartitions(Scala.seq(List.<Expression>of()));
       return Listings.of(all, all.allFiles());
+    }
+    if (location instanceof SnapshotFileIndex) {
+      return ((SnapshotFileIndex) location).listing();
     }
     return DeltaFiles.isDelta(location) ? DeltaFiles.listing(location) : null;
   }

@@ -8,19 +8,16 @@ import org.apache.spark.sql.execution.datasources.FileIndex;
 import org.apache.spark.sql.execution.datasources.PartitionDirectory;
 
 /**
- * A file index over another one ({@link #delegate}), listing through Java lists: the overrides
- * whose signatures name Scala 2.12 collections are here ({@code scala-2.13/} has the 2.13 ones).
+ * A file index that lists and names its roots through Java lists: the overrides whose
+ * signatures name Scala 2.12 collections are here ({@code scala-2.13/} has the 2.13 ones).
  */
-abstract class ForwardingFileIndex implements FileIndex {
-  protected final FileIndex delegate;
-
-  ForwardingFileIndex(FileIndex delegate) {
-    this.delegate = delegate;
-  }
-
+abstract class ListedFileIndex implements FileIndex {
   /** The partitions and their files for these filters. */
   protected abstract List<PartitionDirectory> listed(List<Expression> partitionFilters,
       List<Expression> dataFilters);
+
+  /** The root paths of the index. */
+  protected abstract List<Path> roots();
 
   @Override
   public final scala.collection.Seq<PartitionDirectory> listFiles(
@@ -31,6 +28,6 @@ abstract class ForwardingFileIndex implements FileIndex {
 
   @Override
   public final scala.collection.Seq<Path> rootPaths() {
-    return delegate.rootPaths();
+    return Scala.seq(roots());
   }
 }
