@@ -16,6 +16,7 @@ budgets. Engine indexes no demand row names any more are proposed for dropping.
 """
 from __future__ import annotations
 
+import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Collection, Mapping, Sequence
@@ -68,6 +69,13 @@ class _Unit:
         return engine_index_name(c.kind, c.source, c.columns)
 
     @property
+    def order(self) -> tuple:
+        """The order units are taken in: highest score first, ties by name, then by what they
+        build (stable keys, whatever order they were found in)."""
+        return -self.score, self.name, tuple((_target(c), c.included_columns)
+                                             for c, _, _ in self.items)
+
+    @property
     def viable(self) -> bool:
         return self.score > 0 and 1 - self.keep >= MIN_IMPROVEMENT
 
@@ -96,29 +104,58 @@ def _age(demands: Sequence[Demand], now_ms: int | None) -> str:
     return f"; last used {age} ago"
 
 
+def _about(saved: float) -> str:
+    """A share of time or reading saved as the estimate it is: to the nearest 10% (``about
+    60%``), ``over 90%`` or ``under 10%`` at the ends, never 100%."""
+    if saved > 0.9:
+        return "over 90%"
+    if saved < 0.1:
+        return "under 10%"
+    return f"about {round(saved * 10) * 10}%"
+
+
+def _each(seconds: float, demands: Sequence[Demand]) -> str:
+    """The seconds a query takes and what the figure rests on: the queries' recorded runs, or
+    the bytes they read at an assumed scan rate."""
+    timed, queries = sum(d.timed for d in demands), sum(d.queries for d in demands)
+    if timed == 0:
+        return f"~{_secs(seconds)} each, estimated from the bytes read"
+    runs = f"{timed} runs" if timed >= queries else f"{timed} of {queries} runs"
+    return f"{_secs(seconds)} each, timed over {runs}"
+
+
+def _files(e: Estimate, profile: SourceProfile) -> str:
+    """`` (the what-if keeps ~2 of 100 files a query)`` for the kinds that skip files."""
+    if e.files_kept is None:
+        return ""
+    return f" (the what-if keeps ~{math.ceil(e.files_kept):,} of {profile.files:,} files a query)"
+
+
 def _reason(c: Candidate, profile: SourceProfile, demands: Sequence[Demand], e: Estimate,
             now_ms: int | None) -> str:
-    """One sentence: who asks, what they would save, and why."""
-    saved = round(100 * (1 - e.keep_fraction))
+    """One sentence: who asks, what they would save (an estimate, rounded) and the evidence:
+    the queries, their seconds and what those rest on, the files the what-if keeps."""
+    saved = _about(1 - e.keep_fraction)
     weight = sum(d.weight for d in demands) or 1.0
-    sp = _secs(sum(d.weight * seconds_per_query(profile, d) for d in demands) / weight)
+    each = _each(sum(d.weight * seconds_per_query(profile, d) for d in demands) / weight,
+                 demands)
     asked = f"{' and '.join(f'{d.queries} {_NOUNS[d.use]}' for d in demands)} of " \
-            f"{demands[0].column} ({sp} each)"
+            f"{demands[0].column} ({each})"
     if c.kind == "cache":
-        return (f"{demands[0].queries} queries of {c.source} ({profile.format}, {sp} each) would "
-                f"take {saved}% less time reading its {len(c.columns)} columns from a Parquet "
+        return (f"{demands[0].queries} queries of {c.source} ({profile.format}, {each}) would "
+                f"take {saved} less time reading its {len(c.columns)} columns from a Parquet "
                 f"cache{_age(demands, now_ms)}")
     if c.kind == "covering":
         held = len(c.columns) + len(c.included_columns)
-        return (f"{asked} would take {saved}% less time with a covering index holding {held} of "
-                f"{len(profile.all_columns)} columns{_age(demands, now_ms)}")
+        return (f"{asked} would take {saved} less time with a covering index holding {held} "
+                f"of {len(profile.all_columns)} columns{_age(demands, now_ms)}")
     column = profile.columns.get(c.columns[0])
     distinct = column.distinct_per_file or 0 if column is not None else 0
     why = {"minmax": ": each file holds a narrow range of values",
            "bloom": f": unclustered, ~{distinct:,.0f} values per file",
            "valuelist": f": ~{distinct:,.0f} values per file"}
-    return (f"{asked} would read {saved}% less with {_WITH[c.kind]}"
-            f"{why.get(c.kind, '')}{_age(demands, now_ms)}")
+    return (f"{asked} would read {saved} less with {_WITH[c.kind]}"
+            f"{why.get(c.kind, '')}{_files(e, profile)}{_age(demands, now_ms)}")
 
 
 def _single(c: Candidate, profile: SourceProfile, demands: Sequence[Demand],
@@ -148,7 +185,7 @@ def _best(options: list[tuple[Candidate, Sequence[Demand]]], profile: SourceProf
         return None
     units = [_single(c, profile, ds, now_ms) for c, ds in options if _target(c) not in cooldown]
     viable = [u for u in units if u.viable]
-    return min(viable, key=lambda u: (-u.score, u.name), default=None)
+    return min(viable, key=lambda u: u.order, default=None)
 
 
 def _column_units(profile: SourceProfile, demands: Sequence[Demand], existing: set[Target],
@@ -191,7 +228,9 @@ def _join_units(demands: Sequence[Demand], profiles: Mapping[str, SourceProfile]
                 rules: RuleSet, existing: set[Target], cooldown: set[Target],
                 now_ms: int | None, broadcasts: bool) -> list[_Unit]:
     """A unit per join: a covering index on the key of each side (those that do not exist
-    yet), indexed on the key and including the columns that side's queries read."""
+    yet), indexed on the key and including the columns that side's queries read. A self-join
+    on one column (a source joined with itself on the same key, as through a CTE) has one side:
+    one covering index serves both of its relations."""
     joins = {(d.source, d.column): d for d in demands if d.use == "join"}
     seen: set[frozenset] = set()
     out = []
@@ -214,15 +253,15 @@ def _join_units(demands: Sequence[Demand], profiles: Mapping[str, SourceProfile]
 
 
 def _shuffles(sides: Sequence[Demand], demands: Sequence[Demand], broadcasts: bool) -> bool:
-    """Whether the join of two sides shuffles, so a pair of bucketed indexes would spare its
-    exchanges: as its executed queries did (more shuffle joins than broadcast ones, counted
-    from either side), else, when none was recorded, unless Spark may broadcast and a side is
-    filtered in every query (:func:`_filtered`)."""
-    a, b = sides
+    """Whether the join of its sides (two, or one for a self-join on one column) shuffles, so
+    bucketed indexes would spare its exchanges: as its executed queries did (more shuffle joins
+    than broadcast ones, counted from either side), else, when none was recorded, unless Spark
+    may broadcast and a side is filtered in every query (:func:`_filtered`)."""
     runs: Counter = Counter()
-    for mine, other in ((a, b), (b, a)):
+    for mine in sides:
+        partners = {o.source for o in sides if o is not mine} or {mine.source}
         for partner, strategy, queries in mine.joined_by:
-            if partner == other.source:
+            if partner in partners:
                 runs[strategy] = max(runs[strategy], queries)
     if runs:
         return runs["shuffle"] > runs["broadcast"]
@@ -241,7 +280,8 @@ def _filtered(side: Demand, demands: Sequence[Demand]) -> bool:
 
 def _pair(sides: Sequence[Demand], profiles: Mapping[str, SourceProfile],
           existing: set[Target], cooldown: set[Target], now_ms: int | None) -> _Unit | None:
-    """The covering indexes a join's sides need, scored together (None: nothing to build)."""
+    """The covering indexes a join's sides need (one for a self-join on one column), scored
+    together (None: nothing to build)."""
     found = []
     for s in sides:
         c = Candidate("covering", s.source, (s.column,),
@@ -255,14 +295,18 @@ def _pair(sides: Sequence[Demand], profiles: Mapping[str, SourceProfile],
     saved = sp * (1 - keep)
     score = min(s.weight for s in sides) * saved - sum(_cost(e) for _, e, _ in todo)
     queries = min(s.queries for s in sides)
+    gain = f"({_each(sp, sides)}) would take {_about(1 - keep)} less time"
     items = []
     for c, e, s in todo:
-        other, twin = next(((o, oc) for oc, _, o in found if o is not s), (s, c))
-        items.append((c, e, (
-            f"{queries} joins of {s.column} of {s.source} with {other.column} of {other.source} "
-            f"({_secs(sp)} each) would take {round(100 * (1 - keep))}% less time with covering "
-            f"indexes on both sides (paired with "
-            f"{engine_index_name(twin.kind, twin.source, twin.columns)}){_age(sides, now_ms)}")))
+        if len(sides) == 1:
+            why = (f"{queries} self-joins of {s.source} on {s.column} {gain} with a covering "
+                   f"index on {s.column} serving both sides")
+        else:
+            other, twin = next((o, oc) for oc, _, o in found if o is not s)
+            why = (f"{queries} joins of {s.column} of {s.source} with {other.column} of "
+                   f"{other.source} {gain} with covering indexes on both sides (paired with "
+                   f"{engine_index_name(twin.kind, twin.source, twin.columns)})")
+        items.append((c, e, why + _age(sides, now_ms)))
     return _Unit(score, keep, saved, queries, tuple(items))
 
 
@@ -291,7 +335,7 @@ def _drops(demands: Sequence[Demand], existing: Sequence[ExistingIndex]) -> list
     return [Instruction("drop", e.kind, e.source, tuple(e.columns), name=e.name,
                         reason=f"no query in the history uses {', '.join(e.columns)} of "
                                f"{e.source} any more")
-            for e in existing
+            for e in sorted(existing, key=lambda e: (e.name, e.target))
             if e.origin == "engine"
             and not any((scheme_less(e.source), c) in used for c in e.columns)]
 
@@ -333,7 +377,7 @@ def analyze(demands: list[Demand], profiles: Mapping[str, SourceProfile], rules:
     counts = Counter(scheme_less(e.source) for e in kept)
     engine_bytes = sum({e.name: e.bytes for e in kept if e.origin == "engine"}.values())
     chosen = _choose(units, rules, profiles, counts, cache_capacity_bytes, engine_bytes)
-    return sorted(chosen, key=lambda i: (-i.score, i.name or "")) + drops
+    return sorted(chosen, key=lambda i: (-i.score, i.name or "", i.target)) + drops
 
 
 def _choose(units: list[_Unit], rules: RuleSet, profiles: Mapping[str, SourceProfile],
@@ -352,7 +396,7 @@ def _choose(units: list[_Unit], rules: RuleSet, profiles: Mapping[str, SourcePro
         DEFAULT_BUILD_SECONDS_PER_RUN
     taken: set[Target] = set()
     out = []
-    for unit in sorted(units, key=lambda u: (-u.score, u.name)):
+    for unit in sorted(units, key=lambda u: u.order):
         new = [(c, e, r) for c, e, r in unit.items if _target(c) not in taken]
         index_need = sum(e.index_bytes for c, e, _ in new if c.kind != "cache")
         cache_need = sum(e.index_bytes for c, e, _ in new if c.kind == "cache")

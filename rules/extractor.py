@@ -15,12 +15,15 @@ execution.
 """
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from rules.history.records import QueryRecord
 from rules.literals import parse_literal
+
+log = logging.getLogger("accelerator.rules.extractor")
 
 USES = ("lookup", "range", "text", "join", "group", "projection")
 
@@ -209,33 +212,46 @@ class _Tally:
     window: tuple | None = None
     strategies: dict[tuple[str, str], int] = field(default_factory=lambda: defaultdict(int))
 
-    def add(self, record: QueryRecord, key: tuple[str, str, str], weight: float,
-            found: list[tuple[str, str, str | None]], read: tuple[int, int, int],
-            window: tuple | None) -> None:
+    @classmethod
+    def of(cls, record: QueryRecord, key: tuple[str, str, str], weight: float,
+           found: list[tuple[str, str, str | None]], read: tuple[int, int, int],
+           window: tuple | None) -> "_Tally":
+        """What one query adds to the tally of ``key``."""
         source, column, use = key
-        self.window = window if self.queries == 0 else _widen(self.window, window)
-        self.queries += 1
-        self.weight += weight
-        self.last = max(self.last, record.timestamp)
-        if record.duration_ms is not None:
-            self.timed += 1
-            self.seconds += record.duration_ms / 1000.0
-            self.read += read[0]
-            self.scanned_bytes += read[1]
-            self.scanned_rows += read[2]
-        self.samples.extend((record.timestamp, op, v, t) for op, v, t in found)
-        if record.template:
-            self.templates.add(record.template)
+        timed = record.duration_ms is not None
+        one = cls(1, weight, int(record.timestamp), int(timed),
+                  record.duration_ms / 1000.0 if timed else 0.0, *(read if timed else (0, 0, 0)),
+                  samples=[(int(record.timestamp), op, v, t) for op, v, t in found],
+                  templates={record.template} if record.template else set(), window=window)
         for i, r in enumerate(record.relations):
             if r.source != source:
                 continue
-            self.columns_read.update(r.output_columns)
+            one.columns_read.update(r.output_columns)
             if use == "join" and column in r.join_columns:
-                self.partners.update((o.source, c) for o in record.relations[:i]
-                                     + record.relations[i + 1:] for c in o.join_columns)
+                one.partners.update((o.source, c) for o in record.relations[:i]
+                                    + record.relations[i + 1:] for c in o.join_columns)
         if use == "join":
             for partner in _joined_by(record, source, column):
-                self.strategies[partner] += 1
+                one.strategies[partner] += 1
+        return one
+
+    def add(self, other: "_Tally") -> None:
+        """Counts the queries of ``other`` too."""
+        self.window = other.window if self.queries == 0 else _widen(self.window, other.window)
+        self.queries += other.queries
+        self.weight += other.weight
+        self.last = max(self.last, other.last)
+        self.timed += other.timed
+        self.seconds += other.seconds
+        self.read += other.read
+        self.scanned_bytes += other.scanned_bytes
+        self.scanned_rows += other.scanned_rows
+        self.samples.extend(other.samples)
+        self.templates |= other.templates
+        self.columns_read |= other.columns_read
+        self.partners |= other.partners
+        for partner, n in other.strategies.items():
+            self.strategies[partner] += n
 
     def demand(self, key: tuple[str, str, str]) -> Demand:
         latest = sorted(self.samples, key=lambda x: -x[0])[:MAX_SAMPLES]
@@ -249,21 +265,43 @@ class _Tally:
                       scanned_bytes=self.scanned_bytes, scanned_rows=self.scanned_rows)
 
 
+def _query_tallies(record: QueryRecord, now_ms: int,
+                   half_life_s: float) -> dict[tuple[str, str, str], _Tally]:
+    """What one query adds to each (source, column, use) it uses."""
+    age_s = max(0.0, (now_ms - record.timestamp) / 1000.0)
+    weight = 0.5 ** (age_s / half_life_s)
+    source_reads = _source_reads(record)
+    touched = _windows(record)
+    return {key: _Tally.of(record, key, weight, found, source_reads.get(key[0], (0, 0, 0)),
+                           touched.get(key[0]))
+            for key, found in _uses(record).items()}
+
+
 def extract(records: Iterable[QueryRecord], now_ms: int,
             half_life_s: float = DEFAULT_HALF_LIFE_S) -> list[Demand]:
-    """The demand of ``records`` at ``now_ms``, heaviest first (then by source, column, use)."""
+    """The demand of ``records`` at ``now_ms``, heaviest first (then by source, column, use).
+
+    The records are counted in the order of their timestamps and query ids, so the same
+    history gives the same demand however it was read. A record that cannot be read (a shape
+    the history does not know) is skipped whole: a warning counts the skipped ones and names
+    the first error, and the other queries still count."""
     if half_life_s <= 0:
         raise ValueError(f"the half-life must be positive, got {half_life_s}")
     tallies: dict[tuple[str, str, str], _Tally] = defaultdict(_Tally)
-    for record in executions(records):
+    skipped: list[str] = []
+    ordered = sorted(executions(records), key=lambda r: (r.timestamp, str(r.query_id)))
+    for record in ordered:
         if is_exploration(record):
             continue
-        age_s = max(0.0, (now_ms - record.timestamp) / 1000.0)
-        weight = 0.5 ** (age_s / half_life_s)
-        source_reads = _source_reads(record)
-        touched = _windows(record)
-        for key, found in _uses(record).items():
-            tallies[key].add(record, key, weight, found, source_reads.get(key[0], (0, 0, 0)),
-                             touched.get(key[0]))
+        try:
+            found = _query_tallies(record, now_ms, half_life_s)
+        except Exception as exc:  # noqa: BLE001 - one query unread must not lose the others
+            skipped.append(f"{record.query_id}: {type(exc).__name__}: {exc}")
+            continue
+        for key, one in found.items():
+            tallies[key].add(one)
+    if skipped:
+        log.warning("rule engine: skipped %d of %d recorded queries it could not read "
+                    "(first: %s)", len(skipped), len(ordered), skipped[0])
     out = [t.demand(key) for key, t in tallies.items()]
     return sorted(out, key=lambda d: (-d.weight, d.source, d.column, USES.index(d.use)))

@@ -88,15 +88,20 @@ class Candidate:
 @dataclass(frozen=True)
 class Estimate:
     """What a candidate would bring its demand (per query, weighted by decayed demand and
-    time) and what it would cost (its bytes, and the seconds to build it)."""
+    time) and what it would cost (its bytes, and the seconds to build it). For the kinds that
+    skip files, ``files_kept`` is how many of the source's files a query still reads (None for
+    the others)."""
 
     keep_fraction: float
     seconds_saved_per_query: float
     bytes_skipped_per_query: float
     index_bytes: float
     build_seconds: float
+    files_kept: float | None = None
 
 
+#: the kinds whose keep fraction is a share of the source's files
+FILE_SKIPPING_KINDS = frozenset({"minmax", "bloom", "valuelist"})
 
 
 # --- costs ---------------------------------------------------------------------------------
@@ -464,6 +469,11 @@ def estimate(candidate: Candidate, profile: SourceProfile,
     time = sum(times)
     keep = sum(t * k for t, k in zip(times, keeps)) / time if time > 0 else 1.0
     skipped = sum(d.weight * query_bytes(profile, d) * (1 - k) for d, k in zip(demands, keeps))
+    files = None
+    if candidate.kind in FILE_SKIPPING_KINDS:
+        shares = [keep_fraction(candidate, profile, d) for d in demands]
+        files = profile.files * (sum(t * k for t, k in zip(times, shares)) / time
+                                 if time > 0 else 1.0)
     return Estimate(keep, time / weight * (1 - keep) if weight > 0 else 0.0,
                     skipped / weight if weight > 0 else 0.0,
-                    index_bytes(candidate, profile), build_seconds(candidate, profile))
+                    index_bytes(candidate, profile), build_seconds(candidate, profile), files)

@@ -2,6 +2,10 @@
 by age, exploration queries ignored."""
 from __future__ import annotations
 
+import dataclasses
+import logging
+import random
+
 import pytest
 
 from rules.extractor import Demand, extract, is_exploration
@@ -136,3 +140,29 @@ def test_the_partitions_queries_touched():
     since = recent + [_on_days(NOW - 4, ("range", "GreaterThan", ["2026-11-05"]))]
     (url,) = [d for d in extract(since, NOW) if d.column == "url"]
     assert url.partition_window == ("day", "2026-11-05", None)
+
+
+def test_a_query_it_cannot_read_is_skipped_counted_and_the_others_still_count(caplog):
+    good = [record(NOW - i, preds=[("a", "equality", "EqualTo", None)], filters=["a"])
+            for i in range(2)]
+    bad = record(NOW, joins=["k"])
+    broken = dataclasses.replace(bad, query_id="odd", relations=[
+        dataclasses.replace(bad.relations[0], join_columns=None)])   # a shape it cannot read
+    with caplog.at_level(logging.WARNING, logger="accelerator.rules.extractor"):
+        rows = extract(good[:1] + [broken] + good[1:], NOW)
+    assert [(d.column, d.use, d.queries) for d in rows] == [("a", "lookup", 2)]
+    [message] = [r.getMessage() for r in caplog.records]
+    assert "skipped 1 of 3 recorded queries" in message and "odd: TypeError" in message
+
+
+def test_the_same_history_in_any_order_gives_the_same_demand():
+    records = [record(NOW - (i % 4) * DAY_MS, preds=[(c, "equality", "EqualTo", None)],
+                      filters=[c], joins=["k"] if i % 3 == 0 else [], outputs=[c, "p"])
+               for i, c in enumerate("abcabcabcabc")]
+    records = [dataclasses.replace(r, query_id=f"q{i}", predicates=[dataclasses.replace(
+        p, literals=[str(i)]) for p in r.predicates]) for i, r in enumerate(records)]
+    first = extract(records, NOW)
+    for seed in range(5):
+        shuffled = list(records)
+        random.Random(seed).shuffle(shuffled)
+        assert extract(shuffled, NOW) == first

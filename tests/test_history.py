@@ -10,6 +10,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from accelerator import Hyperspace
+from accelerator.engine.advisor import Advisor
 from accelerator.query.history import read_history
 from indexes.description import SourceDescription
 from indexes.fs import HadoopFs
@@ -451,6 +452,32 @@ def test_the_history_keeps_how_a_source_was_read(spark, hs, system_path, tmp_pat
     (rel,) = row["relations"]
     assert rel["options"]["header"] == "true" and "path" not in rel["options"]
     assert '"name":"v"' in rel["data_schema"]
+
+
+def test_spark_s_own_schema_inference_is_not_recorded(spark, hs, system_path, tmp_path):
+    base = str(tmp_path / "inferred")
+    spark.range(20).selectExpr("id", "id % 3 AS k").write.json(base + "/j")
+    spark.range(20).selectExpr("id", "id % 3 AS k").write.option("header", True).csv(base + "/c")
+    spark.read.json(base + "/j").where("k = 1").collect()     # infers its schema: text reads
+    spark.read.option("header", True).option("inferSchema", True).csv(base + "/c") \
+        .where("k = 2").collect()
+    Hyperspace.flushHistory(spark)
+    rows = [r for r in hs.history().collect() if any(base in s for s in r["sources"])]
+    assert sorted((r["sources"], r["formats"], r["filter_columns"]) for r in rows) == [
+        ([f"file:{base}/c"], ["csv"], ["k"]), ([f"file:{base}/j"], ["json"], ["k"])]
+    # the text reads of a history recorded before are no query of the rule engine's either
+    inferred = QueryRecord(int(datetime.now().timestamp() * 1000), "inferred", relations=[
+        RelationUsage(f"file:{base}/j/part-0.json", [f"file:{base}/j/part-0.json"], "text",
+                      options={"__globpaths__": "false"}, output_columns=["value"])])
+    assert inferred.schema_inference
+    with HistoryRecorder(HadoopFs(spark), system_path) as recorder:
+        recorder.record(inferred)
+    assert "inferred" in {r["query_id"] for r in hs.history().collect()}
+    assert "inferred" not in {r.query_id for r in Advisor(hs.context).records()}
+    # a user's own read of text files is a query like any other
+    spark.read.text(base + "/j").where("value LIKE '%k%'").collect()
+    Hyperspace.flushHistory(spark)
+    assert [r["formats"] for r in hs.history().collect() if r["formats"] == ["text"]] == [["text"]]
 
 
 def test_json_path_predicates_name_their_expression(spark, tmp_path):

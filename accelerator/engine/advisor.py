@@ -145,13 +145,16 @@ class Advisor:
     # --- what to do -----------------------------------------------------------------------
     def records(self, since: Any = None) -> list[QueryRecord]:
         """The recorded queries of the system path (since ``since``), after writing what this
-        process still buffers (with the costs of the queries that finished)."""
+        process still buffers (with the costs of the queries that finished); Spark's own
+        schema inference, which histories written before it was left out may hold, is not
+        one of them."""
         system_path = self._context.settings().system_path
         self._context.flush_history()
         start = _since_ms(since)
         day = None if start is None else datetime.fromtimestamp(start / 1000, timezone.utc).date()
         records = self._history.records(self._context.fs, system_path, day)
-        return [r for r in records if start is None or r.timestamp >= start]
+        return [r for r in records if (start is None or r.timestamp >= start)
+                and not r.schema_inference]
 
     def recommend(self, since: Any = None) -> list[Instruction]:
         """The instructions to carry out now: the user rules', then the engine's (see the

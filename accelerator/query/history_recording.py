@@ -14,6 +14,7 @@ from accelerator.query.history import new_recorder
 from accelerator.runtime.settings import Settings
 from indexes.plan import PlanNode, file_relations, parse_plan
 from rules.history.recorder import HistoryRecorder
+from rules.history.records import is_schema_inference
 
 
 class HistoryRecording:
@@ -42,9 +43,12 @@ class HistoryRecording:
 
     def _record(self, settings: Settings, root: PlanNode, relations: list[PlanNode],
                 decisions: list[RelationDecision], applied: list[str], payload: dict) -> None:
-        """Records a plan in the query history (unless it is off, or the plan reads only the
-        accelerator's own files)."""
-        if not settings.history_enabled or self._reads_own_files(settings, decisions):
+        """Records a plan in the query history (unless it is off, the plan reads only the
+        accelerator's own files, or it is Spark's own schema inference)."""
+        if not settings.history_enabled or self._reads_own_files(settings, decisions) or (
+                decisions and all(is_schema_inference(d.description.format,
+                                                      d.description.options)
+                                  for d in decisions)):
             return
         served = [d.served_from(settings) for d in decisions]
         self.recorder(settings.system_path).record_plan(

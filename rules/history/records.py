@@ -82,6 +82,19 @@ def source_key(root_paths: Iterable[str]) -> str:
     return paths[0] if len(paths) == 1 else ",".join(paths)
 
 
+#: the option Spark sets on a read of paths it listed itself, not to be globbed again
+_GLOB_PATHS = "__globpaths__"
+
+
+def is_schema_inference(format: str | None, options: Mapping[str, str] | None) -> bool:
+    """Whether a relation is Spark's own read for inferring a schema: ``spark.read.json(p)`` or
+    ``.csv(p)`` without a schema reads the files it listed in the ``text`` format, with the
+    option ``__globPaths__`` false (no user query reads that way), before the user's query."""
+    return str(format or "").lower() == "text" and any(
+        str(k).lower() == _GLOB_PATHS and str(v).lower() == "false"
+        for k, v in (options or {}).items())
+
+
 @dataclass
 class Predicate:
     """One use of a source column in a filter condition.
@@ -236,6 +249,13 @@ class QueryRecord:
     exploration: bool = False
     duration_ms: int | None = None
     executed_joins: list[ExecutedJoin] = field(default_factory=list)
+
+    @property
+    def schema_inference(self) -> bool:
+        """Whether the query is Spark's own schema inference (see
+        :func:`is_schema_inference`), not a user's."""
+        return bool(self.relations) and all(is_schema_inference(r.format, r.options)
+                                            for r in self.relations)
 
     def to_row(self) -> dict[str, Any]:
         """A plain dict matching :data:`HISTORY_SCHEMA` (for ``pa.Table.from_pylist``)."""
