@@ -157,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     from bench import formats as formats_bench
     formats_bench.add_arguments(sub.add_parser(
         "formats", help="the covering and Bloom lookups over Parquet directories and the same "
-                        "files as Delta tables, and planning over many files (bench/formats.py)"))
+                        "data as Delta and Iceberg tables, and planning over many files "
+                        "(bench/formats.py)"))
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
     logging.getLogger("bench").setLevel(logging.INFO)

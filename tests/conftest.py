@@ -12,9 +12,6 @@ from pyspark.sql import SparkSession
 from tests.helpers import using_system_path
 from tests.services import table_formats
 
-#: settings that hold comma-separated lists, which each service's settings extend
-LISTED_SETTINGS = ("spark.jars", "spark.sql.extensions")
-
 # The test files that take longest (the fuzz test: 9 of the suite's 2 x 20 minutes), run first:
 # under the README's `-n 2 --dist loadfile` (with pyproject's `--no-loadscope-reorder`) one
 # process takes each while the other files fill both processes after them, so the two finish
@@ -51,22 +48,18 @@ def spark(request, tmp_path_factory):
         .config("spark.sql.maxMetadataStringLength", "1000")
         .config("spark.accelerator.index.numBuckets", "4")
     )
+    confs = []
     if any(item.get_closest_marker("s3") for item in request.session.items):
         from tests.services import s3
 
         endpoint = request.getfixturevalue("s3").endpoint
-        builder = builder.config("spark.jars", ",".join(map(str, s3.s3a_jars())))
-        for key, value in s3.spark_conf(endpoint).items():
-            builder = builder.config(key, value)
-    confs = []
+        confs += [{"spark.jars": ",".join(map(str, s3.s3a_jars()))}, s3.spark_conf(endpoint)]
     if any(item.get_closest_marker("delta") for item in request.session.items):
         confs.append(table_formats.delta_conf())
     if any(item.get_closest_marker("iceberg") for item in request.session.items):
         confs.append(table_formats.iceberg_conf(str(tmp_path_factory.mktemp("iceberg"))))
-    for conf in confs:
-        for key, value in conf.items():
-            listed = builder._options.get(key) if key in LISTED_SETTINGS else None
-            builder = builder.config(key, f"{listed},{value}" if listed else value)
+    for key, value in table_formats.merged_conf(*confs).items():
+        builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     yield session

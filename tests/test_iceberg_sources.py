@@ -294,3 +294,26 @@ def test_a_branch_runs_on_icebergs_scan_and_a_tag_is_served_as_its_snapshot(spar
     tag = lambda: spark.sql(f"SELECT id, s FROM {table} VERSION AS OF 'first' WHERE k = 3")
     assert rows(tag()) == vanilla(spark, tag) and (4995, "s4995") not in rows(tag())
     assert tag().inputFiles() == index_files(tag(), "cov")
+
+
+def test_the_rule_engine_indexes_an_iceberg_table_by_name(spark, hs):
+    name = f"{ICEBERG_CATALOG}.db.w_{uuid.uuid4().hex[:8]}"
+    wide = (spark.range(0, 16000, numPartitions=8)
+            .selectExpr("id", "sha2(cast(id AS string), 256) AS key",
+                        *[f"repeat(concat('c{i}-', id), 4) AS c{i}" for i in range(18)]))
+    wide.writeTo(name).using("iceberg").create()
+    try:
+        keys = [r.key for r in wide.where("id % 1999 = 1").select("key").collect()][:10]
+        q = lambda key=keys[0]: spark.table(name).where(F.col("key") == key).select("id")
+        for key in keys:
+            q(key).collect()
+        recs = hs.recommend().where("kind = 'covering'")
+        assert recs.count() == 1
+        hs.applyRecommendations(recs)
+        assert rows(q()) == vanilla(spark, q)
+        (used,) = [r for r in hs.whyNot(q(), redirectFunc=lambda _: None) if r.code == "APPLIED"]
+        assert used.source.startswith(f"table {name}")
+        spark.sql(f"INSERT INTO {name} SELECT * FROM {name} WHERE id = 1")   # a new snapshot
+        assert rows(q(keys[0])) == vanilla(spark, lambda: q(keys[0]))
+    finally:
+        spark.sql(f"DROP TABLE IF EXISTS {name}")

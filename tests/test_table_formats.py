@@ -1,5 +1,6 @@
 """The table-format releases pinned per Spark line and the session settings that load them
-(pure Python: the Delta tests themselves run in the table-format lanes, ``-m delta``)."""
+(pure Python: the Delta and Iceberg tests themselves run in the table-format lanes, ``-m delta``
+and ``-m iceberg``)."""
 from __future__ import annotations
 
 import pytest
@@ -15,6 +16,31 @@ from indexes.errors import UnsupportedSparkError
 ])
 def test_delta_jar_is_the_one_pinned_for_the_spark_line(version, jar):
     assert table_formats.package("delta", version) == jar
+
+
+@pytest.mark.parametrize("version, jar", [
+    ("3.5.8", "org.apache.iceberg:iceberg-spark-runtime-3.5_2.12:1.12.0"),
+    ("4.0.1", "org.apache.iceberg:iceberg-spark-runtime-4.0_2.13:1.11.0"),
+    ("4.1.4", "org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.12.0"),
+])
+def test_iceberg_runtime_is_the_one_pinned_for_the_spark_line(version, jar):
+    assert table_formats.package("iceberg", version) == jar
+
+
+def test_a_spark_line_without_an_iceberg_release_gets_an_error_naming_those_with_one():
+    with pytest.raises(UnsupportedSparkError, match=r"iceberg has no release for Spark 4\.2\.0.*"
+                                                     r"3\.5, 4\.0, 4\.1: .*pyspark==4\.1\.\*"):
+        table_formats.package("iceberg", "4.2.0")
+
+
+def test_iceberg_leaves_the_session_catalog_to_delta_or_as_it_is():
+    both = table_formats.session_settings("4.1.0", "iceberg", "delta")
+    assert both["spark.sql.extensions"] == (
+        "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions,"
+        "io.delta.sql.DeltaSparkSessionExtension")
+    assert both["spark.sql.catalog.spark_catalog"] == table_formats.DELTA_CATALOG
+    assert "spark.sql.catalog.spark_catalog" not in table_formats.session_settings("3.5.1",
+                                                                                   "iceberg")
 
 
 def test_a_spark_line_without_a_delta_release_gets_an_error_naming_those_with_one():

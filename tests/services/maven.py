@@ -66,6 +66,15 @@ def artifact_name(jar: str) -> str:
     return found.group(1) if found else jar
 
 
+def unbundled(jars: list[Path]) -> list[Path]:
+    """``jars`` less the artifacts pyspark already has (the same artifact in another version
+    would otherwise shadow or be shadowed by Spark's)."""
+    from accelerator.runtime.jvm import spark_jars_dir
+
+    bundled = {artifact_name(j.name) for j in spark_jars_dir().glob("*.jar")}
+    return [j for j in jars if artifact_name(j.name) not in bundled]
+
+
 def jars_root() -> Path:
     """Where resolved artifact sets live: ``<accelerator cache>/test-jars``."""
     return cache_dir() / "test-jars"

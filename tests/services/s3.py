@@ -22,7 +22,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from tests.services.maven import Artifact, artifact_name, hadoop_version, resolve
+from tests.services.maven import Artifact, hadoop_version, resolve, unbundled
 from tests.services.process import ServiceProcess
 
 # The AWS SDK v2 version hadoop-aws is built with (aws-java-sdk-v2.version of hadoop-project)
@@ -68,21 +68,16 @@ def start_s3(tmp_dir: str | os.PathLike) -> S3:
 
 
 def s3a_jars() -> list[Path]:
-    """``hadoop-aws`` and the AWS SDK modules S3A uses, minus the jars pyspark already has (the
-    same artifact in another version would otherwise shadow or be shadowed by Spark's)."""
-    from accelerator.runtime.jvm import spark_jars_dir
-
+    """``hadoop-aws`` and the AWS SDK modules S3A uses, minus the jars pyspark already has."""
     version = hadoop_version()
     if version not in SDK_VERSIONS:
         raise RuntimeError(f"no AWS SDK version known for Hadoop {version}: add the "
                            f"aws-java-sdk-v2.version of hadoop-project {version} to SDK_VERSIONS")
     sdk = SDK_VERSIONS[version]
-    jars = resolve("s3a", [
+    return unbundled(resolve("s3a", [
         Artifact(f"org.apache.hadoop:hadoop-aws:{version}", ("software.amazon.awssdk:bundle",)),
         *(Artifact(f"software.amazon.awssdk:{module}:{sdk}")
-          for module in ("s3", "s3-transfer-manager", "sts"))])
-    bundled = {artifact_name(j.name) for j in spark_jars_dir().glob("*.jar")}
-    return [j for j in jars if artifact_name(j.name) not in bundled]
+          for module in ("s3", "s3-transfer-manager", "sts"))]))
 
 
 def spark_conf(endpoint: str) -> dict[str, str]:

@@ -8,9 +8,11 @@ from __future__ import annotations
 import pyspark
 
 from accelerator.runtime import table_formats
-from accelerator.runtime.jvm import spark_jars_dir
-from tests.services.maven import Artifact, artifact_name, resolve
+from tests.services.maven import Artifact, resolve, unbundled
 
+
+#: settings that hold comma-separated lists, which each service's settings extend
+LISTED_SETTINGS = ("spark.jars", "spark.sql.extensions")
 
 #: the name of the tests' Iceberg catalog (a Hadoop catalog in a directory of the test run)
 ICEBERG_CATALOG = "ice"
@@ -18,20 +20,29 @@ ICEBERG_CATALOG = "ice"
 
 def format_jars(table_format: str) -> list:
     """The jars a session needs for ``table_format`` on the installed pyspark."""
-    jars = resolve(table_format,
-                   [Artifact(table_formats.package(table_format, pyspark.__version__))])
-    bundled = {artifact_name(j.name) for j in spark_jars_dir().glob("*.jar")}
-    return [j for j in jars if artifact_name(j.name) not in bundled]
+    return unbundled(resolve(
+        table_format, [Artifact(table_formats.package(table_format, pyspark.__version__))]))
 
 
-def iceberg_conf(warehouse: str) -> dict[str, str]:
+def iceberg_conf(warehouse: str, catalog_name: str = ICEBERG_CATALOG) -> dict[str, str]:
     """The Spark settings of a session reading Iceberg tables: its jar, its extension and the
-    Hadoop catalog :data:`ICEBERG_CATALOG` over the directory ``warehouse``."""
-    catalog = f"spark.sql.catalog.{ICEBERG_CATALOG}"
+    Hadoop catalog ``catalog_name`` over the directory ``warehouse``."""
+    catalog = f"spark.sql.catalog.{catalog_name}"
     return {"spark.jars": ",".join(map(str, format_jars("iceberg"))),
             "spark.sql.extensions": table_formats.ICEBERG_EXTENSION,
             catalog: table_formats.ICEBERG_CATALOG, f"{catalog}.type": "hadoop",
             f"{catalog}.warehouse": warehouse}
+
+
+def merged_conf(*confs: dict[str, str]) -> dict[str, str]:
+    """The settings of ``confs`` together: those holding comma-separated lists
+    (:data:`LISTED_SETTINGS`) joined, the others the last one's."""
+    out: dict[str, str] = {}
+    for conf in confs:
+        for key, value in conf.items():
+            listed = out.get(key) if key in LISTED_SETTINGS else None
+            out[key] = f"{listed},{value}" if listed else value
+    return out
 
 
 def delta_conf() -> dict[str, str]:
