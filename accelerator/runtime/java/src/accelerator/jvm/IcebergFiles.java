@@ -46,6 +46,16 @@ final class IcebergFiles {
   private static final Set<String> PLAIN_TYPES = Set.of("BOOLEAN", "INTEGER", "LONG", "FLOAT",
       "DOUBLE", "DATE", "TIMESTAMP", "STRING", "BINARY", "DECIMAL", "STRUCT", "LIST", "MAP");
   private static final RecentListings LISTINGS = new RecentListings();
+  /** {@link #schemaProblem} of recent tables' schemas (null values: none), by location, current
+   * schema id and number of schemas: checking every column of every schema per query would
+   * cost more than the query's planning. */
+  private static final Map<String, String> SCHEMA_PROBLEMS = new java.util.LinkedHashMap<>(
+      16, 0.75f, true) {
+    @Override
+    protected boolean removeEldestEntry(Map.Entry<String, String> eldest) {
+      return size() > 64;
+    }
+  };
 
   private IcebergFiles() {
   }
@@ -69,6 +79,14 @@ final class IcebergFiles {
    * (Spark's Parquet reader matches columns by name, Iceberg by field id); default values.
    */
   static String problem(DataSourceV2Relation rel) {
+    try {
+      return readProblem(rel);
+    } catch (RuntimeException e) {   // another release's API: the table keeps Iceberg's scan
+      return "the accelerator cannot read this Iceberg release's table metadata (" + e + ")";
+    }
+  }
+
+  private static String readProblem(DataSourceV2Relation rel) {
     Object sparkTable = rel.table();
     Object branch = Reflection.callIfPresent(sparkTable, "branch");
     if (branch != null && !"main".equals(branch)) {
@@ -100,7 +118,19 @@ final class IcebergFiles {
         return "the query reads Iceberg's metadata column " + a.name();
       }
     }
-    return schemaProblem(table, schema);
+    // a table's schemas are only ever added to: their count and the current one's id key them
+    String key = Reflection.call(table, "location") + "@" + Reflection.call(schema, "schemaId")
+        + "@" + ((Map<?, ?>) Reflection.call(table, "schemas")).size();
+    synchronized (SCHEMA_PROBLEMS) {
+      if (SCHEMA_PROBLEMS.containsKey(key)) {
+        return SCHEMA_PROBLEMS.get(key);
+      }
+    }
+    String found = schemaProblem(table, schema);
+    synchronized (SCHEMA_PROBLEMS) {
+      SCHEMA_PROBLEMS.put(key, found);
+    }
+    return found;
   }
 
   /** Why older files of the table may hold a column of {@code schema} under another name or
