@@ -254,6 +254,15 @@ def test_renamed_columns_leave_the_table_to_icebergs_scan(spark, hs, table):
     assert rows(by_k()) == vanilla(spark, by_k) == [(7000, "s7000")]
 
 
+def test_an_added_column_is_null_in_older_files_under_the_indexes(spark, hs, table):
+    spark.sql(f"ALTER TABLE {table} ADD COLUMNS (extra string)")
+    spark.sql(f"INSERT INTO {table} VALUES (7000, 3, 's7000', 'x')")
+    hs.createIndex(spark.table(table), IndexConfig("cov", ["k"], ["id", "extra"]))
+    q = lambda: spark.table(table).filter(F.col("k") == 3).select("id", "extra")
+    assert rows(q()) == vanilla(spark, q) and index_files(q(), "cov")
+    assert (7000, "x") in rows(q()) and (3, None) in rows(q())
+
+
 def test_hidden_partitioning_and_metadata_columns_give_vanillas_rows(spark, hs):
     name = f"{ICEBERG_CATALOG}.db.p_{uuid.uuid4().hex[:8]}"
     spark.sql(f"CREATE TABLE {name} (id bigint, k bigint, ts timestamp) USING iceberg "
