@@ -13,7 +13,7 @@ holds when:
 - between the relation and the join there are only Projects, Filters and joins the relation's
   rows go through unchanged (a side that is never null-extended);
 - the condition holds ``fact = other`` among its conjuncts, ``fact`` over the relation's own
-  columns, ``other`` a column of the other side (or a cast of one) of a type whose values
+  columns (the Projects' aliases on the way replaced by what they stand for), ``other`` a column of the other side (or a cast of one) of a type whose values
   compare exactly (integers, decimals, dates, strings without collation, booleans).
 """
 from __future__ import annotations
@@ -68,15 +68,18 @@ def probes(root: PlanNode, relation: PlanNode) -> list[JoinProbe]:
     """The joins above ``relation`` (a LogicalRelation of the plan ``root``) that may prune
     its files, nearest first, one probe per usable equality."""
     ids = {a.expr_id for a in output_attributes(relation)}
+    defined: dict[int, Expr] = {}     # the Projects' aliases, over the relation's columns
     out: list[JoinProbe] = []
     node, parent = relation, relation.parent
     while parent is not None and (parent.cls in ROW_NODES or parent.cls == "Join"):
+        for alias in (e for e in parent.exprs.get("projectList", []) if e.cls == "Alias"):
+            defined[alias.expr_id] = _substituted(alias.children[0], defined)
         if parent.cls == "Join":
             side = _child_index(parent, node)
             kind = join_type(parent)
             if side in PRUNABLE_SIDES.get(kind, ()):
                 other = parent.children[1 - side]
-                found = (_probe(kind, e, ids, other, root) for e in _equalities(parent))
+                found = (_probe(kind, e, ids, defined, other, root) for e in _equalities(parent))
                 out.extend(p for p in found if p is not None)
             if side not in PASSING_SIDES.get(kind, ()):
                 break
@@ -89,10 +92,11 @@ def _equalities(join: PlanNode) -> list[Expr]:
     return [c for tree in conditions for c in conjuncts(tree) if c.cls == "EqualTo"]
 
 
-def _probe(kind: str, equality: Expr, ids: set[int], other: PlanNode,
+def _probe(kind: str, equality: Expr, ids: set[int], defined: dict[int, Expr], other: PlanNode,
            root: PlanNode) -> JoinProbe | None:
     produced = _produced(other)
     for fact, key in (equality.children, reversed(equality.children)):
+        fact = _substituted(fact, defined)
         refs = _refs(fact)
         column = key if key.cls == "AttributeReference" else (
             key.children[0] if key.cls == "Cast" else None)
@@ -104,6 +108,15 @@ def _probe(kind: str, equality: Expr, ids: set[int], other: PlanNode,
             return JoinProbe(kind, fact, key, _type(key), _path(root, other),
                              f"{_text(fact)} = {_text(key)}")
     return None
+
+
+def _substituted(expr: Expr, defined: dict[int, Expr]) -> Expr:
+    """``expr`` with the attributes ``defined`` by aliases replaced by their definitions."""
+    if expr.cls == "AttributeReference" and expr.expr_id in defined:
+        return defined[expr.expr_id]
+    if not expr.children:
+        return expr
+    return Expr(expr.cls, expr.fields, [_substituted(c, defined) for c in expr.children])
 
 
 def _refs(expr: Expr) -> set[int]:

@@ -99,6 +99,17 @@ def test_the_other_side_may_cast_its_key_to_the_facts_type():
     assert probe.text == "ss_sold_date_sk = cast(d_date_sk as long)"
 
 
+def test_the_facts_key_may_be_an_alias_of_its_column():
+    fact = relation(SS_KEY)
+    wide = Expr("Alias", {"name": "k", "exprId": {"id": 10}}, [cast(SS_KEY, "long")])
+    alias = attr("k", 10, "long")
+    project = node("Project", fact, projectList=wide)
+    root = linked(join("Inner", project, relation(D_KEY), eq(alias, cast(D_KEY, "long"))))
+    (probe,) = probes(root, fact)
+    assert probe.fact == cast(SS_KEY, "long")
+    assert probe.text == "cast(ss_sold_date_sk as long) = cast(d_date_sk as long)"
+
+
 @pytest.mark.parametrize("condition", [
     eq(SS_KEY, D_KEY, "EqualNullSafe"),              # null <=> null matches
     eq(attr("amt", 4, "double"), attr("d_x", 5, "double")),   # -0.0 = 0.0, NaN: not exact
