@@ -12,6 +12,7 @@ holds when:
   outer join and anti joins are never pruned;
 - between the relation and the join there are only Projects, Filters and joins the relation's
   rows go through unchanged (a side that is never null-extended);
+- the other side is repeatable: run on its own, it gives the rows the join reads;
 - the condition holds ``fact = other`` among its conjuncts, ``fact`` over the relation's own
   columns (the Projects' aliases on the way replaced by what they stand for), ``other`` a column of the other side (or a cast of one) of a type whose values
   compare exactly (integers, decimals, dates, strings without collation, booleans).
@@ -29,6 +30,17 @@ PASSING_SIDES = {"Inner": (0, 1), "LeftSemi": (0,), "LeftAnti": (0,), "LeftOuter
                  "RightOuter": (1,)}
 #: nodes a relation's rows pass on the way to a join, each row alone
 ROW_NODES = ("Project", "Filter")
+#: the nodes of an other side whose rows a second run gives again (no Limit, Sample ...)
+REPEATABLE_NODES = frozenset({
+    "Project", "Filter", "Join", "Aggregate", "LogicalRelation", "LocalRelation", "Range",
+    "Union", "Intersect", "Except", "Deduplicate", "Distinct", "SubqueryAlias", "Sort",
+    "Window", "Expand", "Generate", "Repartition", "RepartitionByExpression",
+    "RebalancePartitions", "ResolvedHint", "HiveTableRelation", "DataSourceV2Relation",
+    "DataSourceV2ScanRelation", "InMemoryRelation", "LogicalRDD"})
+#: parts of the names of expressions whose values a second run may not give again
+UNREPEATABLE_EXPRESSIONS = ("Rand", "Uniform", "Uuid", "Shuffle", "MonotonicallyIncreasingID",
+                            "SparkPartitionID", "InputFile", "UDF", "UDTF", "Subquery",
+                            "Exists", "ListQuery")
 #: the types of join keys whose values the other side's query returns exactly as compared
 KEY_TYPES = ("byte", "short", "integer", "long", "string", "date", "boolean")
 
@@ -77,14 +89,24 @@ def probes(root: PlanNode, relation: PlanNode) -> list[JoinProbe]:
         if parent.cls == "Join":
             side = _child_index(parent, node)
             kind = join_type(parent)
-            if side in PRUNABLE_SIDES.get(kind, ()):
-                other = parent.children[1 - side]
+            other = parent.children[1 - side]
+            if side in PRUNABLE_SIDES.get(kind, ()) and repeatable(other):
                 found = (_probe(kind, e, ids, defined, other, root) for e in _equalities(parent))
                 out.extend(p for p in found if p is not None)
             if side not in PASSING_SIDES.get(kind, ()):
                 break
         node, parent = parent, parent.parent
     return out
+
+
+def repeatable(side: PlanNode) -> bool:
+    """Whether a query of the plan ``side`` run on its own gives the rows the join reads: no
+    node or expression whose result may change from one run to the next (a limit without
+    order, a sample, random numbers, user functions, subqueries: all refused)."""
+    return all(n.cls in REPEATABLE_NODES
+               and not any(part in e.cls for tree in n.all_exprs() for e in tree.walk()
+                           for part in UNREPEATABLE_EXPRESSIONS)
+               for n in side.walk())
 
 
 def _equalities(join: PlanNode) -> list[Expr]:

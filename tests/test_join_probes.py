@@ -144,6 +144,18 @@ def test_probes_go_up_through_joins_the_rows_pass_unchanged():
     assert [p.text for p in probes(root, fact)] == ["ss_item_sk = i_item_sk"]
 
 
+@pytest.mark.parametrize("other", [
+    node("GlobalLimit", relation(D_KEY)),
+    node("Sample", relation(D_KEY)),
+    node("Filter", relation(D_KEY), condition=Expr("Rand", {}, [])),
+    node("Project", relation(D_KEY), projectList=Expr("PythonUDF", {}, [D_KEY])),
+])
+def test_an_other_side_a_second_run_may_change_is_never_collected(other):
+    fact = relation(SS_KEY)
+    root = linked(join("Inner", fact, other, eq(SS_KEY, D_KEY)))
+    assert probes(root, fact) == []
+
+
 def test_no_probe_through_an_aggregate():
     fact = relation(SS_KEY)
     agg = node("Aggregate", fact)
