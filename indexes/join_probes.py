@@ -14,8 +14,9 @@ holds when:
   rows go through unchanged (a side that is never null-extended);
 - the other side is repeatable: run on its own, it gives the rows the join reads;
 - the condition holds ``fact = other`` among its conjuncts, ``fact`` over the relation's own
-  columns (the Projects' aliases on the way replaced by what they stand for), ``other`` a column of the other side (or a cast of one) of a type whose values
-  compare exactly (integers, decimals, dates, strings without collation, booleans).
+  columns (the Projects' aliases on the way replaced by what they stand for), ``other`` a
+  column of the other side (or a cast of one) of a type whose values compare exactly and come
+  back from ``collect()`` as they are (integers, dates, strings without collation, booleans).
 """
 from __future__ import annotations
 

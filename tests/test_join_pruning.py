@@ -9,7 +9,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from accelerator import DataSkippingIndexConfig, MinMaxSketch
-from tests.helpers import bag, session_conf, vanilla
+from tests.helpers import bag, row_groups_of, session_conf, vanilla
 
 FILES = 10           # fact files of keys 10i .. 10i+9; one more holds only null keys
 
@@ -143,3 +143,22 @@ def test_null_keys_on_either_side_never_match(spark, hs, star):
         s, d = spark.read.parquet(fact), spark.read.parquet(dim).where("d_moy = 3")
         return d.join(s, s.ss_sold_date_sk == d.d_date_sk, "left").where("amt is null")
     check(spark, build, fact, 1)
+
+
+def test_row_groups_of_a_kept_file_are_pruned_by_the_join(spark, hs, tmp_path):
+    fact, dim = str(tmp_path / "one_file"), str(tmp_path / "dates")
+    spark.range(0, 1000, 1, 1).selectExpr("cast(id as int) as ss_sold_date_sk", "id as amt") \
+        .write.options(**row_groups_of(100)).parquet(fact)
+    spark.createDataFrame([(k, k // 100) for k in range(1000)], "d_date_sk int, d_moy int") \
+        .coalesce(1).write.parquet(dim)
+    hs.createIndex(spark.read.parquet(fact),
+                   DataSkippingIndexConfig("ds_one", MinMaxSketch("ss_sold_date_sk")))
+
+    def build():
+        s, d = spark.read.parquet(fact), spark.read.parquet(dim).where("d_moy = 4")
+        return s.join(d, s.ss_sold_date_sk == d.d_date_sk)
+    with session_conf(spark, spark__sql__parquet__filterPushdown="false"):
+        assert bag(build()) == vanilla(spark, build, of=bag)
+        plan = build()._jdf.queryExecution().executedPlan().toString()
+        assert "row groups selected in 1 files" in plan, plan
+        assert "1 row groups read in 1 files" in hs.explain(build(), redirectFunc=lambda _: None)
