@@ -88,6 +88,10 @@ class MatchContext:
     hybrid: HybridScan | None   # None when hybrid scan is off
     session_tz: str
     ansi: bool
+    #: for dynamic file pruning, what the joins above the relation matched offer: the other
+    #: sides' keys (:class:`indexes.skipping.join_keys.JoinKeys`) and the joins not used
+    #: (``JoinNotUsed``); empty for a relation under no such join
+    joins: tuple[Any, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -136,6 +140,8 @@ class IndexKind(ABC):
     serving: Serving
     executor_modules: tuple[str, ...] = ()   # Python modules its builds import on executors
     joins: bool = False          # whether the join rule may pair its indexes
+    #: whether its matching prunes by the keys of joins above the relation (MatchContext.joins)
+    prunes_through_joins: bool = False
     stateful: bool = False       # whether matching reads a state :meth:`load` gives
     searchable: bool = False     # whether ``Hyperspace.search`` answers full-text queries with it
     #: the rule engine's kinds (:data:`rules.user_rules.RULE_KINDS`) its indexes answer

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections import Counter
 
 from accelerator import Hyperspace
 from accelerator.query.session import conf_set
@@ -14,11 +15,17 @@ def rows(df):
     return sorted(tuple(r) for r in df.collect())
 
 
-def vanilla(spark, build):
-    """Rows of the query built by ``build()`` with the accelerator disabled (then enabled again)."""
+def bag(df) -> Counter:
+    """The rows of ``df`` as a multiset of tuples (rows holding nulls cannot be sorted)."""
+    return Counter(tuple(r) for r in df.collect())
+
+
+def vanilla(spark, build, of=rows):
+    """Rows of the query built by ``build()`` with the accelerator disabled (then enabled again),
+    as ``of`` gives them (sorted tuples: :func:`rows`)."""
     Hyperspace.disable(spark)
     try:
-        return rows(build())
+        return of(build())
     finally:
         Hyperspace.enable(spark)
 

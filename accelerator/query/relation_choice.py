@@ -3,9 +3,11 @@ the relation's source) is matched by its kind, and the kinds' registry chooses a
 applicable verdicts (:func:`indexes.kinds.choose`)."""
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from accelerator.query.decisions import RelationDecision
+from accelerator.query.join_sides import JoinSides
 from accelerator.query.relation_files import RelationFiles
 from accelerator.runtime.settings import Settings
 from indexes import kinds
@@ -21,10 +23,12 @@ class RelationChoice:
     states are kept per index version in ``versions``; ``files`` lists a relation's files
     when a kind needs them."""
 
-    def __init__(self, fs: Any, versions: VersionCache, files: RelationFiles):
+    def __init__(self, fs: Any, versions: VersionCache, files: RelationFiles,
+                 joins: JoinSides):
         self._fs = fs
         self._versions = versions
         self._files = files
+        self._joins = joins
 
     def decide(self, plan: Any, root: PlanNode, relations: list[PlanNode],
                decisions: list[RelationDecision], indexes: list[Any], settings: Settings,
@@ -51,9 +55,21 @@ class RelationChoice:
                     self._files.files(plan, decision, candidates))
             decision.description = decision.description.with_read_settings(
                 payload["readSettings"])
+            joined = dataclasses.replace(
+                ctx, joins=self._join_keys(plan, root, relation, candidates, settings))
             decision.results = [self._match(root, relation, decision.description, e, settings,
-                                            ctx) for e in candidates]
+                                            joined) for e in candidates]
             decision.chosen = kinds.choose(decision.results)
+
+    def _join_keys(self, plan: Any, root: PlanNode, relation: PlanNode, candidates: list[Any],
+                   settings: Settings) -> tuple[Any, ...]:
+        """The other sides' keys of the joins above ``relation`` whose key the indexes of
+        ``candidates`` that prune through joins sketch (dynamic file pruning)."""
+        pruning = [e for e in candidates if kinds.kind_of(e).prunes_through_joins]
+        columns = [kinds.kind_of(e).filter_columns(e) for e in pruning]
+        if not columns or any(c is None for c in columns):
+            return ()
+        return self._joins.keys(plan, root, relation, frozenset().union(*columns), settings)
 
     def _match(self, root: PlanNode, relation: PlanNode, description: SourceDescription,
                entry: Any,

@@ -19,7 +19,7 @@ import json
 import logging
 import threading
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Callable, ContextManager, Iterator
 
 from accelerator.query import index_serving
 from accelerator.query.cache_rewrite import CacheRewrite
@@ -27,6 +27,7 @@ from accelerator.query.catalog import catalog
 from accelerator.query.decisions import RelationDecision, relation_decisions
 from accelerator.query.history_recording import HistoryRecording
 from accelerator.query.indexed_roots import IndexedRoots
+from accelerator.query.join_sides import JoinSides
 from accelerator.query.relation_choice import RelationChoice
 from accelerator.query.relation_files import RelationFiles
 from accelerator.runtime import jvm
@@ -69,9 +70,11 @@ class Rewriter:
     the kind serves its applicable verdict (``IndexKind.serve``, joins ``serve_joins``) through
     the plan-surgery port: a relation over the index's data replaces the source's (covering),
     or the source's file list shrinks (data skipping, text). The cache serves, file by file, the relations no index replaces.
+    ``suspended()`` suspends the rewrite for the queries the rewrite itself runs (the other
+    sides of joins, :mod:`accelerator.query.join_sides`).
     """
 
-    def __init__(self, spark: Any):
+    def __init__(self, spark: Any, suspended: Callable[[], ContextManager[None]]):
         self._spark = spark
         self._helpers = jvm.helpers(spark)
         fs = jvm.hadoop_fs(spark)
@@ -79,7 +82,7 @@ class Rewriter:
         versions = VersionCache(VERSIONS_CACHED)
         files = RelationFiles(self._helpers.plans)
         self._roots = IndexedRoots(fs, self._helpers.plans, versions, catalog(spark))
-        self._choice = RelationChoice(fs, versions, files)
+        self._choice = RelationChoice(fs, versions, files, JoinSides(spark, suspended))
         self._surgery = index_serving.JvmPlanSurgery(spark, self._helpers.plans, versions)
         self._cache = CacheRewrite(fs, self._helpers, self._roots, files)
         self._history = HistoryRecording(spark, fs, self._helpers.plans)

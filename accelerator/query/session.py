@@ -27,7 +27,7 @@ def rewriter(spark: Any) -> Rewriter:
     with _lock:
         if app.rewriter is None or app.rewriter_context is not spark.sparkContext:
             ensure_callback_server_started(spark.sparkContext._gateway)
-            app.rewriter = Rewriter(spark)
+            app.rewriter = Rewriter(spark, lambda: suspended(spark))
             app.rewriter_context = spark.sparkContext
             jvm.helpers(spark).builder.setRewriter(app.rewriter)
         return app.rewriter

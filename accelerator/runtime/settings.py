@@ -95,6 +95,20 @@ FILTER_RULE_BUCKETS = _declare(
     "the filter rule reads a covering index as a bucketed relation (Spark keeps its bucketing "
     "for a join or aggregate above; for a plain filter it reads the files as it would "
     "unbucketed ones); false: always as plain files")
+DFP_ENABLED = _declare(
+    "spark.accelerator.dynamicFilePruning.enabled", "true",
+    "prune a relation's files through its joins: where a data-skipping index sketches the "
+    "relation's join key, the other side's distinct keys (collected by a small query while "
+    "the query is planned) skip the files that hold none of them")
+DFP_MAX_BYTES = _declare(
+    "spark.accelerator.dynamicFilePruning.maxSideBytes", "",
+    "the other side of a join is collected for dynamic file pruning only when Spark estimates "
+    "it at most this large (negative: never)",
+    derived="<spark.sql.autoBroadcastJoinThreshold>")
+DFP_MAX_KEYS = _declare(
+    "spark.accelerator.dynamicFilePruning.maxKeys", "1000",
+    "the most distinct keys of the other side listed for dynamic file pruning; past it, files "
+    "are pruned by the keys' range")
 HISTORY_ENABLED = _declare(
     "spark.accelerator.history.enabled", "true",
     "record query history")
@@ -219,6 +233,9 @@ class Settings:
     cache_cleanup_percent: float
     cache_grace_seconds: float
     cache_refresh_seconds: float
+    join_pruning: bool            # dynamic file pruning
+    join_side_bytes: int          # the largest other side collected (estimated); negative: none
+    join_keys: int                # the most keys listed; past it, their range
 
     @staticmethod
     def read(get: Callable[[str, str], str]) -> "Settings":
@@ -259,6 +276,9 @@ class Settings:
             cache_cleanup_percent=float(value(CACHE_CLEANUP)),
             cache_grace_seconds=float(value(CACHE_GRACE)),
             cache_refresh_seconds=float(value(CACHE_REFRESH)),
+            join_pruning=flag(DFP_ENABLED),
+            join_side_bytes=byte_size(value(DFP_MAX_BYTES) or get(BROADCAST_THRESHOLD, "10MB")),
+            join_keys=int(value(DFP_MAX_KEYS)),
         )
 
     @property

@@ -35,6 +35,7 @@ class SkippingKind(IndexKind):
     spec_name = "skipping"
     config_type = DataSkippingIndexConfig
     serving = Serving.PRUNE
+    prunes_through_joins = True
     stateful = True
     executor_modules = ("pyarrow", "pandas", "pybloom_live")
     engine_kinds = tuple(_ENGINE_SKETCHES)
@@ -115,7 +116,8 @@ class SkippingKind(IndexKind):
 
     def match(self, root: PlanNode, relation: PlanNode, description: SourceDescription,
               entry: Any, state: Any, ctx: MatchContext) -> Any:
-        return match.evaluate(relation, description, entry, state, ctx.session_tz, ctx.ansi)
+        return match.evaluate(relation, description, entry, state, ctx.session_tz, ctx.ansi,
+                              ctx.joins)
 
     def choose(self, verdicts: list[Any]) -> Any:
         return match.choose(verdicts)

@@ -3,6 +3,7 @@ hold no matching row. Pure Python over :mod:`indexes.plan` trees; the JVM only s
 relation's file list for the kept files."""
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -10,6 +11,7 @@ from indexes.description import SourceDescription
 from indexes.plan import PlanNode, output_attributes
 from indexes.skipping import evaluator, ir, prefilter
 from indexes.skipping.build import ResolvedSketch, sketch_specs
+from indexes.skipping.join_keys import JoinKeys, JoinNotUsed
 from indexes.skipping.mismatch import mismatch_reason
 from indexes.skipping.stats import ColumnStats, FileStats
 from indexes.skipping.store import FileEntry, RowGroup
@@ -32,6 +34,9 @@ class Pruning:
     judged: dict[str, FileEntry] = field(repr=False, default_factory=dict)
     #: of kept files whose row groups the index describes, those that may match, when not all
     row_groups: dict[str, tuple[RowGroup, ...]] = field(repr=False, default_factory=dict)
+    #: the joins whose other side's keys pruned too, each with its condition (IR)
+    joins: tuple[tuple[JoinKeys, Any], ...] = field(repr=False, default=())
+    unused_joins: str = ""              # "; <join> not used: <why>" for each join not used
     applicable = True
 
     @property
@@ -57,7 +62,15 @@ class Pruning:
         return (f"{self.index.name}: data skipping, {len(self.kept)} of {self.total_files} files "
                 f"kept ({self.skipped} skipped){self.row_groups_read()}, {self.kept_bytes} of "
                 f"{self.total_bytes} bytes; {self.unindexed} files not in the index (always "
-                f"read); files each sketch alone skips: {sketches}")
+                f"read); files each sketch alone skips: {sketches}{self.joins_line()}"
+                f"{self.unused_joins}")
+
+    def joins_line(self) -> str:
+        """For explain: how many files each join's other side alone skips ("" if none)."""
+        return "".join(
+            f"; files the {keys.describe()} alone skips: "
+            f"{sum(1 for e in self.judged.values() if not evaluator.may_match(c, e.stats))}"
+            for keys, c in self.joins)
 
     def row_groups_read(self) -> str:
         """For explain: how many row groups of the files read in part are read ("" if none)."""
@@ -139,9 +152,11 @@ def source_problem(relation: PlanNode, source: SourceDescription, entry: Any) ->
 
 
 def evaluate(relation: PlanNode, source: SourceDescription, entry: Any, table: StatsTable,
-             session_tz: str, ansi: bool) -> Pruning | NotApplicable:
+             session_tz: str, ansi: bool, joins: tuple[Any, ...] = ()) -> Pruning | NotApplicable:
     """Decides which files of ``relation`` (described with its files in ``source``) the
-    data-skipping index ``entry`` (statistics ``table``) keeps."""
+    data-skipping index ``entry`` (statistics ``table``) keeps: those the filter right above
+    the relation and the other sides' keys of the joins above it (``joins``, see
+    :class:`indexes.kind.MatchContext`) may match rows of."""
     def no(code: str, reason: str) -> NotApplicable:
         return NotApplicable(entry, code, reason)
 
@@ -153,11 +168,16 @@ def evaluate(relation: PlanNode, source: SourceDescription, entry: Any, table: S
         return no("SOURCE_CHANGED", f"{difference}; refreshIndex('{entry.name}', mode='full') "
                                     "recomputes it under this session's setting")
     conditions = filter_condition(relation)
-    if conditions is None:
-        return no("NO_FILTER", "the source is not filtered directly")
     names = {a.expr_id: a.fields["name"] for a in output_attributes(relation)}
     keys = {s.key for s in sketch_specs(sketches_of(entry.config))}
-    condition = ir.translate_all(conditions, names.get, keys, session_tz, ansi)
+    joined = tuple((j, j.condition(ir.translate(j.probe.fact, names.get, keys, session_tz, ansi)))
+                   for j in joins if isinstance(j, JoinKeys))
+    unused = "".join(f"; {j.describe()}" for j in joins if isinstance(j, JoinNotUsed))
+    if conditions is None and not joined:
+        return no("NO_FILTER", "the source is not filtered directly" + unused)
+    parts = ([ir.translate_all(conditions, names.get, keys, session_tz, ansi)]
+             if conditions else []) + [c for _, c in joined]
+    condition = functools.reduce(ir.And, parts)
     files = source.files or ()
     listing = table.listing(files)
     kept = kept_files(condition, table, listing)
@@ -165,14 +185,15 @@ def evaluate(relation: PlanNode, source: SourceDescription, entry: Any, table: S
         kept, kept_row_groups(condition, listing.judged, kept), listing.size)
     total_bytes, unindexed = listing.total_bytes, len(listing.unindexed)
     result = Pruning(entry, kept, len(files), total_bytes, kept_bytes, unindexed, condition,
-                     listing.judged, groups)
+                     listing.judged, groups, joined, unused)
     if result.skipped == 0 and not groups:
         mismatch = mismatch_reason(condition, sketches_of(entry.config))
         if mismatch:
             return no("SKETCH_TYPE_MISMATCH", mismatch)
+        what = "the filter" + ("".join(f" and the {j.describe()}" for j, _ in joined))
         return no("NO_FILE_SKIPPED",
-                  f"the filter may match rows in every file ({len(files)} files, "
-                  f"{unindexed} not in the index)")
+                  f"{what} may match rows in every file ({len(files)} files, "
+                  f"{unindexed} not in the index){unused}")
     return result
 
 

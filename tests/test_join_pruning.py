@@ -1,0 +1,164 @@
+"""Dynamic file pruning end to end: a fact table clustered by date key (a file per ten days,
+one file of null keys) with a MinMax index on its key, joined with a filtered date dimension,
+reads only the files that may hold the dimension's keys, with results equal to vanilla Spark
+in ANSI mode on and off; outer joins never prune their preserved side; an empty dimension
+prunes every file of an inner join; one too large to collect prunes nothing, and says so."""
+from __future__ import annotations
+
+import pytest
+from pyspark.sql import functions as F
+
+from accelerator import DataSkippingIndexConfig, MinMaxSketch
+from tests.helpers import bag, row_groups_of, session_conf, vanilla
+
+FILES = 10           # fact files of keys 10i .. 10i+9; one more holds only null keys
+
+
+@pytest.fixture
+def star(spark, tmp_path):
+    """(fact path, dimension path): 10 date-clustered fact files and one of null keys; the
+    date dimension's keys 0..99, month d_moy = key // 10, year 2000 + key // 50."""
+    fact, dim = str(tmp_path / "sales"), str(tmp_path / "dates")
+    for i in range(FILES):
+        part = [(10 * i + j % 10, float(j)) for j in range(20)]
+        spark.createDataFrame(part, "ss_sold_date_sk int, amt double").coalesce(1) \
+            .write.mode("append").parquet(fact)
+    spark.createDataFrame([(None, 1.0), (None, 2.0)], "ss_sold_date_sk int, amt double") \
+        .coalesce(1).write.mode("append").parquet(fact)
+    spark.createDataFrame([(k, 2000 + k // 50, k // 10) for k in range(100)] + [(None, 2000, 3)],
+                          "d_date_sk int, d_year int, d_moy int") \
+        .coalesce(1).write.parquet(dim)
+    return fact, dim
+
+
+def indexed(spark, hs, fact):
+    hs.createIndex(spark.read.parquet(fact),
+                   DataSkippingIndexConfig("ds_sales", MinMaxSketch("ss_sold_date_sk")))
+
+
+def fact_files(df, fact) -> int:
+    return sum(1 for f in df.inputFiles() if "/sales/" in f)
+
+
+def check(spark, build, fact, files: int):
+    """``build()``'s rows equal vanilla Spark's, reading ``files`` of the fact's files."""
+    df = build()
+    assert bag(df) == vanilla(spark, build, of=bag)
+    assert fact_files(df, fact) == files
+
+
+def joined(spark, fact, dim, where: str, how: str = "inner"):
+    s, d = spark.read.parquet(fact), spark.read.parquet(dim)
+    return s.join(d.where(where), s.ss_sold_date_sk == d.d_date_sk, how)
+
+
+@pytest.mark.parametrize("ansi", ["true", "false"])
+def test_a_filtered_dimension_prunes_the_fact_files(spark, hs, star, ansi):
+    fact, dim = star
+    with session_conf(spark, spark__sql__ansi__enabled=ansi):
+        indexed(spark, hs, fact)
+        check(spark, lambda: joined(spark, fact, dim, "d_moy = 3"), fact, 1)
+        check(spark, lambda: joined(spark, fact, dim, "d_year = 2001 and d_moy = 7"), fact, 1)
+        check(spark, lambda: joined(spark, fact, dim, "d_year = 2001"), fact, 5)
+        check(spark, lambda: joined(spark, fact, dim, "d_moy in (0, 7)"), fact, 2)
+        check(spark, lambda: joined(spark, fact, dim, "d_moy = 3")
+              .groupBy("d_moy").agg(F.sum("amt")), fact, 1)
+        # the join key of another type: the dimension's cast to the fact's
+        wide = spark.read.parquet(fact).withColumn("ss_sold_date_sk",
+                                                   F.col("ss_sold_date_sk").cast("long"))
+        check(spark, lambda: wide.join(spark.read.parquet(dim).where("d_moy = 3"),
+                                       F.col("ss_sold_date_sk") == F.col("d_date_sk")), fact, 1)
+
+
+def test_explain_and_whynot_name_the_join(spark, hs, star):
+    fact, dim = star
+    indexed(spark, hs, fact)
+    df = joined(spark, fact, dim, "d_moy = 3")
+    text = hs.explain(df, verbose=True, redirectFunc=lambda s: None)
+    assert "1 of 11 files kept" in text, text
+    assert ("files the Inner join on ss_sold_date_sk = d_date_sk (the other side holds 10 "
+            "distinct keys) alone skips: 10") in text, text
+
+
+def test_an_empty_dimension_side_prunes_every_file_of_an_inner_join(spark, hs, star):
+    fact, dim = star
+    indexed(spark, hs, fact)
+    check(spark, lambda: joined(spark, fact, dim, "d_moy = 99"), fact, 0)
+    check(spark, lambda: joined(spark, fact, dim, "d_moy = 99", "left_semi"), fact, 0)
+    # the preserved side of an outer join is read whole even so
+    check(spark, lambda: joined(spark, fact, dim, "d_moy = 99", "left"), fact, FILES + 1)
+
+
+def test_a_dimension_too_large_to_collect_prunes_nothing(spark, hs, star):
+    fact, dim = star
+    indexed(spark, hs, fact)
+    with session_conf(spark, spark__accelerator__dynamicFilePruning__maxSideBytes="10"):
+        # the Filter isnotnull(key) Spark infers still skips the file of null keys
+        check(spark, lambda: joined(spark, fact, dim, "d_moy = 3"), fact, FILES)
+        text = hs.explain(joined(spark, fact, dim, "d_moy = 3"), redirectFunc=lambda s: None)
+        assert ("Inner join on ss_sold_date_sk = d_date_sk not used: the other side is "
+                "estimated at") in text, text
+    with session_conf(spark, spark__sql__autoBroadcastJoinThreshold="-1"):
+        check(spark, lambda: joined(spark, fact, dim, "d_moy = 3"), fact, FILES)
+    with session_conf(spark, spark__accelerator__dynamicFilePruning__enabled="false"):
+        check(spark, lambda: joined(spark, fact, dim, "d_moy = 3"), fact, FILES)
+
+
+def test_past_max_keys_the_range_of_keys_prunes(spark, hs, star):
+    fact, dim = star
+    indexed(spark, hs, fact)
+    with session_conf(spark, spark__accelerator__dynamicFilePruning__maxKeys="3"):
+        check(spark, lambda: joined(spark, fact, dim, "d_moy = 3"), fact, 1)
+        check(spark, lambda: joined(spark, fact, dim, "d_moy in (0, 7)"), fact, 8)
+
+
+@pytest.mark.parametrize("how,fact_files_read", [
+    ("left", FILES + 1),        # the fact is preserved: never pruned
+    ("full", FILES + 1),
+    ("left_anti", FILES + 1),
+    ("left_semi", 1),
+    ("right", 1),               # the dimension is preserved, the fact is not
+])
+def test_outer_joins_never_prune_their_preserved_side(spark, hs, star, how, fact_files_read):
+    fact, dim = star
+    indexed(spark, hs, fact)
+    check(spark, lambda: joined(spark, fact, dim, "d_moy = 3", how), fact, fact_files_read)
+
+
+def test_the_fact_on_the_right_of_a_left_join_is_pruned(spark, hs, star):
+    fact, dim = star
+    indexed(spark, hs, fact)
+
+    def build():
+        s, d = spark.read.parquet(fact), spark.read.parquet(dim).where("d_moy = 3")
+        return d.join(s, s.ss_sold_date_sk == d.d_date_sk, "left")
+    check(spark, build, fact, 1)
+
+
+def test_null_keys_on_either_side_never_match(spark, hs, star):
+    fact, dim = star
+    indexed(spark, hs, fact)
+
+    def build():      # the dimension's side holds a null key; the fact has a file of them
+        s, d = spark.read.parquet(fact), spark.read.parquet(dim).where("d_moy = 3")
+        return d.join(s, s.ss_sold_date_sk == d.d_date_sk, "left").where("amt is null")
+    check(spark, build, fact, 1)
+
+
+def test_row_groups_of_a_kept_file_are_pruned_by_the_join(spark, hs, tmp_path):
+    fact, dim = str(tmp_path / "one_file"), str(tmp_path / "dates")
+    spark.range(0, 1000, 1, 1).selectExpr("cast(id as int) as ss_sold_date_sk", "id as amt") \
+        .write.options(**row_groups_of(100)).parquet(fact)
+    spark.createDataFrame([(k, k // 100) for k in range(1000)], "d_date_sk int, d_moy int") \
+        .coalesce(1).write.parquet(dim)
+    hs.createIndex(spark.read.parquet(fact),
+                   DataSkippingIndexConfig("ds_one", MinMaxSketch("ss_sold_date_sk")))
+
+    def build():
+        s, d = spark.read.parquet(fact), spark.read.parquet(dim).where("d_moy = 4")
+        return s.join(d, s.ss_sold_date_sk == d.d_date_sk)
+    with session_conf(spark, spark__sql__parquet__filterPushdown="false"):
+        assert bag(build()) == vanilla(spark, build, of=bag)
+        plan = build()._jdf.queryExecution().executedPlan().toString()
+        assert "row groups selected in 1 files" in plan, plan
+        assert "1 row groups read in 1 files" in hs.explain(build(), redirectFunc=lambda _: None)
