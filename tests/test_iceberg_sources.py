@@ -254,6 +254,17 @@ def test_renamed_columns_leave_the_table_to_icebergs_scan(spark, hs, table):
     assert rows(by_k()) == vanilla(spark, by_k) == [(7000, "s7000")]
 
 
+def test_an_index_whose_table_was_renamed_under_it_says_why_it_is_unused(spark, hs, table):
+    covering(hs, spark, table)
+    spark.sql(f"ALTER TABLE {table} RENAME COLUMN s TO name")
+    spark.sql(f"ALTER TABLE {table} ADD COLUMNS (s string)")
+    q = lambda: spark.table(table).filter(F.col("k") == 3).select("id", "s")
+    assert rows(q()) == vanilla(spark, q) and all(s is None for _, s in rows(q()))
+    assert not index_files(q(), "cov")
+    reason = why(hs, q(), "cov")
+    assert reason.code == "TABLE_FORMAT" and "column s was dropped and added again" in reason.reason
+
+
 def test_an_added_column_is_null_in_older_files_under_the_indexes(spark, hs, table):
     spark.sql(f"ALTER TABLE {table} ADD COLUMNS (extra string)")
     spark.sql(f"INSERT INTO {table} VALUES (7000, 3, 's7000', 'x')")

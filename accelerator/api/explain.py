@@ -8,7 +8,7 @@ from typing import Any, Iterator
 from accelerator.cache import serving as cache_serving
 from accelerator.query import session
 from accelerator.query.rewriter import RewriteResult
-from accelerator.runtime import spark_versions
+from accelerator.runtime import jvm, spark_versions
 from accelerator.runtime.settings import ENABLED, Settings
 from indexes.fs import HadoopFs
 from indexes.lifecycle import IndexLifecycle
@@ -152,11 +152,18 @@ def why_not(spark: Any, df: Any, index_name: str | None = None) -> list[WhyNot]:
     elif index_name is not None:
         entries = [lifecycle.get(index_name)]   # raises IndexNotFoundError with the existing names
     _, _, results = analyse(spark, df)
+    # an Iceberg table left to Iceberg's own scan is no file source: say why it is left
+    unread = None if results else jvm.helpers(spark).plans.fileViewProblem(
+        df._jdf.queryExecution().analyzed())
     out: list[WhyNot] = []
     for entry in entries:
         if entry.state is not IndexState.ACTIVE:
             out.append(WhyNot(entry.name, "*", "NOT_ACTIVE",
                               f"the index is {entry.state}; only ACTIVE indexes are used"))
+        elif unread:
+            out.append(WhyNot(entry.name, "*", "TABLE_FORMAT",
+                              "the query reads an Iceberg table that is left to Iceberg's scan: "
+                              f"{unread}"))
         elif not results:
             out.append(WhyNot(entry.name, "*", "NO_FILE_SOURCE", "the query reads no files"))
         else:
