@@ -134,11 +134,23 @@ final class IcebergFiles {
   }
 
   /** Why older files of the table may hold a column of {@code schema} under another name or
-   * type, or a type Spark's Parquet reader reads otherwise; null when none may. */
+   * type, or a type Spark's Parquet reader reads otherwise; null when none may. Names are
+   * Iceberg's full names ({@code items.element.q}) of every schema alike. */
   private static String schemaProblem(Object table, Object schema) {
-    Map<?, ?> byName = (Map<?, ?>) invokeStatic("org.apache.iceberg.types.TypeUtil",
-        "indexByName", Reflection.call(schema, "asStruct"));
-    Map<?, ?> schemas = (Map<?, ?>) Reflection.call(table, "schemas");
+    Map<?, ?> byName = namesOf(schema);
+    List<Object> schemas = new ArrayList<>(((Map<?, ?>) Reflection.call(table, "schemas"))
+        .values());
+    List<Map<?, ?>> older = new ArrayList<>();         // each schema's names to ids
+    List<Map<Object, Object>> olderIds = new ArrayList<>();   // and ids to names
+    for (Object old : schemas) {
+      Map<?, ?> names = namesOf(old);
+      Map<Object, Object> ids = new java.util.HashMap<>();
+      for (Map.Entry<?, ?> e : names.entrySet()) {
+        ids.put(e.getValue(), e.getKey());
+      }
+      older.add(names);
+      olderIds.add(ids);
+    }
     for (Map.Entry<?, ?> e : byName.entrySet()) {
       Object field = Reflection.call(schema, "findField", e.getValue());
       Object type = Reflection.call(field, "type");
@@ -150,15 +162,15 @@ final class IcebergFiles {
       if (Reflection.callIfPresent(field, "initialDefault") != null) {
         return "column " + e.getKey() + " has a default value for files written before it";
       }
-      for (Object old : schemas.values()) {
-        Object then = Reflection.call(old, "findField", e.getValue());
-        Object named = Reflection.call(old, "findField", e.getKey());
-        boolean renamed = then != null
-            && !e.getKey().equals(Reflection.call(old, "findColumnName", e.getValue()));
+      for (int i = 0; i < schemas.size(); i++) {
+        Object thenName = olderIds.get(i).get(e.getValue());
+        Object thenId = older.get(i).get(e.getKey());
+        Object then = thenName == null ? null
+            : Reflection.call(schemas.get(i), "findField", e.getValue());
+        boolean renamed = thenName != null && !thenName.equals(e.getKey());
         boolean retyped = then != null && (Boolean) Reflection.call(type, "isPrimitiveType")
             && !type.equals(Reflection.call(then, "type"));
-        boolean reused = named != null && !Reflection.call(named, "fieldId").equals(
-            Reflection.call(field, "fieldId"));
+        boolean reused = thenId != null && !thenId.equals(e.getValue());
         if (renamed || retyped || reused) {
           return "column " + e.getKey() + " was " + (renamed ? "renamed" : retyped ? "retyped"
               : "dropped and added again") + " since older files were written; Spark's Parquet "
@@ -167,6 +179,12 @@ final class IcebergFiles {
       }
     }
     return null;
+  }
+
+  /** Iceberg's full name of every field of {@code schema} to its id. */
+  private static Map<?, ?> namesOf(Object schema) {
+    return (Map<?, ?>) invokeStatic("org.apache.iceberg.types.TypeUtil", "indexByName",
+        Reflection.call(schema, "asStruct"));
   }
 
   private static Object invokeStatic(String className, String name, Object arg) {
@@ -255,10 +273,19 @@ final class IcebergFiles {
       return null;
     }
     List<String> parts = new ArrayList<>();
-    parts.add(rel.catalog().get().name());
-    parts.addAll(List.of(id.namespace()));
-    parts.add(id.name());
+    parts.add(quoted(rel.catalog().get().name()));
+    for (String part : id.namespace()) {
+      parts.add(quoted(part));
+    }
+    parts.add(quoted(id.name()));
     return String.join(".", parts);
+  }
+
+  /** A part of a multi-part name as Spark's parser reads it back: in backquotes unless it is
+   * letters, digits and underscores (not digits alone). */
+  private static String quoted(String part) {
+    return part.matches("[A-Za-z0-9_]+") && !part.matches("[0-9]+") ? part
+        : "`" + part.replace("`", "``") + "`";
   }
 
   private static String qualified(String path) {
