@@ -24,14 +24,20 @@ def format_jars(table_format: str) -> list:
     return [j for j in jars if artifact_name(j.name) not in bundled]
 
 
+def iceberg_catalog_conf(warehouse: str) -> dict[str, str]:
+    """The Spark settings of the Hadoop catalog :data:`ICEBERG_CATALOG` over the directory
+    ``warehouse``."""
+    catalog = f"spark.sql.catalog.{ICEBERG_CATALOG}"
+    return {catalog: table_formats.ICEBERG_CATALOG, f"{catalog}.type": "hadoop",
+            f"{catalog}.warehouse": warehouse}
+
+
 def iceberg_conf(warehouse: str) -> dict[str, str]:
     """The Spark settings of a session reading Iceberg tables: its jar, its extension and the
     Hadoop catalog :data:`ICEBERG_CATALOG` over the directory ``warehouse``."""
-    catalog = f"spark.sql.catalog.{ICEBERG_CATALOG}"
     return {"spark.jars": ",".join(map(str, format_jars("iceberg"))),
             "spark.sql.extensions": table_formats.ICEBERG_EXTENSION,
-            catalog: table_formats.ICEBERG_CATALOG, f"{catalog}.type": "hadoop",
-            f"{catalog}.warehouse": warehouse}
+            **iceberg_catalog_conf(warehouse)}
 
 
 def delta_conf() -> dict[str, str]:
