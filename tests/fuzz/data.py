@@ -332,13 +332,13 @@ def source_code(dataset: Dataset, root: str) -> str:
 def _namespace(root: str) -> str:
     # the last name of the directory root, "-" made "_" (the accelerator records a table's
     # name unquoted: ice.`fuzz-x`.t would be ice.fuzz-x.t, which names no table)
-    return f"({root}).rstrip('/').rsplit('/', 1)[-1].replace('-', '_')"
+    return f"{root}.rsplit('/', 1)[-1].replace('-', '_')"
 
 
 def table_name_code(dataset: Dataset, root: str) -> str:
     """A Python expression of the name of the table of ``dataset`` (its directory under the
-    path expression ``root``): an Iceberg table's in :data:`ICEBERG_CATALOG`, in the namespace
-    named after ``root``'s last name (the tables of two cases never meet: the minimizer builds
+    path in the variable named ``root``): an Iceberg table's in :data:`ICEBERG_CATALOG`, in the
+    namespace named after that path's last name (the tables of two cases never meet: the minimizer builds
     cases while a round's tables live; its location by that path in the catalog's Hadoop
     warehouse), another's :attr:`Dataset.table`."""
     if dataset.format == ICEBERG:

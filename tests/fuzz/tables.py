@@ -35,7 +35,7 @@ import random
 from dataclasses import dataclass, replace
 
 from tests.fuzz import data
-from tests.services.table_formats import ICEBERG_CATALOG, iceberg_catalog_conf
+from tests.services.table_formats import iceberg_catalog_conf
 
 
 @dataclass(frozen=True)
@@ -200,7 +200,7 @@ def _pick(rng: random.Random, weights: dict, default):
     return rng.choices(list(weights), list(weights.values()))[0] if weights else default
 
 
-def draw(rng: random.Random, datasets: dict, name: str = data.DELTA) -> dict:
+def draw(rng: random.Random, datasets: dict, name: str) -> dict:
     """``datasets`` with some (the format's share, one at least) made tables of format
     ``name``, each with its access, deletion vectors (and an Iceberg table's partition spec
     and format version) drawn from ``rng``."""
