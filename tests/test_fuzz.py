@@ -17,7 +17,7 @@ from decimal import Decimal
 import pytest
 
 from accelerator.query.session import conf_set
-from tests.fuzz import case, changes, compare, data, delta, minimize, queries, runner
+from tests.fuzz import case, changes, compare, data, minimize, queries, runner, tables
 from tests.fuzz.indexes import IndexSpec
 from tests.fuzz.preds import Pred, PredicateGenerator
 from tests.fuzz.queries import LATER_SHAPES, Query
@@ -34,6 +34,16 @@ DELTA_SECONDS = 1800.0   # a bound for a loaded machine (893 s for 300 queries a
 DELTA_QUERIES = 150      # one round, to keep the 4.1 lane within CI's budget
 DELTA_MIN_USED_SHARE = 0.05   # observed 18% of this seed's first round of 150 (1% in a second)
 DELTA_CHANGE_RATE = 0.35   # more change steps than the default lane: Delta's own are the point
+# The Iceberg lane's run (-m iceberg): rounds with Iceberg tables, changed through Iceberg.
+# Its seed for its draws (rounds 20261242-3): merge-on-read and copy-on-write tables, format
+# versions 2 and 3, a bucket transform, tables read by name and by path, a cache, and every
+# source change (append, DELETE, UPDATE, MERGE, rewrite_data_files).
+ICEBERG_SEED = 20261242
+ICEBERG_SECONDS = 1800.0   # a bound for a loaded machine: it stops at ICEBERG_QUERIES
+ICEBERG_QUERIES = 200      # 190 s on 2 cores at load 8-9 (session start and builds included)
+ICEBERG_PER_ROUND = 100    # two rounds: tables of two draws
+ICEBERG_MIN_USED_SHARE = 0.05   # observed 20% of this seed's 200 (11% in the first round, 28%)
+ICEBERG_CHANGE_RATE = DELTA_CHANGE_RATE   # Iceberg's own changes are the point
 
 
 
@@ -60,20 +70,38 @@ def test_random_queries_over_random_indexes_equal_vanilla(spark, tmp_path):
     assert summary.used >= MIN_USED_SHARE * summary.queries, report
 
 
-@pytest.mark.delta
-@pytest.mark.fuzz
-def test_random_queries_over_delta_tables_equal_vanilla(spark, tmp_path):
+def _table_format_run(spark, tmp_path, fmt: str, seed: int, seconds: float, queries: int,
+                      per_round: int, change_rate: float, min_used_share: float) -> None:
+    """Fuzzes rounds of ``per_round`` queries with tables of format ``fmt`` (in every round)
+    until ``queries``."""
     started = time.monotonic()
-    with using_system_path(spark, str(tmp_path / "indexes")), conf_set(spark, delta.SESSION_CONF):
-        summary = runner.run(spark, DELTA_SEED, DELTA_SECONDS, queries_per_round=150, batch=10,
-                             max_queries=DELTA_QUERIES, minimize_seconds=60.0,
-                             change_rate=DELTA_CHANGE_RATE, table_formats=True)
+    with using_system_path(spark, str(tmp_path / "indexes")), \
+            conf_set(spark, tables.FORMATS[fmt].session_conf):
+        summary = runner.run(spark, seed, seconds, queries_per_round=per_round, batch=10,
+                             max_queries=queries, minimize_seconds=60.0,
+                             change_rate=change_rate, table_formats=(fmt,))
     report = json.dumps(summary.as_dict(), indent=2, default=str)
     print(report, f"wall time {time.monotonic() - started:.0f} s")
     assert not summary.failures, report
-    assert summary.queries >= DELTA_QUERIES and summary.delta_rounds == summary.rounds, report
+    rounds = {data.DELTA: summary.delta_rounds, data.ICEBERG: summary.iceberg_rounds}[fmt]
+    assert summary.queries >= queries and rounds == summary.rounds, report
     assert summary.changes, report
-    assert summary.used >= DELTA_MIN_USED_SHARE * summary.queries, report
+    assert summary.used >= min_used_share * summary.queries, report
+
+
+@pytest.mark.delta
+@pytest.mark.fuzz
+def test_random_queries_over_delta_tables_equal_vanilla(spark, tmp_path):
+    _table_format_run(spark, tmp_path, data.DELTA, DELTA_SEED, DELTA_SECONDS, DELTA_QUERIES,
+                      150, DELTA_CHANGE_RATE, DELTA_MIN_USED_SHARE)
+
+
+@pytest.mark.iceberg
+@pytest.mark.fuzz
+def test_random_queries_over_iceberg_tables_equal_vanilla(spark, tmp_path):
+    _table_format_run(spark, tmp_path, data.ICEBERG, ICEBERG_SEED, ICEBERG_SECONDS,
+                      ICEBERG_QUERIES, ICEBERG_PER_ROUND, ICEBERG_CHANGE_RATE,
+                      ICEBERG_MIN_USED_SHARE)
 
 
 def test_answers_compare_as_multisets_with_nan_and_signed_zero():
@@ -748,57 +776,86 @@ def test_arrays_and_maps_answer_as_vanilla_through_indexes_over_them(spark, syst
                                                if not o.used]
 
 
-# --- Delta tables (drawn only when a run asks for table formats) ---------------------------
+# --- Delta and Iceberg tables (drawn only when a run asks for table formats) ---------------
 
 
-def test_table_formats_draw_delta_datasets_apart_from_the_default_draws():
+@pytest.mark.parametrize("fmt", data.TABLE_FORMATS)
+def test_table_formats_draw_their_datasets_apart_from_the_default_draws(fmt):
     drawn = []
     for seed in range(30):
-        default, tables = runner.round_setup(seed), runner.round_setup(seed, table_formats=True)
-        assert default == runner.round_setup(seed, table_formats=False)
-        assert all(d.format != data.DELTA and not d.deletion_vectors
+        default, rounds = runner.round_setup(seed), runner.round_setup(seed, table_formats=(fmt,))
+        assert default == runner.round_setup(seed, table_formats=())
+        assert all(d.format not in data.TABLE_FORMATS and not d.deletion_vectors
+                   and not d.partitioning and not d.format_version
                    for d in default.datasets.values())
-        deltas = {n for n, d in tables.datasets.items() if d.format == data.DELTA}
-        assert deltas   # one at least
-        for name, dataset in tables.datasets.items():
+        own = {n for n, d in rounds.datasets.items() if d.format == fmt}
+        assert own   # one at least
+        both = runner.round_setup(seed, table_formats=data.TABLE_FORMATS)
+        assert both in (runner.round_setup(seed, table_formats=(f,)) for f in data.TABLE_FORMATS)
+        for name, dataset in rounds.datasets.items():
             before = default.datasets[name]
-            if name not in deltas:
+            if name not in own:
                 assert dataset == before
                 continue
             drawn.append(dataset)
-            assert dataset.files == data.fit(before.files, data.DELTA)
+            assert dataset.files == data.fit(before.files, fmt)
             assert (dataset.partitioned, dataset.deleted) == (before.partitioned, before.deleted)
-            assert dataset.columns == data.NESTED and dataset.row_group_rows is None
-            assert data.source_code(dataset, "root") == (
-                f"spark.table({dataset.table!r})" if dataset.access == "table"
-                else f"spark.read.format('delta').load(root + '/{name}')")
-        assert not [s for s in tables.specs if s.kind == "cache" and s.dataset in deltas]
-    assert {d.access for d in drawn} == set(delta.ACCESS)
+            assert dataset.row_group_rows is None and dataset.columns == (
+                data.NESTED if fmt == data.DELTA else data.ICEBERG_COLUMNS)
+            assert dataset.partitioned or not dataset.partitioning
+            source = data.source_code(dataset, "root")
+            if dataset.access == "table":
+                assert source == f"spark.table({data.table_name_code(dataset, 'root')})"
+            elif fmt == data.DELTA:
+                assert source == f"spark.read.format('delta').load(root + '/{name}')"
+            else:
+                assert source.startswith("spark.read.format('iceberg').load(spark.conf.get(")
+        assert not [s for s in rounds.specs if s.kind == "cache" and s.dataset in own
+                    and not tables.cacheable(rounds.datasets[s.dataset])]
+    assert {d.access for d in drawn} == set(tables.FORMATS[fmt].access)
     assert {(d.deletion_vectors, d.partitioned) for d in drawn} == {
         (dv, p) for dv in (False, True) for p in (False, True)}
+    if fmt == data.ICEBERG:   # partition specs and format versions drawn; a cache only where
+        assert {d.partitioning for d in drawn if d.partitioned} == set(   # no delete files
+            tables.ICEBERG.partitionings)
+        assert {d.format_version for d in drawn} == set(tables.ICEBERG.format_versions)
+        assert not any(tables.cacheable(d) for d in drawn if d.deletion_vectors)
+        assert all(tables.cacheable(d) for d in drawn if not d.deletion_vectors)
+    else:
+        assert not any(tables.cacheable(d) or d.partitioning or d.format_version for d in drawn)
 
 
-def _draw_delta_steps(seed: int, count: int) -> tuple[case.Setup, list]:
-    setup = runner.round_setup(seed, table_formats=True)
+def test_iceberg_tables_of_two_cases_never_meet():
+    dataset = replace(data.generate(random.Random(3), "t").in_format(data.ICEBERG), access="table")
+    names = {data.table_name(dataset, root) for root in ("/tmp/fuzz-a1", "/tmp/fuzz-b2")}
+    assert names == {"ice.fuzz_a1.t", "ice.fuzz_b2.t"}
+    assert data.table_name(replace(dataset, format=data.DELTA), "/tmp/x") == "fuzz_tables.t"
+
+
+def _draw_table_steps(seed: int, count: int, fmt: str) -> tuple[case.Setup, list]:
+    setup = runner.round_setup(seed, table_formats=(fmt,))
     rng = runner.change_rng(seed)
     for _ in range(count):
         setup.steps.append(changes.random_step(rng, setup.datasets, setup.specs, setup.steps))
     return setup, setup.steps
 
 
-def test_change_steps_of_delta_datasets_go_through_delta():
+@pytest.mark.parametrize("fmt", data.TABLE_FORMATS)
+def test_change_steps_of_table_datasets_go_through_their_format(fmt):
     kinds, operations = set(), set()
     for seed in range(40):
-        setup, steps = _draw_delta_steps(seed, 8)
+        setup, steps = _draw_table_steps(seed, 8, fmt)
         for i, step in enumerate(steps):
             dataset = setup.datasets[step.dataset]
-            if dataset.format != data.DELTA:
+            if dataset.format != fmt:
                 assert step.source in changes.SOURCE_CHANGES and not step.ids
                 continue
             kinds.add(step.source)
             operations |= {op[0] for op in step.operations}
-            assert step.source in delta.SOURCE_CHANGES and step.file == -1
+            assert step.source in tables.SOURCE_CHANGES and step.file == -1
             assert step.source or step.operations
+            if not tables.cacheable(dataset):
+                assert not {"cache", "uncache"} & {op[0] for op in step.operations}
             live = {r[0]: r for f in changes.live_files(dataset, steps[:i])[0].values() for r in f}
             after = {r[0]: r for f in changes.live_files(dataset, steps[:i + 1])[0].values()
                      for r in f}
@@ -817,25 +874,31 @@ def test_change_steps_of_delta_datasets_go_through_delta():
                 assert len(step.partitions) == (len(rows) if dataset.partitioned else 0)
             elif step.source in ("optimize", ""):
                 assert after == live
-    assert kinds == set(delta.SOURCE_CHANGES)
-    assert "refresh" in operations and "cache" not in operations and "uncache" not in operations
+    assert kinds == set(tables.SOURCE_CHANGES)
+    assert "refresh" in operations
+    assert ("cache" in operations) == (fmt == data.ICEBERG)   # over copy-on-write tables
 
 
-def test_the_reproduction_of_a_delta_round_writes_and_changes_through_delta():
-    setup, steps = next(s for s in (_draw_delta_steps(seed, 8) for seed in range(40))
-                        if {"merge", "update", "delete_rows"} <= {x.source for x in s[1]})
+@pytest.mark.parametrize("fmt", data.TABLE_FORMATS)
+def test_the_reproduction_of_a_table_round_writes_and_changes_through_its_format(fmt):
+    setup, steps = next(s for s in (_draw_table_steps(seed, 8, fmt) for seed in range(40))
+                        if {"merge", "update", "delete_rows", "optimize"} <= {x.source for x in s[1]})
     query = Query("select", "sql", ("id",), Pred("leaf", "t.k = 3"))
     code = minimize.snippet(setup.datasets, setup.specs, query, steps)
     compile(code, "reproduction", "exec")
-    assert "configure(SparkSession.builder" in code and delta.CODE.rstrip() in code
+    assert "configure(SparkSession.builder" in code and tables.code([fmt]).rstrip() in code
+    assert ("spark.sql.catalog.ice.warehouse', tempfile.mkdtemp())" in code) == (
+        fmt == data.ICEBERG)
     for name, dataset in setup.datasets.items():
-        if dataset.format == data.DELTA:
-            assert f"write_delta(spark, root + '/{name}', " in code
+        if dataset.format == fmt:
+            assert (f"write_{fmt}(spark, " + (f"root + '/{name}', " if fmt == data.DELTA
+                                              else data.table_name_code(dataset, "root"))) in code
             assert f"{name}_files" not in code
     for step in steps:
-        if setup.datasets[step.dataset].format == data.DELTA and step.source:
-            (line,) = delta.step_code(step, setup.datasets[step.dataset], "ROWS")
+        if setup.datasets[step.dataset].format == fmt and step.source:
+            (line,) = tables.step_code(step, setup.datasets[step.dataset], "ROWS")
             assert line.split("ROWS")[0] in code   # the same call (rows as literals)
-    assert "UPDATE" in delta.CODE and "MERGE INTO" in delta.CODE and "DELETE FROM" in delta.CODE
+    assert all(w in code for w in ("UPDATE", "MERGE INTO", "DELETE FROM"))
+    assert f"{tables.FORMATS[fmt].compaction}(spark, " in code
     plain = minimize.snippet(runner.round_setup(4).datasets, runner.round_setup(4).specs, query)
-    assert "configure(" not in plain and "write_delta" not in plain
+    assert "configure(" not in plain and "write_" not in plain

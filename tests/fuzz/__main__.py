@@ -11,7 +11,7 @@ import tempfile
 
 from pyspark.sql import SparkSession
 
-from tests.fuzz import data, runner
+from tests.fuzz import data, runner, tables
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,9 +29,11 @@ def main(argv: list[str] | None = None) -> int:
                         help="the chance of a change step (files appended, deleted or "
                              "overwritten; indexes refreshed or optimized) before each batch "
                              "of a round but its first")
-    parser.add_argument("--table-formats", action="store_true",
-                        help="draw Delta Lake tables too (needs a Spark line with a Delta "
-                             "release: the session is configured for Delta)")
+    parser.add_argument("--table-formats", nargs="*", choices=list(tables.FORMATS),
+                        help="draw tables of these formats too, all of them when none is named "
+                             "(Delta Lake, Apache Iceberg: needs a Spark line with their "
+                             "releases; the session is configured for them, with an Iceberg "
+                             "catalog in a fresh directory)")
     args = parser.parse_args(argv)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = (SparkSession.builder.master("local[2]").appName("accelerator-fuzz")
@@ -42,17 +44,18 @@ def main(argv: list[str] | None = None) -> int:
                .config("spark.driver.memory", "2g")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.accelerator.index.numBuckets", "4"))
-    if args.table_formats:
+    formats = () if args.table_formats is None else tuple(args.table_formats or tables.FORMATS)
+    if formats:
         from accelerator.runtime.table_formats import configure
-        from tests.fuzz.delta import SESSION_CONF
-        builder = configure(builder, "delta")
-        for key, value in SESSION_CONF.items():
+        builder = configure(builder, *formats)
+        warehouse = tempfile.mkdtemp(prefix="fuzz-iceberg-")
+        for key, value in tables.session_settings(formats, warehouse).items():
             builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     summary = runner.run(spark, args.seed, args.seconds, args.queries_per_round, args.batch,
                          minimize_seconds=args.minimize_seconds, formats=tuple(args.formats),
-                         change_rate=args.change_rate, table_formats=args.table_formats,
+                         change_rate=args.change_rate, table_formats=formats,
                          log=lambda m: print(m, file=sys.stderr, flush=True))
     print(json.dumps(summary.as_dict(), indent=2, default=str))
     spark.stop()

@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 
 from accelerator import Hyperspace
 from accelerator.query.session import conf_set
-from tests.fuzz import changes, compare, data, delta, indexes
+from tests.fuzz import changes, compare, data, indexes, tables
 from tests.fuzz.queries import Query
 
 INDEX_MARKERS = ("PrunedFileIndex", "CachedFileIndex")
@@ -68,10 +68,11 @@ def build(spark, setup: Setup) -> Setup:
     hs = Hyperspace(spark)
     written = {}
     for name, dataset in setup.datasets.items():
-        if dataset.format == data.DELTA:
+        if dataset.format in data.TABLE_FORMATS:
             setup.paths[name] = os.path.join(setup.root, name)
-            written[name] = [None] * len(dataset.files)   # its files are the log's
-            delta.run(spark, setup.root, delta.build_code(dataset, "rows"), dataset.files)
+            written[name] = [None] * len(dataset.files)   # its files are the table's
+            tables.run(spark, setup.root, tables.build_code(dataset, "rows"), dataset.files,
+                       dataset.format)
             continue
         setup.paths[name], written[name] = data.write(spark, dataset, setup.root)
         if dataset.access == "table":
@@ -81,8 +82,9 @@ def build(spark, setup: Setup) -> Setup:
         with conf_set(spark, {"spark.accelerator.index.lineage.enabled": str(spec.lineage).lower()}):
             indexes.create(spark, hs, df, spec)
     for name, dataset in setup.datasets.items():
-        if dataset.format == data.DELTA:
-            delta.run(spark, setup.root, delta.change_code(dataset, "rows"), dataset.appended)
+        if dataset.format in data.TABLE_FORMATS:
+            tables.run(spark, setup.root, tables.change_code(dataset, "rows"), dataset.appended,
+                       dataset.format)
             setup.files[name] = written[name] + [None] * len(dataset.appended)
             continue
         setup.files[name] = written[name] + data.change(spark, dataset, setup.paths[name],
@@ -96,9 +98,10 @@ def apply(spark, setup: Setup, step: changes.Step) -> list[str]:
     refreshed, then its operations) and registers the views again (reading the files present
     now); returns the operations' statuses. An operation's unexpected error is raised."""
     dataset, files = setup.datasets[step.dataset], setup.files[step.dataset]
-    if dataset.format == data.DELTA:
+    if dataset.format in data.TABLE_FORMATS:
         rows = step.rows[0] if step.source == "merge" else list(step.rows)
-        delta.run(spark, setup.root, delta.step_code(step, dataset, "rows"), rows)
+        tables.run(spark, setup.root, tables.step_code(step, dataset, "rows"), rows,
+                   dataset.format)
         if step.source == "merge":
             files.append(None)
         elif step.source == "append":
@@ -138,11 +141,15 @@ def register_views(spark, setup: Setup) -> None:
 
 
 def teardown(setup: Setup) -> None:
-    """Removes the case's files, indexes and tables."""
-    tables = [d.table for d in setup.datasets.values() if d.access == "table"]
-    spark = SparkSession.getActiveSession() if tables else None
-    for table in tables if spark else ():
-        spark.sql(f"DROP TABLE IF EXISTS {table}")
+    """Removes the case's files, indexes and tables (an Iceberg table's namespace too)."""
+    held = [d for d in setup.datasets.values() if d.access == "table" or d.format == data.ICEBERG]
+    spark = SparkSession.getActiveSession() if held and setup.root else None
+    if spark:
+        for dataset in held:
+            spark.sql(f"DROP TABLE IF EXISTS {data.table_name(dataset, setup.root)}")
+        for namespace in {data.table_name(d, setup.root).rsplit(".", 1)[0] for d in held
+                          if d.format == data.ICEBERG}:
+            spark.sql(f"DROP NAMESPACE IF EXISTS {namespace}")
     shutil.rmtree(setup.root, ignore_errors=True)
 
 

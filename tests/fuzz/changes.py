@@ -11,16 +11,18 @@ versions, retention 0); or leaves them stale (hybrid scan, statistics of unknown
 stale-index fallback). Every operation is Python code (:func:`operation_code`) run as it is by
 the fuzzer and in reproductions. A refusal documented as ``InvalidIndexConfigError`` (an
 incremental or quick refresh of a covering index without lineage after deletions) is the
-operation's expected status ``refused``. A Delta dataset's source changes go through Delta
-(:data:`tests.fuzz.delta.SOURCE_CHANGES`: rows appended, deleted, updated or merged by SQL,
-``OPTIMIZE``) and it has no cache."""
+operation's expected status ``refused``, and so is the documented refusal of an index build
+over an Iceberg table whose files carry delete files (``UnsupportedSourceError``). A Delta or
+Iceberg dataset's source changes go through its format (:data:`tests.fuzz.tables.SOURCE_CHANGES`:
+rows appended, deleted, updated or merged by SQL, a compaction), and only an Iceberg table
+without delete files has a cache (:func:`tests.fuzz.tables.cacheable`)."""
 from __future__ import annotations
 
 import random
 import sys
 from dataclasses import dataclass, replace
 
-from tests.fuzz import data, delta
+from tests.fuzz import data, tables
 from tests.fuzz.indexes import IndexSpec
 
 # source changes with their weights ("": the files stay, only index operations run)
@@ -40,6 +42,11 @@ OPERATE_CODE = """def operate(action, done='cached'):
     except InvalidIndexConfigError as e:   # documented refusal, e.g. incremental without lineage
         print('refused:', str(e)[:300])
         return 'refused'
+    except UnsupportedSourceError as e:   # documented: no index over an Iceberg table's
+        if 'carry delete files' not in str(e):   # files that carry delete files
+            raise
+        print('refused:', str(e)[:300])
+        return 'refused'
     return row.get('status', done)
 """
 
@@ -50,9 +57,9 @@ class Step:
     "" for none) of file number ``file`` (files are numbered as written: the dataset's files,
     its appended ones, then those of earlier steps) with ``rows`` (one list per appended file,
     or the overwriting file's rows) into ``partitions`` (appended files of a partitioned
-    dataset); of a Delta dataset also ``delete_rows``, ``update`` (the rows of ``ids``, their
+    dataset); of a Delta or Iceberg dataset also ``delete_rows``, ``update`` (the rows of ``ids``, their
     ``k`` and ``s`` set to ``assign``), ``merge`` (``rows``, one list, upserted by id, new
-    ones into ``partitions``) or ``optimize``; then its ``operations``: ``(operation, index name, mode)`` with operation
+    ones into ``partitions``) or ``optimize`` (its compaction); then its ``operations``: ``(operation, index name, mode)`` with operation
     ``refresh``, ``optimize``, ``delete``, ``restore``, ``vacuum``, ``cache`` or ``uncache``."""
 
     dataset: str
@@ -99,7 +106,7 @@ def live_files(dataset: data.Dataset, steps: list[Step]) -> tuple[dict, int]:
         elif step.source == "overwrite":
             files[step.file] = step.rows[0]
         elif step.source:
-            following = delta.model(files, following, step)
+            following = tables.model(files, following, step)
     return files, following
 
 
@@ -139,10 +146,11 @@ def random_step(rng: random.Random, datasets: dict, specs: list[IndexSpec],
     own = {s: index_state(s.name, steps) for s in specs if s.dataset == dataset.name}
     own = {s: state for s, state in own.items() if state != "gone"}
     first_id = _next_id(dataset, steps)
-    if dataset.format == data.DELTA:   # no cache over Delta; its changes through Delta
-        own = {s: state for s, state in own.items() if s.kind != "cache"}
-        step = delta.random_source(rng, dataset, live, first_id, Step(dataset.name),
-                                   NEW_PARTITION)
+    if dataset.format in data.TABLE_FORMATS:   # its changes through its format
+        own = {s: state for s, state in own.items()
+               if s.kind != "cache" or tables.cacheable(dataset)}
+        step = tables.random_source(rng, dataset, live, first_id, Step(dataset.name),
+                                    NEW_PARTITION)
         source = step.source if step.source or own else "append"
     else:
         source = rng.choices(list(SOURCE_CHANGES), list(SOURCE_CHANGES.values()))[0]
@@ -212,9 +220,10 @@ def operation_code(operation: tuple, specs: list[IndexSpec], datasets: dict) -> 
 def run_operation(spark, hs, root: str, code: str) -> str:
     """Runs the operation ``code`` (see :func:`operation_code`) over the case under ``root``;
     its status (what it prints goes to stderr: the fuzzer's summary is on stdout)."""
-    from accelerator import InvalidIndexConfigError
+    from accelerator import InvalidIndexConfigError, UnsupportedSourceError
     namespace = {"spark": spark, "hs": hs, "root": root,
-                 "InvalidIndexConfigError": InvalidIndexConfigError, **data.NAMES,
+                 "InvalidIndexConfigError": InvalidIndexConfigError,
+                 "UnsupportedSourceError": UnsupportedSourceError, **data.NAMES,
                  "print": lambda *args: print(*args, file=sys.stderr)}
     exec(OPERATE_CODE, namespace)   # noqa: S102 (own code)
     return eval(code, namespace)    # noqa: S307 (own code)

@@ -9,8 +9,8 @@ uses :func:`write_code` and :func:`source_code`; a dataset is read by its direct
 by a glob pattern of its files or as an external table of the session catalog
 (:data:`ACCESS`); change steps append rows drawn like a dataset's (:func:`draw_rows`) and
 overwrite files in place (:data:`REPLACE_CODE`). When a run asks for table formats, some
-datasets are Delta tables instead, written, read and changed through Delta (see
-:mod:`tests.fuzz.delta`)."""
+datasets are Delta or Iceberg tables instead, written, read and changed through their format
+(see :mod:`tests.fuzz.tables`)."""
 from __future__ import annotations
 
 import datetime as dt
@@ -22,6 +22,8 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
+
+from tests.services.table_formats import ICEBERG_CATALOG   # Iceberg datasets' catalog
 
 FLAT_SCHEMA = ("id long, k int, s string, d double, dec decimal(10,2), ts timestamp, day date, "
                "b boolean, j string, msg string")
@@ -68,6 +70,14 @@ NESTED = Columns(SCHEMA, "SCHEMA", SCALARS, FLAT_COLUMNS + ("n", *COLLECTIONS), 
 # without their last values, see :func:`fit`).
 FLAT = Columns(FLAT_SCHEMA, "FLAT_SCHEMA", {c: t for c, t in SCALARS.items() if "." not in c},
                FLAT_COLUMNS, (), {})
+# Iceberg datasets have the nested columns but the last, ``items`` (rows without its values, see
+# :func:`fit`): the accelerator refuses to index an Iceberg table with a struct inside an array
+# or a map, saying "column items.q was renamed since older files were written" of a table never
+# altered (IcebergFiles.schemaProblem takes Iceberg's short name items.q of the field
+# items.element.q for another name); to be dropped when it indexes them.
+ICEBERG_SCHEMA = SCHEMA[:SCHEMA.rindex(", items ")]
+ICEBERG_COLUMNS = Columns(ICEBERG_SCHEMA, "ICEBERG_SCHEMA", SCALARS, NESTED.top_level[:-1],
+                          NESTED.structs, {c: COLLECTIONS[c] for c in ("arr", "m")})
 
 STRINGS = ["", "a", "ab", "abc", "abcd", "Abc", "ABC", "zeta", "ünïcødé", "日本語", "日本",
            "emoji 😀", "a%b", "a_b", "x.y", "  ", "naïve", "ß", "SS", "İstanbul", "ǅ"]
@@ -79,9 +89,11 @@ DOUBLES = [0.0, -0.0, 1.5, -1.5, 2.0, float("nan"), float("inf"), float("-inf"),
 FORMATS = {"parquet": 60, "json": 12, "json.gz": 12, "csv": 8, "csv.gz": 8}
 SUFFIXES = {fmt: "." + fmt for fmt in FORMATS}
 FLAT_FORMATS = ("csv", "csv.gz")   # formats whose datasets have the columns of FLAT
-# The table format drawn only when a run asks for it (see tests.fuzz.delta): not in FORMATS,
-# so the default rounds draw what they drew before.
+# The table formats drawn only when a run asks for them (see tests.fuzz.tables): not in
+# FORMATS, so the default rounds draw what they drew before.
 DELTA = "delta"
+ICEBERG = "iceberg"
+TABLE_FORMATS = (DELTA, ICEBERG)
 # How queries and index builds read a dataset, with weights: its directory's path, a glob
 # pattern of its files (under ``p=*`` with the directory as ``basePath`` when partitioned), or
 # an external table of the session catalog over the directory (in database TABLES; partitioned
@@ -109,7 +121,8 @@ CSV_OPTIONS = {"header": "true", "timestampFormat": JSON_OPTIONS["timestampForma
                "ignoreLeadingWhiteSpace": "false", "ignoreTrailingWhiteSpace": "false",
                "nanValue": "NaN", "positiveInf": "Infinity", "negativeInf": "-Infinity"}
 # The names read_code and write_code use besides spark (defined in reproductions too).
-NAMES = {"SCHEMA": SCHEMA, "FLAT_SCHEMA": FLAT_SCHEMA, "JSON_OPTIONS": JSON_OPTIONS,
+NAMES = {"SCHEMA": SCHEMA, "FLAT_SCHEMA": FLAT_SCHEMA, "ICEBERG_SCHEMA": ICEBERG_SCHEMA,
+         "JSON_OPTIONS": JSON_OPTIONS,
          "CSV_OPTIONS": CSV_OPTIONS}
 ZONES = [dt.timezone.utc, dt.timezone(dt.timedelta(hours=5, minutes=30)),
          dt.timezone(dt.timedelta(hours=-8)), dt.timezone(dt.timedelta(hours=14)),
@@ -128,11 +141,16 @@ class Dataset:
     row_group_rows: int | None = None   # Parquet row groups of this many rows (None: one a file)
     format: str = "parquet"             # a key of FORMATS
     access: str = "path"                # a key of ACCESS
-    deletion_vectors: bool = False      # a Delta table with deletion vectors (tests.fuzz.delta)
+    # a table whose row-level changes write marks beside its files (tests.fuzz.tables): a
+    # Delta table with deletion vectors, an Iceberg table merge-on-read (delete files)
+    deletion_vectors: bool = False
+    partitioning: str = ""              # a partitioned Iceberg table's spec ("": by p)
+    format_version: int = 0             # an Iceberg table's format version (0: none)
 
     @property
     def table(self) -> str:
-        """The name of the dataset's table (when its access is ``table``)."""
+        """The name of the dataset's table in the session catalog (when its access is
+        ``table``; an Iceberg table's is :func:`table_name_code`'s)."""
         return f"{TABLES}.{self.name}"
 
     @property
@@ -259,12 +277,13 @@ def draw_access(rng: random.Random) -> str:
 
 def columns(fmt: str) -> Columns:
     """The columns of a dataset of format ``fmt``."""
-    return FLAT if fmt in FLAT_FORMATS else NESTED
+    return FLAT if fmt in FLAT_FORMATS else ICEBERG_COLUMNS if fmt == ICEBERG else NESTED
 
 
 def fit(files: list[list[tuple]], fmt: str) -> list[list[tuple]]:
     """The rows of ``files`` with the values of the columns of ``fmt``: without ``n`` and the
-    collections for a flat format, with nulls added to a row without them otherwise."""
+    collections for a flat format (without ``items`` for Iceberg), with nulls added to a row
+    without them otherwise."""
     width = len(columns(fmt).top_level)
     return [[row[:width] + (None,) * (width - len(row)) for row in rows] for rows in files]
 
@@ -285,8 +304,8 @@ def read_code(fmt: str, path: str, base: str | None = None) -> str:
     Parquet as is, JSON and CSV with their schema and options (gzip files are recognized by
     their name)."""
     reader = "spark.read" + (f".option('basePath', {base})" if base else "")
-    if fmt == DELTA:
-        return f"spark.read.format('delta').load({path})"
+    if fmt in TABLE_FORMATS:
+        return f"spark.read.format({fmt!r}).load({path})"
     if fmt == "parquet":
         return f"{reader}.parquet({path})"
     kind = fmt.split(".")[0]
@@ -299,12 +318,37 @@ def source_code(dataset: Dataset, root: str) -> str:
     its directory under the path expression ``root``."""
     path = f"{root} + '/{dataset.name}'"
     if dataset.access == "table":
-        return f"spark.table({dataset.table!r})"
+        return f"spark.table({table_name_code(dataset, root)})"
+    if dataset.format == ICEBERG:
+        return read_code(ICEBERG, f"spark.conf.get('spark.sql.catalog.{ICEBERG_CATALOG}"
+                                  f".warehouse') + '/' + {_namespace(root)} + '/{dataset.name}'")
     if dataset.access == "glob":
         files = ("/p=*" if dataset.partitioned else "") + "/*" + SUFFIXES[dataset.format]
         return read_code(dataset.format, f"{path} + {files!r}",
                          base=path if dataset.partitioned else None)
     return read_code(dataset.format, path)
+
+
+def _namespace(root: str) -> str:
+    # the last name of the directory root, "-" made "_" (the accelerator records a table's
+    # name unquoted: ice.`fuzz-x`.t would be ice.fuzz-x.t, which names no table)
+    return f"{root}.rsplit('/', 1)[-1].replace('-', '_')"
+
+
+def table_name_code(dataset: Dataset, root: str) -> str:
+    """A Python expression of the name of the table of ``dataset`` (its directory under the
+    path in the variable named ``root``): an Iceberg table's in :data:`ICEBERG_CATALOG`, in the
+    namespace named after that path's last name (the tables of two cases never meet: the minimizer builds
+    cases while a round's tables live; its location by that path in the catalog's Hadoop
+    warehouse), another's :attr:`Dataset.table`."""
+    if dataset.format == ICEBERG:
+        return f"'{ICEBERG_CATALOG}.' + {_namespace(root)} + '.{dataset.name}'"
+    return repr(dataset.table)
+
+
+def table_name(dataset: Dataset, root: str) -> str:
+    """The name of the table of ``dataset`` (directory under ``root``)."""
+    return _run(None, table_name_code(dataset, "root"), root=root)
 
 
 def sql_string(value) -> str:
@@ -391,9 +435,9 @@ def make_table(spark, dataset: Dataset, root: str) -> None:
 
 
 def refresh(spark, dataset: Dataset) -> None:
-    """Refreshes the table of ``dataset`` (when read as one) after its files changed (a Delta
-    table needs none: its log lists them)."""
-    if dataset.access == "table" and dataset.format != DELTA:
+    """Refreshes the table of ``dataset`` (when read as one) after its files changed (a Delta or
+    Iceberg table needs none: its log or metadata lists them)."""
+    if dataset.access == "table" and dataset.format not in TABLE_FORMATS:
         refresh_table(spark, dataset.table, dataset.partitioned)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-from tests.fuzz import case, changes, data, delta
+from tests.fuzz import case, changes, data, tables
 from tests.fuzz.queries import Query
 
 
@@ -86,8 +86,9 @@ def _shrink_query(spark, setup: case.Setup, query: Query, deadline: float) -> Qu
 def _smaller_datasets(dataset: data.Dataset):
     """Candidates, each a change of ``dataset`` (the last one that still fails is kept), with
     the numbers of the files they drop (see :func:`tests.fuzz.changes.refit`): without the
-    appended files, each file dropped, unpartitioned, in one row group a file, as Parquet, read
-    by path, then each file halved repeatedly."""
+    appended files, each file dropped, unpartitioned (an Iceberg table: by ``p``), in one row
+    group a file, as Parquet, without deletion vectors (of format version 2), read by path,
+    then each file halved repeatedly."""
     if dataset.appended:
         count = len(dataset.files)
         yield replace(dataset, appended=[]), set(range(count, count + len(dataset.appended)))
@@ -99,13 +100,17 @@ def _smaller_datasets(dataset: data.Dataset):
             yield (replace(dataset, files=dataset.files[:i] + dataset.files[i + 1:],
                            deleted=deleted), {i})
     if dataset.partitioned:
-        yield replace(dataset, partitioned=False), set()
+        yield replace(dataset, partitioned=False, partitioning=""), set()
+    if dataset.partitioning:
+        yield replace(dataset, partitioning=""), set()
     if dataset.row_group_rows:
         yield replace(dataset, row_group_rows=None), set()
-    if dataset.format not in ("parquet", data.DELTA):   # JSON's or CSV's that Parquet shows
+    if dataset.format not in ("parquet", *data.TABLE_FORMATS):   # JSON's or CSV's, as Parquet
         yield dataset.in_format("parquet"), set()
-    if dataset.deletion_vectors:   # a Delta table's failure without deletion vectors too
+    if dataset.deletion_vectors:   # a table's failure without deletion vectors too
         yield replace(dataset, deletion_vectors=False), set()
+    if dataset.format_version > 2:   # an Iceberg table's failure in format version 2 too
+        yield replace(dataset, format_version=2), set()
     if dataset.access != "path":   # a table's or glob's failure that its path shows too
         yield replace(dataset, access="path"), set()
     for i in range(len(dataset.files)):
@@ -139,7 +144,7 @@ def snippet(datasets: dict, specs: list, query: Query | None, steps: list = ()) 
     """A standalone Python program that writes the datasets, builds the indexes, applies the
     change ``steps``, runs the query with and without the accelerator and fails when the rows
     differ (without a query: ends after the steps, the last of which raised)."""
-    tables = any(ds.format == data.DELTA for ds in datasets.values())
+    formats = sorted({ds.format for ds in datasets.values()} & set(data.TABLE_FORMATS))
     builder = ("SparkSession.builder.master('local[2]')"
                ".config('spark.accelerator.index.numBuckets', '4')")
     lines = [
@@ -149,7 +154,8 @@ def snippet(datasets: dict, specs: list, query: Query | None, steps: list = ()) 
         "from pyspark.sql import SparkSession, Window, functions as F",
         "from accelerator import *",
         *(["from accelerator.runtime.table_formats import configure",
-           f"spark = configure({builder}, 'delta').getOrCreate()"] if tables
+           f"spark = configure({builder}, {', '.join(map(repr, formats))})"
+           f"{tables.session_code(formats)}.getOrCreate()"] if formats
           else [f"spark = ({builder}.getOrCreate())"]),
         "root = tempfile.mkdtemp()",
         "spark.conf.set('spark.accelerator.system.path', root + '/indexes')",
@@ -172,11 +178,11 @@ def snippet(datasets: dict, specs: list, query: Query | None, steps: list = ()) 
         lines += [data.REPLACE_CODE.rstrip(), changes.OPERATE_CODE.rstrip()]
     if any(ds.access == "table" for ds in datasets.values()):
         lines.append(data.TABLE_CODE.rstrip())
-    if tables:
-        lines.append(delta.CODE.rstrip())
+    if formats:
+        lines.append(tables.code(formats).rstrip())
     for name, ds in datasets.items():
-        if ds.format == data.DELTA:
-            lines += delta.build_code(ds, _py(ds.files))
+        if ds.format in data.TABLE_FORMATS:
+            lines += tables.build_code(ds, _py(ds.files))
             continue
         lines.append(f"{name}_files = write({name!r}, {_py(ds.files)}, {_write_args(ds)})")
         if ds.access == "table":
@@ -186,8 +192,8 @@ def snippet(datasets: dict, specs: list, query: Query | None, steps: list = ()) 
         lines.append(f"{spec.dataset}_df = {data.source_code(datasets[spec.dataset], 'root')}")
         lines.append(spec.code(f"{spec.dataset}_df"))
     for name, ds in datasets.items():
-        if ds.format == data.DELTA:
-            lines += delta.change_code(ds, _py(ds.appended))
+        if ds.format in data.TABLE_FORMATS:
+            lines += tables.change_code(ds, _py(ds.appended))
             continue
         for i in ds.deleted:
             lines.append(f"[os.remove(f) for f in {name}_files[{i}]]   # deleted after indexing")
@@ -222,7 +228,7 @@ def _refreshed(dataset: data.Dataset) -> list[str]:
     """The reproduction's line refreshing the table of ``dataset`` after its files changed
     (none for a dataset read by path or glob)."""
     return ([data.refresh_code(dataset)]
-            if dataset.access == "table" and dataset.format != data.DELTA else [])
+            if dataset.access == "table" and dataset.format not in data.TABLE_FORMATS else [])
 
 
 def _step_lines(number: int, step: changes.Step, datasets: dict, specs: list) -> list[str]:
@@ -230,9 +236,9 @@ def _step_lines(number: int, step: changes.Step, datasets: dict, specs: list) ->
     operations (each printing its status)."""
     name, ds = step.dataset, datasets[step.dataset]
     lines = [f"# change step {number}: {step.describe()}"]
-    if ds.format == data.DELTA:
+    if ds.format in data.TABLE_FORMATS:
         rows = step.rows[0] if step.source == "merge" else list(step.rows)
-        lines += delta.step_code(step, ds, _py(rows))
+        lines += tables.step_code(step, ds, _py(rows))
     elif step.source == "append":
         lines.append(f"{name}_files += write({name!r}, {_py(list(step.rows))}, "
                      f"{_write_args(ds)}, partitions={step.partitions!r})")
@@ -242,7 +248,7 @@ def _step_lines(number: int, step: changes.Step, datasets: dict, specs: list) ->
         save = data.write_code(ds.format, ds.row_group_rows)
         lines.append(f"[replace_file(f, {_py(step.rows[0])}, {save}) "
                      f"for f in {name}_files[{step.file}]]")
-    if step.source and ds.format != data.DELTA:
+    if step.source and ds.format not in data.TABLE_FORMATS:
         lines += _refreshed(ds)
     for op in step.operations:
         lines.append(f"print({op!r}, {changes.operation_code(op, specs, datasets)})")

@@ -9,7 +9,7 @@ import random
 import time
 from dataclasses import dataclass, field, replace
 
-from tests.fuzz import case, changes, data, delta, indexes, minimize
+from tests.fuzz import case, changes, data, indexes, minimize, tables
 from tests.fuzz.queries import JOIN_KEYS, Query, random_query
 
 CHANGE_RATE = 0.2   # the chance of a change step before each batch of queries but the first
@@ -41,6 +41,7 @@ class Summary:
     text_rounds: int = 0   # rounds with a JSON or CSV source (also gzip-compressed)
     access_rounds: int = 0   # rounds with a source read as a table or by a glob pattern
     delta_rounds: int = 0    # rounds with a Delta table (only when a run asks for them)
+    iceberg_rounds: int = 0  # rounds with an Iceberg table (only when a run asks for them)
     changes: int = 0       # change steps applied
     operations: dict = field(default_factory=dict)   # index operations' statuses, counted
     passed_over: int = 0   # seeds whose rounds lacked the formats asked for
@@ -55,6 +56,7 @@ class Summary:
                 "queriesUsingIndexes": self.used, "skippedBothRaised": self.skipped,
                 "roundsWithJsonOrCsv": self.text_rounds,
                 "roundsWithTableOrGlob": self.access_rounds, "roundsWithDelta": self.delta_rounds,
+                "roundsWithIceberg": self.iceberg_rounds,
                 "seedsPassedOver": self.passed_over,
                 "changeSteps": self.changes, "operationStatuses": self.operations,
                 "seconds": round(self.seconds, 1),
@@ -63,22 +65,26 @@ class Summary:
                 "failures": [vars(f) for f in self.failures]}
 
 
-def round_setup(seed: int, table_formats: bool = False) -> case.Setup:
-    """The datasets and index sets of the round with ``seed``; with ``table_formats``, some
-    datasets are Delta tables (drawn apart from the other draws, see :mod:`tests.fuzz.delta`:
-    without, the round is what it was before; no cache over them)."""
+def round_setup(seed: int, table_formats: tuple[str, ...] = ()) -> case.Setup:
+    """The datasets and index sets of the round with ``seed``; with ``table_formats`` (names
+    of :data:`tests.fuzz.tables.FORMATS`), some datasets are tables of one of them, drawn
+    apart from the other draws (see :mod:`tests.fuzz.tables`: without, the round is what it
+    was before; with several, the round's format is drawn apart too, and the round is what it
+    is with that format alone); a cache only where :func:`tests.fuzz.tables.cacheable`."""
     rng = random.Random(seed)
     datasets = {"t": data.generate(rng, "t"), "u": data.generate(rng, "u", start_id=100_000)}
     access = random.Random(f"{seed}:access")   # apart from the other draws (added later)
     datasets = {name: replace(d, access=data.draw_access(access)) for name, d in datasets.items()}
     if table_formats:
-        datasets = delta.draw(random.Random(f"{seed}:delta"), datasets)
+        fmt = (random.Random(f"{seed}:table_format").choice(sorted(table_formats))
+               if len(table_formats) > 1 else table_formats[0])
+        datasets = tables.draw(random.Random(f"{seed}:{fmt}"), datasets, fmt)
     join = rng.random() < 0.7
     keys = JOIN_KEYS if join else None
     specs = [spec for name, dataset in datasets.items()
              for spec in indexes.random_set(rng, name, dataset.columns, keys)]
     specs = [s for s in specs
-             if not (s.kind == "cache" and datasets[s.dataset].format == data.DELTA)]
+             if not (s.kind == "cache" and not tables.cacheable(datasets[s.dataset]))]
     return case.Setup(datasets, specs)
 
 
@@ -100,13 +106,13 @@ def change_rng(seed: int) -> random.Random:
 def run(spark, seed: int, seconds: float, queries_per_round: int = 60, batch: int = 12,
         max_queries: int | None = None, minimize_seconds: float = 120.0, log=print,
         formats: tuple[str, ...] = (), change_rate: float = CHANGE_RATE,
-        table_formats: bool = False) -> Summary:
+        table_formats: tuple[str, ...] = ()) -> Summary:
     """Runs rounds with seeds ``seed``, ``seed + 1``, ... for about ``seconds`` (or until
     ``max_queries``), ``batch`` queries per Spark job (a tagged union); before each batch but
     a round's first, applies a random change step with probability ``change_rate``; returns
     what happened. With ``formats``, passes over the seeds whose rounds have no dataset in one
-    of them (the seeds run reproduce as they are). With ``table_formats``, rounds draw Delta
-    tables too (see :func:`round_setup`). Leaves the accelerator disabled."""
+    of them (the seeds run reproduce as they are). With ``table_formats`` (e.g. ``("delta",
+    "iceberg")``), rounds draw tables of those formats too (see :func:`round_setup`). Leaves the accelerator disabled."""
     summary = Summary(seed)
     start = time.monotonic()
     round_seed = seed
@@ -122,8 +128,9 @@ def run(spark, seed: int, seconds: float, queries_per_round: int = 60, batch: in
             summary.passed_over += 1
             round_seed += 1
             continue
-        summary.text_rounds += any(f not in ("parquet", data.DELTA) for f in present)
+        summary.text_rounds += any(f not in ("parquet", *data.TABLE_FORMATS) for f in present)
         summary.delta_rounds += data.DELTA in present
+        summary.iceberg_rounds += data.ICEBERG in present
         read_as = {f"{n} as {d.access}" for n, d in planned.datasets.items() if d.access != "path"}
         summary.access_rounds += bool(read_as)
         built = time.monotonic()
@@ -186,19 +193,20 @@ def _change(spark, setup: case.Setup, rng: random.Random, summary: Summary, seed
     return True
 
 
-def _has_delta(setup: case.Setup) -> bool:
-    return any(d.format == data.DELTA for d in setup.datasets.values())
+def _table_formats(setup: case.Setup) -> tuple[str, ...]:
+    return tuple(sorted({d.format for d in setup.datasets.values()} & set(data.TABLE_FORMATS)))
 
 
 def _report(spark, setup, seed: int, number: int, query: Query, outcome, seconds: float,
             log) -> Failure:
     log(f"FAILURE seed={seed} query={number}: {outcome.failure}")
     alone = case.run(spark, setup, query)
+    formats = _table_formats(setup)
     if not alone.failure:
         log("  (the query alone gives vanilla's answer: it differs only inside its batch)")
         return Failure(seed, number, outcome.failure + " (only inside a batch of queries)",
                        f"# the round's setup: tests.fuzz.runner.round_setup({seed}"
-                       f"{', table_formats=True' if _has_delta(setup) else ''}); "
+                       f"{f', table_formats={formats!r}' if formats else ''}); "
                        f"its queries {number} and neighbours, batched, after its change "
                        "steps; the query alone after them:\n"
                        + minimize.snippet(setup.datasets, setup.specs, query, setup.steps),

@@ -24,14 +24,20 @@ def format_jars(table_format: str) -> list:
         table_format, [Artifact(table_formats.package(table_format, pyspark.__version__))]))
 
 
+def iceberg_catalog_conf(warehouse: str, catalog_name: str = ICEBERG_CATALOG) -> dict[str, str]:
+    """The Spark settings of the Hadoop catalog ``catalog_name`` over the directory
+    ``warehouse``."""
+    catalog = f"spark.sql.catalog.{catalog_name}"
+    return {catalog: table_formats.ICEBERG_CATALOG, f"{catalog}.type": "hadoop",
+            f"{catalog}.warehouse": warehouse}
+
+
 def iceberg_conf(warehouse: str, catalog_name: str = ICEBERG_CATALOG) -> dict[str, str]:
     """The Spark settings of a session reading Iceberg tables: its jar, its extension and the
     Hadoop catalog ``catalog_name`` over the directory ``warehouse``."""
-    catalog = f"spark.sql.catalog.{catalog_name}"
     return {"spark.jars": ",".join(map(str, format_jars("iceberg"))),
             "spark.sql.extensions": table_formats.ICEBERG_EXTENSION,
-            catalog: table_formats.ICEBERG_CATALOG, f"{catalog}.type": "hadoop",
-            f"{catalog}.warehouse": warehouse}
+            **iceberg_catalog_conf(warehouse, catalog_name)}
 
 
 def merged_conf(*confs: dict[str, str]) -> dict[str, str]:

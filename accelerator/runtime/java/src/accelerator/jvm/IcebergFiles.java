@@ -135,18 +135,19 @@ final class IcebergFiles {
 
   /** Why older files of the table may hold a column of {@code schema} under another name or
    * type, or a type Spark's Parquet reader reads otherwise; null when none may. Names are
-   * Iceberg's full names ({@code items.element.q}) of every schema alike. */
+   * Iceberg's names of every schema alike (a field in a list or map has two: {@code
+   * items.element.q} and {@code items.q}). */
   private static String schemaProblem(Object table, Object schema) {
     Map<?, ?> byName = namesOf(schema);
     List<Object> schemas = new ArrayList<>(((Map<?, ?>) Reflection.call(table, "schemas"))
         .values());
-    List<Map<?, ?>> older = new ArrayList<>();         // each schema's names to ids
-    List<Map<Object, Object>> olderIds = new ArrayList<>();   // and ids to names
+    List<Map<?, ?>> older = new ArrayList<>();   // each schema's names to ids
+    List<Map<Object, Set<Object>>> olderIds = new ArrayList<>();   // and ids to their names
     for (Object old : schemas) {
       Map<?, ?> names = namesOf(old);
-      Map<Object, Object> ids = new java.util.HashMap<>();
+      Map<Object, Set<Object>> ids = new java.util.HashMap<>();
       for (Map.Entry<?, ?> e : names.entrySet()) {
-        ids.put(e.getValue(), e.getKey());
+        ids.computeIfAbsent(e.getValue(), id -> new java.util.HashSet<>()).add(e.getKey());
       }
       older.add(names);
       olderIds.add(ids);
@@ -163,11 +164,11 @@ final class IcebergFiles {
         return "column " + e.getKey() + " has a default value for files written before it";
       }
       for (int i = 0; i < schemas.size(); i++) {
-        Object thenName = olderIds.get(i).get(e.getValue());
+        Set<Object> thenNames = olderIds.get(i).get(e.getValue());
         Object thenId = older.get(i).get(e.getKey());
-        Object then = thenName == null ? null
+        Object then = thenNames == null ? null
             : Reflection.call(schemas.get(i), "findField", e.getValue());
-        boolean renamed = thenName != null && !thenName.equals(e.getKey());
+        boolean renamed = thenNames != null && !thenNames.contains(e.getKey());
         boolean retyped = then != null && (Boolean) Reflection.call(type, "isPrimitiveType")
             && !type.equals(Reflection.call(then, "type"));
         boolean reused = thenId != null && !thenId.equals(e.getValue());
@@ -181,7 +182,7 @@ final class IcebergFiles {
     return null;
   }
 
-  /** Iceberg's full name of every field of {@code schema} to its id. */
+  /** Iceberg's names of every field of {@code schema} to its id. */
   private static Map<?, ?> namesOf(Object schema) {
     return (Map<?, ?>) invokeStatic("org.apache.iceberg.types.TypeUtil", "indexByName",
         Reflection.call(schema, "asStruct"));
