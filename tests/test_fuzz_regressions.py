@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from accelerator import IndexConfig, SourceNotFoundError, UnsupportedSourceError
+from accelerator import IndexConfig
 from tests.helpers import rows, session_conf, vanilla
 
 SCHEMA = "id long, day date, w double, n struct<y:string, z:struct<w:double>>"
