@@ -800,8 +800,7 @@ def test_table_formats_draw_their_datasets_apart_from_the_default_draws(fmt):
             drawn.append(dataset)
             assert dataset.files == data.fit(before.files, fmt)
             assert (dataset.partitioned, dataset.deleted) == (before.partitioned, before.deleted)
-            assert dataset.row_group_rows is None and dataset.columns == (
-                data.NESTED if fmt == data.DELTA else data.ICEBERG_COLUMNS)
+            assert dataset.row_group_rows is None and dataset.columns == data.NESTED
             assert dataset.partitioned or not dataset.partitioning
             source = data.source_code(dataset, "root")
             if dataset.access == "table":

@@ -70,14 +70,6 @@ NESTED = Columns(SCHEMA, "SCHEMA", SCALARS, FLAT_COLUMNS + ("n", *COLLECTIONS), 
 # without their last values, see :func:`fit`).
 FLAT = Columns(FLAT_SCHEMA, "FLAT_SCHEMA", {c: t for c, t in SCALARS.items() if "." not in c},
                FLAT_COLUMNS, (), {})
-# Iceberg datasets have the nested columns but the last, ``items`` (rows without its values, see
-# :func:`fit`): the accelerator refuses to index an Iceberg table with a struct inside an array
-# or a map, saying "column items.q was renamed since older files were written" of a table never
-# altered (IcebergFiles.schemaProblem takes Iceberg's short name items.q of the field
-# items.element.q for another name); to be dropped when it indexes them.
-ICEBERG_SCHEMA = SCHEMA[:SCHEMA.rindex(", items ")]
-ICEBERG_COLUMNS = Columns(ICEBERG_SCHEMA, "ICEBERG_SCHEMA", SCALARS, NESTED.top_level[:-1],
-                          NESTED.structs, {c: COLLECTIONS[c] for c in ("arr", "m")})
 
 STRINGS = ["", "a", "ab", "abc", "abcd", "Abc", "ABC", "zeta", "ünïcødé", "日本語", "日本",
            "emoji 😀", "a%b", "a_b", "x.y", "  ", "naïve", "ß", "SS", "İstanbul", "ǅ"]
@@ -121,8 +113,7 @@ CSV_OPTIONS = {"header": "true", "timestampFormat": JSON_OPTIONS["timestampForma
                "ignoreLeadingWhiteSpace": "false", "ignoreTrailingWhiteSpace": "false",
                "nanValue": "NaN", "positiveInf": "Infinity", "negativeInf": "-Infinity"}
 # The names read_code and write_code use besides spark (defined in reproductions too).
-NAMES = {"SCHEMA": SCHEMA, "FLAT_SCHEMA": FLAT_SCHEMA, "ICEBERG_SCHEMA": ICEBERG_SCHEMA,
-         "JSON_OPTIONS": JSON_OPTIONS,
+NAMES = {"SCHEMA": SCHEMA, "FLAT_SCHEMA": FLAT_SCHEMA, "JSON_OPTIONS": JSON_OPTIONS,
          "CSV_OPTIONS": CSV_OPTIONS}
 ZONES = [dt.timezone.utc, dt.timezone(dt.timedelta(hours=5, minutes=30)),
          dt.timezone(dt.timedelta(hours=-8)), dt.timezone(dt.timedelta(hours=14)),
@@ -277,13 +268,12 @@ def draw_access(rng: random.Random) -> str:
 
 def columns(fmt: str) -> Columns:
     """The columns of a dataset of format ``fmt``."""
-    return FLAT if fmt in FLAT_FORMATS else ICEBERG_COLUMNS if fmt == ICEBERG else NESTED
+    return FLAT if fmt in FLAT_FORMATS else NESTED
 
 
 def fit(files: list[list[tuple]], fmt: str) -> list[list[tuple]]:
     """The rows of ``files`` with the values of the columns of ``fmt``: without ``n`` and the
-    collections for a flat format (without ``items`` for Iceberg), with nulls added to a row
-    without them otherwise."""
+    collections for a flat format, with nulls added to a row without them otherwise."""
     width = len(columns(fmt).top_level)
     return [[row[:width] + (None,) * (width - len(row)) for row in rows] for rows in files]
 
