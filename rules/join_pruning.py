@@ -51,7 +51,8 @@ class FactJoin:
     the fact's files a query would still read with a min/max sketch on the key (as scored;
     ``keep_high`` as many as it may be, equal when the keys' bounds are known); ``share`` and
     ``keys`` the share of the dimension's rows and the number of the fact's keys its filters
-    keep (None when the filters bound the key itself)."""
+    keep (None when the filters bound the key itself); ``bounded`` the templates among the
+    ``filtered`` whose filters bound the dimension's key itself."""
 
     fact: Demand
     dimension: str
@@ -62,6 +63,7 @@ class FactJoin:
     keep_high: float
     share: float | None = None
     keys: float | None = None
+    bounded: int = 0
 
 
 def _bounds(column: ColumnProfile) -> tuple | None:
@@ -93,15 +95,10 @@ def _references(fact: ColumnProfile, key: ColumnProfile | None) -> bool:
         return False
 
 
-def _keeps(fact: SourceProfile, key: ColumnProfile, dimension: SourceProfile,
-           dimension_key: str, filters: Sequence[Demand]
-           ) -> tuple[float, float, float | None, float | None] | None:
-    """(keep, keep_high, share, keys) of the fact's files for one filtered dimension, None
-    when nothing can be judged."""
-    on_key = [s for f in filters if f.column == dimension_key for s in f.samples]
-    if on_key:
-        keep = minmax_keep(key, on_key)   # the keys' type is the fact key's (_references)
-        return keep, keep, None, None
+def _estimated(fact: SourceProfile, key: ColumnProfile, dimension: SourceProfile,
+               filters: Sequence[Demand]) -> tuple[float, float, float, float] | None:
+    """(keep, keep_high, share, keys) of the fact's files for filters that do not bound the
+    dimension's key, None when nothing can be judged."""
     shares = [s for f in filters if (c := dimension.columns.get(f.column)) is not None
               and (s := row_share(c, f.samples)) is not None]
     per_value = files_per_value(key, fact.files)
@@ -111,6 +108,34 @@ def _keeps(fact: SourceProfile, key: ColumnProfile, dimension: SourceProfile,
     keys = max(1.0, share * key.distinct_per_file * fact.files / per_value)
     scattered = 1.0 - (1.0 - min(1.0, per_value / fact.files)) ** keys
     return min(scattered, span_keep(key, share)), scattered, share, keys
+
+
+def _keeps(fact: SourceProfile, key: ColumnProfile, dimension: SourceProfile,
+           dimension_key: str, filters: Sequence[Demand], shared: frozenset[str]
+           ) -> tuple[float, float, float | None, float | None, int] | None:
+    """(keep, keep_high, share, keys, bounded) of the fact's files over the joins of the
+    ``shared`` templates its dimension's ``filters`` filter: the ``bounded`` templates bounding
+    the dimension's key itself keep the files its bounds meet, the others what
+    :func:`_estimated` gives (None when it cannot judge them); ``share`` and ``keys`` are the
+    latter's (None without any)."""
+    bounded = [f for f in filters if f.column == dimension_key and f.samples]
+    on_key = set().union(*(f.templates & shared for f in bounded))
+    rest = set().union(*(f.templates & shared for f in filters)) - on_key
+    parts = []
+    if on_key:   # the keys' type is the fact key's (_references)
+        known = minmax_keep(key, [s for f in bounded for s in f.samples])
+        parts.append((len(on_key), (known, known, None, None)))
+    if rest:
+        found = _estimated(fact, key, dimension, [f for f in filters if f.templates & rest])
+        if found is None:
+            return None
+        parts.append((len(rest), found))
+    if not parts:
+        return None
+    n = sum(w for w, _ in parts)
+    share, keys = parts[-1][1][2:]
+    return (sum(w * p[0] for w, p in parts) / n, sum(w * p[1] for w, p in parts) / n,
+            share, keys, len(on_key))
 
 
 def _joins_of(fact: Demand, demands: Sequence[Demand],
@@ -132,14 +157,14 @@ def _joins_of(fact: Demand, demands: Sequence[Demand],
         filters = [d for d in demands if d.source == source and d.use in _FILTERS
                    and d.templates & shared]
         filtered = len(set().union(*(d.templates & shared for d in filters)))
-        found = _keeps(profile, key, dimension, column, filters) \
+        found = _keeps(profile, key, dimension, column, filters, shared) \
             if filters else None
         if found is None:
             continue
         t = filtered / len(fact.templates)   # the rest of the joins keep every file
-        keep, high, share, keys = found
+        keep, high, share, keys, bounded = found
         out.append(FactJoin(fact, source, column, tuple(sorted({d.column for d in filters})),
-                            filtered, 1 - t + t * keep, 1 - t + t * high, share, keys))
+                            filtered, 1 - t + t * keep, 1 - t + t * high, share, keys, bounded))
     return out
 
 

@@ -141,3 +141,18 @@ def test_row_share_and_span_keep():
     key = clustered_key()
     assert 0.05 <= span_keep(key, 0.05) <= 0.07      # 90 of 1,800 days: 5 or 6 files
     assert span_keep(key, 1.0) == 1.0
+
+
+def test_templates_bounding_the_key_and_the_others_are_weighed_apart():
+    demands = star()
+    demands[0] = dataclasses.replace(demands[0], templates=TEMPLATES | {"t3"})
+    demands[1] = dataclasses.replace(demands[1], templates=TEMPLATES | {"t3"})
+    day = dataclasses.replace(row(DATES, "d_date_sk", "lookup", [("EqualTo", str(START + 180))]),
+                              templates=frozenset({"t3"}))
+    [j] = fact_joins(demands + [day], profiles())
+    [months] = fact_joins(star(), profiles())
+    assert (j.filtered, j.bounded) == (3, 1)
+    assert j.keep == (2 * months.keep + 1 / FILES) / 3
+    [i] = analyze(demands + [day], profiles(), RuleSet())
+    assert ("its filters in 1 template bound d_date_sk itself, in the others keep at most "
+            "~8.3% of its rows") in i.reason, i.reason
