@@ -16,12 +16,16 @@ Which of the dimension's keys its filters keep:
   files those intervals meet (:func:`~rules.whatif.minmax_keep`);
 - else estimated: the filters keep at most the share of the dimension's rows their most
   selective column keeps (:func:`~rules.whatif.row_share`), so about that share of the fact's
-  keys (as many as its files' distinct keys over the files a key is in). The fact files those keys meet are as few as if the keys were one interval of that
-  share of the key's span (:func:`~rules.whatif.span_keep`), as many as if they were scattered
-  (each in :func:`~rules.whatif.files_per_value` files). The interval is scored: a fact whose
-  files hold narrow ranges of a key was written in the key's order, a time's, and a time
+  keys (as many as its files' distinct keys over the files a key is in). The fact files those
+  keys meet are as few as if the keys were one interval of that share of the key's span
+  (:func:`~rules.whatif.span_keep`), as many as if they were scattered (each in
+  :func:`~rules.whatif.files_per_value` files). The interval is scored: a fact whose files
+  hold narrow ranges of a key was written in the key's order, a time's, and a time
   dimension's filters (a year, a month) keep keys that follow each other; both figures are
   reported, and probation reverts a sketch that made its queries slower.
+
+A join whose templates bound the dimension's key in some templates and not in others weighs
+the two by their templates.
 """
 from __future__ import annotations
 
