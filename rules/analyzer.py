@@ -6,8 +6,8 @@ of a min/max, Bloom filter, value list or (when its queries read few columns) co
 min/max for a column filtered by ranges; a text index for a string column searched by text; a
 covering index on each side of a join, the two chosen together or not at all; min/max on a fact
 table's key joined to a filtered dimension (dynamic file pruning, :mod:`rules.join_pruning`); the
-Parquet cache for a JSON, CSV or text source. What exists already, or is cooling down, is not proposed; when
-an index serving a column's lookups exists, no other is proposed for them.
+Parquet cache for a JSON, CSV or text source. What exists already, or is cooling down, is not
+proposed; when an index serving a column's lookups exists, no other is proposed for them.
 
 A candidate's score is its decayed demand (the summed weight of the demand rows it serves)
 times the seconds it saves a query, minus its amortized cost ((build seconds + storage cost) /

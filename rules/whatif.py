@@ -497,10 +497,11 @@ def keep_fraction(candidate: Candidate, profile: SourceProfile, demand: Demand) 
 def work_left(candidate: Candidate, profile: SourceProfile, demand: Demand,
               keep: float | None = None) -> float:
     """The share of a query's work the candidate leaves (1: it does not help): its
-    :func:`keep_fraction` (or ``keep``, the share of files the caller estimated), unless the format's own pruning already made the query read less
-    than the keep fraction's whole files (:func:`pruned_in_files`); then the share of its time
-    that goes with the files opened (:data:`FILE_TIME_SHARE`) keeps the keep fraction, and the
-    share that goes with the rows keeps what the kept files hold against what it reads now."""
+    :func:`keep_fraction` (or ``keep``, the share of files the caller estimated), unless the
+    format's own pruning already made the query read less than the keep fraction's whole files
+    (:func:`pruned_in_files`); then the share of its time that goes with the files opened
+    (:data:`FILE_TIME_SHARE`) keeps the keep fraction, and the share that goes with the rows
+    keeps what the kept files hold against what it reads now."""
     keep = keep_fraction(candidate, profile, demand) if keep is None else keep
     pruned = pruned_in_files(profile, demand)
     if pruned <= 1.0:
