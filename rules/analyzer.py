@@ -344,7 +344,7 @@ def _pruning_reason(j: FactJoin, profile: SourceProfile, e: Estimate,
     else:
         bound = (f"in {j.bounded} template{'s' if j.bounded > 1 else ''} bound "
                  f"{j.dimension_key} itself, in the others " if j.bounded else "")
-        kept = (f"its filters {bound}keep at most ~{j.share:.1%} of its rows "
+        kept = (f"its filters {bound}keep at most ~{j.share:.1%} of its rows on average "
                 f"(~{j.keys:,.0f} keys); "
                 f"the what-if keeps ~{math.ceil(j.keep * files):,} (keys contiguous, as a "
                 f"date dimension's) to ~{math.ceil(j.keep_high * files):,} (keys scattered) of "

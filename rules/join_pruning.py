@@ -14,8 +14,8 @@ Which of the dimension's keys its filters keep:
 
 - known, when they bound the dimension's key itself (``d_date_sk BETWEEN a AND b``): the fact
   files those intervals meet (:func:`~rules.whatif.minmax_keep`);
-- else estimated: the filters keep at most the share of the dimension's rows their most
-  selective column keeps (:func:`~rules.whatif.row_share`), so about that share of the fact's
+- else estimated, template by template: its filters keep at most the share of the dimension's
+  rows their most selective column keeps (:func:`~rules.whatif.row_share`), so about that share of the fact's
   keys (as many as its files' distinct keys over the files a key is in). The fact files those
   keys meet are as few as if the keys were one interval of that share of the key's span
   (:func:`~rules.whatif.span_keep`), as many as if they were scattered (each in
@@ -119,9 +119,9 @@ def _keeps(fact: SourceProfile, key: ColumnProfile, dimension: SourceProfile,
            ) -> tuple[float, float, float | None, float | None, int] | None:
     """(keep, keep_high, share, keys, bounded) of the fact's files over the joins of the
     ``shared`` templates its dimension's ``filters`` filter: the ``bounded`` templates bounding
-    the dimension's key itself keep the files its bounds meet, the others what
-    :func:`_estimated` gives (None when it cannot judge them); ``share`` and ``keys`` are the
-    latter's (None without any)."""
+    the dimension's key itself keep the files its bounds meet, each of the others what
+    :func:`_estimated` gives for its filters (None when it cannot judge one); ``share`` and
+    ``keys`` are the latter's means (None without any)."""
     bounded = [f for f in filters if f.column == dimension_key and f.samples]
     on_key = set().union(*(f.templates & shared for f in bounded))
     rest = set().union(*(f.templates & shared for f in filters)) - on_key
@@ -129,17 +129,19 @@ def _keeps(fact: SourceProfile, key: ColumnProfile, dimension: SourceProfile,
     if on_key:   # the keys' type is the fact key's (_references)
         known = minmax_keep(key, [s for f in bounded for s in f.samples])
         parts.append((len(on_key), (known, known, None, None)))
-    if rest:
-        found = _estimated(fact, key, dimension, [f for f in filters if f.templates & rest])
+    for template in sorted(rest):   # each template's filters together
+        found = _estimated(fact, key, dimension, [f for f in filters if template in f.templates])
         if found is None:
             return None
-        parts.append((len(rest), found))
+        parts.append((1, found))
     if not parts:
         return None
     n = sum(w for w, _ in parts)
-    share, keys = parts[-1][1][2:]
-    return (sum(w * p[0] for w, p in parts) / n, sum(w * p[1] for w, p in parts) / n,
-            share, keys, len(on_key))
+    mean = [sum(w * p[i] for w, p in parts) / n for i in (0, 1)]
+    estimated = [p for _, p in parts if p[2] is not None]
+    share, keys = (sum(p[2] for p in estimated) / len(estimated),
+                   sum(p[3] for p in estimated) / len(estimated)) if estimated else (None, None)
+    return mean[0], mean[1], share, keys, len(on_key)
 
 
 def _joins_of(fact: Demand, demands: Sequence[Demand],
