@@ -46,7 +46,7 @@ def profiles(fact_key=None) -> dict[str, SourceProfile]:
             "d_year": ColumnProfile("d_year", "int", ((1997, 2007),), distinct_per_file=11,
                                     distinct_total=11),
             "d_dow": ColumnProfile("d_dow", "int", ((0, 6),), distinct_per_file=7,
-                                   distinct_total=7)}, ("d_date_sk", "d_year", "d_moy", "d_dow")),
+                                   distinct_total=7)}, ("d_date_sk", "d_year", "d_moy")),
         ITEMS: SourceProfile(ITEMS, "parquet", 1, 2 ** 20, {
             "i_item_sk": ColumnProfile("i_item_sk", "int", ((1, 20_000),),
                                        distinct_per_file=20_000, distinct_total=20_000),
