@@ -16,8 +16,9 @@ accelerator setting but the system path under ``--work-dir``:
 The JSON report (printed, and written to ``--out``) holds per template the median seconds of
 each side and the median of the rounds' accelerated/vanilla ratios, whether its answers were
 identical; the same for the total of a round; the instructions advised and how applying them
-went; and the fact table's bytes a one-month dimension filter reads (the sizes of the fact
-files its scan reads, with the accelerator and without, over the fact's bytes). Exits 1 when
+went; and the fact table's bytes a one-month dimension filter reads (the sizes of the files
+its scans read of the fact, or of an index over the fact serving it, with the accelerator
+and without, over the fact's bytes). Exits 1 when
 an answer differs (or fails) or ``recommend()`` failed. Timings are reported, never asserted.
 """
 from __future__ import annotations
@@ -139,19 +140,26 @@ def _measure(spark: SparkSession, facts: dict, rng: random.Random, warmups: int,
 
 
 def _fact_read(spark: SparkSession, facts: dict, seed: int) -> dict:
-    """The fact files and bytes a one-month dimension filter's scan reads, each side."""
+    """The fact files and bytes a one-month dimension filter's scans read, each side: the
+    files of the fact, or of an index over it serving the query."""
     from accelerator import Hyperspace
     from bench.harness import file_scans
     from bench.star_queries import month_by_category
 
     sql = month_by_category(random.Random(seed), facts)
-    root = os.path.realpath(facts["paths"]["store_sales"])
+    fact = os.path.realpath(facts["paths"]["store_sales"])
+    hs = Hyperspace(spark)
+    roots = [fact + "/"] + [
+        os.path.realpath(r["location"].removeprefix("file:")) + "/"
+        for r in hs.indexes().collect()
+        if any(os.path.realpath(p.removeprefix("file:")) == fact
+               for p in hs.index(r["name"]).first()["sourcePaths"] or [])]
     out: dict[str, Any] = {"sql": sql, "fact_files": facts["fact_files"],
                            "fact_bytes": facts["fact_bytes"]}
     for side, enable in (("vanilla", Hyperspace.disable), ("accelerated", Hyperspace.enable)):
         enable(spark)
         read = {p: size for files, _ in file_scans(spark.sql(sql)) if files
-                for p, size in files.items() if root in p}
+                for p, size in files.items() if any(r in p for r in roots)}
         out[f"{side}_files"], out[f"{side}_bytes"] = len(read), sum(read.values())
     out["share"] = out["accelerated_bytes"] / facts["fact_bytes"]
     return out
