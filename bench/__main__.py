@@ -159,6 +159,10 @@ def main(argv: list[str] | None = None) -> int:
         "formats", help="the covering and Bloom lookups over Parquet directories and the same "
                         "data as Delta and Iceberg tables, and planning over many files "
                         "(bench/formats.py)"))
+    from bench import star as star_bench
+    star_bench.add_arguments(sub.add_parser(
+        "star", help="a star-schema decision-support workload with zero configuration: record, "
+                     "recommend, apply, then vanilla and accelerated runs (bench/star.py)"))
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s", stream=sys.stderr)
     logging.getLogger("bench").setLevel(logging.INFO)
@@ -172,6 +176,8 @@ def main(argv: list[str] | None = None) -> int:
         return versions_bench.run(args)
     if args.command == "formats":
         return formats_bench.run(args)
+    if args.command == "star":
+        return star_bench.run(args)
 
     from bench import datasets
     from bench.harness import (build_cost, cache_planning_cost, cache_warmup_cost, claim_work_dir,

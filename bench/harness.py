@@ -3,6 +3,7 @@ and reports medians, ratios, bytes read, index build cost and whether results we
 from __future__ import annotations
 
 import fcntl
+import json
 import logging
 import os
 import shutil
@@ -65,6 +66,17 @@ def make_spark(work_dir: str, buckets: str, extra: dict[str, str] | None = None)
     return spark
 
 
+def publish(report: dict, table: str, out: str | None) -> None:
+    """Prints ``report`` as JSON, then ``table``; writes the JSON to ``out`` too (when set)."""
+    text = json.dumps(report, indent=2, default=str)
+    print(text)
+    print()
+    print(table)
+    if out:
+        with open(out, "w") as f:
+            f.write(text)
+
+
 def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     start = time.perf_counter()
     out = fn()
@@ -124,22 +136,35 @@ def _scan_files(df: DataFrame) -> int:
     Spark also applies where it reads a bucketed relation unbucketed (its ``numFiles`` metric
     counts the files before that pruning, and stays at 0 in bucketed scans); for other scans,
     their ``numFiles`` metric."""
-    def walk(node: Any) -> int:
+    return sum(len(files) if files is not None else count for files, count in file_scans(df))
+
+
+def file_scans(df: DataFrame) -> list[tuple[dict[str, int] | None, int]]:
+    """Per scan of ``df``'s executed plan (inside adaptive stages too): for a file source
+    scan, the size of each file its read partitions hold, by path (after bucket and file
+    pruning); for another scan, None and its ``numFiles`` metric (0 without one)."""
+    found: list[tuple[dict[str, int] | None, int]] = []
+
+    def walk(node: Any) -> None:
         kind = node.getClass().getSimpleName()
         if kind == "AdaptiveSparkPlanExec":
             return walk(node.executedPlan())
         if kind.endswith("QueryStageExec"):
             return walk(node.plan())
         if kind == "FileSourceScanExec":
-            total = len({str(f.filePath()) for p in node.inputRDD().partitions()
-                         for f in p.files()})
+            files = {str(f.filePath()): int(f.fileSize()) for p in node.inputRDD().partitions()
+                     for f in p.files()}
+            found.append((files, len(files)))
         else:
             metric = node.metrics().get("numFiles")
-            total = int(metric.get().value()) if metric.isDefined() else 0
+            if metric.isDefined():
+                found.append((None, int(metric.get().value())))
         children = node.children()
-        return total + sum(walk(children.apply(i)) for i in range(children.size()))
+        for i in range(children.size()):
+            walk(children.apply(i))
 
-    return walk(df._jdf.queryExecution().executedPlan())
+    walk(df._jdf.queryExecution().executedPlan())
+    return found
 
 
 def parquet_column_bytes(path: str, column: list[str]) -> int:

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import logging
 import os
 import random
@@ -908,7 +907,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bench.harness import claim_work_dir, make_spark
+    from bench.harness import claim_work_dir, make_spark, publish
 
     claim_work_dir(args.work_dir)
     spark = make_spark(args.work_dir, args.buckets, {"spark.sql.session.timeZone": TIME_ZONE})
@@ -924,13 +923,7 @@ def run(args: argparse.Namespace) -> int:
     rep = report(args, facts, queries, runner, vanilla, engine, oracle, budget, spark.version)
     rep["wall_s"] = time.perf_counter() - t0
     spark.stop()
-    text = json.dumps(rep, indent=2, default=str)
-    print(text)
-    print()
-    print(table(rep))
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text)
+    publish(rep, table(rep), args.out)
     if runner.mismatches:
         print(f"\nFAILED: {len(runner.mismatches)} queries differ from vanilla Spark (or failed)",
               file=sys.stderr)

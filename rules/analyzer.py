@@ -4,9 +4,10 @@ chosen under budgets. Pure Python.
 Per source (one with a profile and no NEVER rule): for each column looked up, the best by score
 of a min/max, Bloom filter, value list or (when its queries read few columns) covering index;
 min/max for a column filtered by ranges; a text index for a string column searched by text; a
-covering index on each side of a join, the two chosen together or not at all; the Parquet cache
-for a JSON, CSV or text source. What exists already, or is cooling down, is not proposed; when
-an index serving a column's lookups exists, no other is proposed for them.
+covering index on each side of a join, the two chosen together or not at all; min/max on a fact
+table's key joined to a filtered dimension (dynamic file pruning, :mod:`rules.join_pruning`); the
+Parquet cache for a JSON, CSV or text source. What exists already, or is cooling down, is not
+proposed; when an index serving a column's lookups exists, no other is proposed for them.
 
 A candidate's score is its decayed demand (the summed weight of the demand rows it serves)
 times the seconds it saves a query, minus its amortized cost ((build seconds + storage cost) /
@@ -24,6 +25,7 @@ from typing import Collection, Mapping, Sequence
 from rules.extractor import Demand
 from rules.history.records import is_expression
 from rules.instructions import Instruction, Target, engine_index_name, target_of
+from rules.join_pruning import FactJoin, fact_joins
 from rules.profiles import ExistingIndex, SourceProfile
 from rules.terms import Priority
 from rules.user_rules import RuleSet, scheme_less
@@ -310,6 +312,50 @@ def _pair(sides: Sequence[Demand], profiles: Mapping[str, SourceProfile],
     return _Unit(score, keep, saved, queries, tuple(items))
 
 
+def _pruning_units(demands: Sequence[Demand], profiles: Mapping[str, SourceProfile],
+                   rules: RuleSet, existing: set[Target], cooldown: set[Target],
+                   now_ms: int | None) -> list[_Unit]:
+    """A min/max sketch on each fact key joined to a filtered dimension whose keys would skip
+    enough of the fact's files through the join (:func:`rules.join_pruning.fact_joins`)."""
+    out = []
+    for j in fact_joins(demands, profiles):
+        d, profile = j.fact, profiles[j.fact.source]
+        c = Candidate("minmax", d.source, (d.column,))
+        if rules.never(d.source) is not None or _target(c) in existing | cooldown:
+            continue
+        e = estimate(c, profile, [d], file_keeps=[j.keep])
+        unit = _Unit(d.weight * e.seconds_saved_per_query - _cost(e), e.keep_fraction,
+                     e.seconds_saved_per_query, d.queries,
+                     ((c, e, _pruning_reason(j, profile, e, now_ms)),))
+        if unit.viable:
+            out.append(unit)
+    return out
+
+
+def _pruning_reason(j: FactJoin, profile: SourceProfile, e: Estimate,
+                    now_ms: int | None) -> str:
+    """Who asks (the joins, their templates and seconds), what they would save and the
+    evidence: what the dimension's filters keep, the fact files the what-if keeps."""
+    d, files = j.fact, profile.files
+    each = _each(seconds_per_query(profile, d), [d])
+    if j.share is None:
+        kept = (f"its filters bound {j.dimension_key} itself; the what-if keeps "
+                f"~{math.ceil(j.keep * files):,} of {files:,} files a query")
+    else:
+        bound = (f"in {j.bounded} template{'s' if j.bounded > 1 else ''} bound "
+                 f"{j.dimension_key} itself, in the others " if j.bounded else "")
+        kept = (f"its filters {bound}keep at most ~{j.share:.1%} of its rows on average "
+                f"(~{j.keys:,.0f} keys); "
+                f"the what-if keeps ~{math.ceil(j.keep * files):,} (keys contiguous, as a "
+                f"date dimension's) to ~{math.ceil(j.keep_high * files):,} (keys scattered) of "
+                f"{files:,} files a query")
+    return (f"{d.queries} joins of {d.column} of {d.source} with {j.dimension_key} of "
+            f"{j.dimension} filtered on {', '.join(j.filters)} ({j.filtered} of "
+            f"{len(d.templates)} templates; {each}) would read {_about(1 - e.keep_fraction)} "
+            f"less with min/max statistics on {d.column} pruning its files through the join: "
+            f"{kept}{_age([d], now_ms)}")
+
+
 def _cache_unit(profile: SourceProfile, demands: Sequence[Demand], cooldown: set[Target],
                 now_ms: int | None) -> _Unit | None:
     """The Parquet cache of a JSON, CSV or text source, holding the top-level data columns its
@@ -371,6 +417,7 @@ def analyze(demands: list[Demand], profiles: Mapping[str, SourceProfile], rules:
         if cache is not None:
             units.append(cache)
     units += _join_units(demands, profiles, rules, have, cooling, now_ms, broadcasts)
+    units += _pruning_units(demands, profiles, rules, have, cooling, now_ms)
     drops = _drops(demands, existing)
     dropped = {i.name for i in drops}
     kept = [e for e in existing if e.name not in dropped]

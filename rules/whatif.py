@@ -36,6 +36,8 @@ COLUMNAR_SCAN_BYTES_PER_S = 200e6
 ROW_SCAN_BYTES_PER_S = 50e6
 #: how much smaller Parquet holds the data of a row format (index and cache bytes of JSON/CSV)
 PARQUET_COMPRESSION = 4.0
+#: places an interval is put at, over a column's span, to estimate the files it meets
+SPAN_PLACEMENTS = 16
 #: bytes of a min/max entry, per file and column
 MINMAX_BYTES_PER_FILE_COLUMN = 64
 #: false-positive probability of the Bloom filters, and their bytes per distinct value at it
@@ -280,6 +282,52 @@ def minmax_keep(column: ColumnProfile, samples: Sequence[tuple[str, str]]) -> fl
     return sum(keeps) / len(keeps)
 
 
+def span_keep(column: ColumnProfile, share: float) -> float:
+    """The mean fraction of files whose [min, max] meets one interval covering ``share`` of the
+    column's span (its least minimum to its greatest maximum), the interval placed in turn at
+    :data:`SPAN_PLACEMENTS` evenly spread places; 1 when the span is unknown or the values have
+    no width (strings)."""
+    ranges = _Ranges(column)
+    if not ranges.mins:
+        return 1.0
+    low, high = ranges.mins[0], ranges.maxes[-1]
+    try:
+        width = (high - low) * min(1.0, max(0.0, share))
+        step = (high - low - width) / max(1, SPAN_PLACEMENTS - 1)
+        return sum(ranges.keep(low + step * i, True, low + step * i + width, True)
+                   for i in range(SPAN_PLACEMENTS)) / SPAN_PLACEMENTS
+    except TypeError:
+        return 1.0
+
+
+def row_share(column: ColumnProfile, samples: Sequence[tuple[str, str]]) -> float | None:
+    """The mean share of the column's rows the sampled predicates keep (None when none can be
+    judged): an equality or IN value's :func:`value_share`, an interval's share of the column's
+    span (values assumed spread evenly over it)."""
+    ranges = _Ranges(column)
+    shares = []
+    for i in _intervals(samples, column.type):
+        if i is None:
+            continue
+        lo, _, hi, _ = i
+        if lo is not None and lo == hi:
+            share = value_share(column, [("EqualTo", str(lo))])
+            if share > 0:
+                shares.append(share)
+            continue
+        if not ranges.mins:
+            continue
+        low, high = ranges.mins[0], ranges.maxes[-1]
+        try:
+            start, end = max(low, lo if lo is not None else low), \
+                min(high, hi if hi is not None else high)
+            shares.append(max(0.0, min(1.0, (end - start) / (high - low))) if high > low
+                          else 1.0)
+        except (TypeError, ZeroDivisionError):
+            continue
+    return sum(shares) / len(shares) if shares else None
+
+
 def _drawn_distinct(distinct: float, rows: float) -> float:
     """The distinct values of a column whose files' ``rows`` rows, drawn at random from them,
     show ``distinct`` values (solving d = D (1 - e^(-r/D)) for D); inf when all are distinct."""
@@ -446,32 +494,37 @@ def keep_fraction(candidate: Candidate, profile: SourceProfile, demand: Demand) 
     return 1.0
 
 
-def work_left(candidate: Candidate, profile: SourceProfile, demand: Demand) -> float:
+def work_left(candidate: Candidate, profile: SourceProfile, demand: Demand,
+              keep: float | None = None) -> float:
     """The share of a query's work the candidate leaves (1: it does not help): its
-    :func:`keep_fraction`, unless the format's own pruning already made the query read less
-    than the keep fraction's whole files (:func:`pruned_in_files`); then the share of its time
-    that goes with the files opened (:data:`FILE_TIME_SHARE`) keeps the keep fraction, and the
-    share that goes with the rows keeps what the kept files hold against what it reads now."""
-    keep = keep_fraction(candidate, profile, demand)
+    :func:`keep_fraction` (or ``keep``, the share of files the caller estimated), unless the
+    format's own pruning already made the query read less than the keep fraction's whole files
+    (:func:`pruned_in_files`); then the share of its time that goes with the files opened
+    (:data:`FILE_TIME_SHARE`) keeps the keep fraction, and the share that goes with the rows
+    keeps what the kept files hold against what it reads now."""
+    keep = keep_fraction(candidate, profile, demand) if keep is None else keep
     pruned = pruned_in_files(profile, demand)
     if pruned <= 1.0:
         return keep
     return FILE_TIME_SHARE * keep + (1 - FILE_TIME_SHARE) * min(1.0, keep * pruned)
 
 
-def estimate(candidate: Candidate, profile: SourceProfile,
-             demands: Sequence[Demand]) -> Estimate:
+def estimate(candidate: Candidate, profile: SourceProfile, demands: Sequence[Demand],
+             file_keeps: Sequence[float] | None = None) -> Estimate:
     """What ``candidate`` brings the queries of ``demands`` (each demand weighted by its
-    decayed query count, the keep fraction also by its queries' seconds) and what it costs."""
+    decayed query count, the keep fraction also by its queries' seconds) and what it costs;
+    ``file_keeps``, one per demand, are the shares of files the caller estimated a skipping
+    kind keeps (the joins dynamic file pruning serves: :mod:`rules.join_pruning`)."""
+    shares = list(file_keeps) if file_keeps is not None else \
+        [keep_fraction(candidate, profile, d) for d in demands]
     times = [d.weight * seconds_per_query(profile, d) for d in demands]
-    keeps = [work_left(candidate, profile, d) for d in demands]
+    keeps = [work_left(candidate, profile, d, k) for d, k in zip(demands, shares)]
     weight = sum(d.weight for d in demands)
     time = sum(times)
     keep = sum(t * k for t, k in zip(times, keeps)) / time if time > 0 else 1.0
     skipped = sum(d.weight * query_bytes(profile, d) * (1 - k) for d, k in zip(demands, keeps))
     files = None
     if candidate.kind in FILE_SKIPPING_KINDS:
-        shares = [keep_fraction(candidate, profile, d) for d in demands]
         files = profile.files * (sum(t * k for t, k in zip(times, shares)) / time
                                  if time > 0 else 1.0)
     return Estimate(keep, time / weight * (1 - keep) if weight > 0 else 0.0,

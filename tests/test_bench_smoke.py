@@ -1,7 +1,8 @@
 """Smoke run of the benchmark harness at a tiny scale: every workload runs, its results equal
 vanilla Spark's, and the indexes it declares are used where they should be (the cache tier's
 workloads read the cache); the build-cost, pruning-cost, cache warm-up and cache planning
-benchmarks run. No timing is asserted."""
+benchmarks run; the star-schema benchmark advises, applies and answers as vanilla. No timing
+is asserted."""
 from __future__ import annotations
 
 import json
@@ -92,3 +93,27 @@ def test_every_workload_runs_with_identical_results(tmp_path):
     assert planning["identical"] and planning["served"], planning["failures"]
     assert (planning["files"], planning["cached_files"]) == (40, 20)
     assert "cache planning" in run.stdout
+
+
+def test_the_star_schema_benchmark_advises_and_answers_as_vanilla(tmp_path):
+    """``python -m bench star`` at its smallest scale: recommend() never fails, it proposes the
+    min/max sketch dynamic file pruning needs on the fact's date key, every answer equals
+    vanilla's and a one-month filter reads fewer of the fact's bytes."""
+    out = tmp_path / "star.json"
+    run = subprocess.run(
+        [sys.executable, "-m", "bench", "star", "--scale", "0.001", "--pairs", "1",
+         "--warmups", "0", "--record-runs", "1", "--data-dir", str(tmp_path / "data"),
+         "--work-dir", str(tmp_path / "work"), "--out", str(out)],
+        capture_output=True, text=True, timeout=900, cwd=REPO)
+    assert run.returncode == 0, run.stderr[-4000:]
+    report = json.loads(out.read_text())
+    from bench.star_queries import TEMPLATES
+    assert len(report["templates"]) == len(TEMPLATES) >= 20
+    targets = report["targets"]
+    assert targets["every_result_identical"] and targets["recommend_never_failed"]
+    advised = report["recommend"]["instructions"]
+    assert any(i["kind"] == "minmax" and i["columns"] == ["ss_sold_date_sk"]
+               for i in advised), advised
+    read = report["one_month_fact_read"]
+    assert read["accelerated_bytes"] < read["vanilla_bytes"] == read["fact_bytes"]
+    assert "TOTAL" in run.stdout

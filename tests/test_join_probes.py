@@ -192,6 +192,20 @@ def test_ranged_keys_are_a_closed_range():
     assert "keys from 30 to 39" in keys.describe()
 
 
+def test_consecutive_integer_or_date_keys_are_their_range():
+    keys = JoinKeys.listed(probe_of(), [32, 30, 31, None])
+    assert keys.condition(KEY) == And(Cmp(">=", KEY, Lit(30, "integer")),
+                                      Cmp("<=", KEY, Lit(32, "integer")))
+    assert keys.describe().endswith("(the other side holds 3 distinct keys)")
+    days = JoinKeys.listed(probe_of("date"), [datetime.date(1970, 1, d) for d in (3, 4)])
+    assert days.condition(KEY) == And(Cmp(">=", KEY, Lit(2, "date")),
+                                      Cmp("<=", KEY, Lit(3, "date")))
+    one = JoinKeys.listed(probe_of(), [7])
+    assert one.condition(KEY) == In(KEY, (Lit(7, "integer"),))
+    strings = JoinKeys.listed(probe_of("string"), ["a", "b"])
+    assert isinstance(strings.condition(KEY), In)
+
+
 def test_a_file_is_kept_only_when_it_may_hold_a_key():
     keys = JoinKeys.listed(probe_of(), [31, 35])
     condition = And(IsNotNull(KEY), keys.condition(KEY))

@@ -162,3 +162,25 @@ def test_row_groups_of_a_kept_file_are_pruned_by_the_join(spark, hs, tmp_path):
         plan = build()._jdf.queryExecution().executedPlan().toString()
         assert "row groups selected in 1 files" in plan, plan
         assert "1 row groups read in 1 files" in hs.explain(build(), redirectFunc=lambda _: None)
+
+
+def test_the_engine_proposes_the_sketch_from_recorded_star_joins(spark, hs, star):
+    """Star joins recorded on the date-clustered fact: recommend() proposes a min/max sketch
+    on its key, applyRecommendations() builds it, and the next runs read fewer fact files."""
+    fact, dim = star
+    months = ("d_moy = 3", "d_moy = 7", "d_year = 2001 and d_moy = 8")
+
+    def build(where: str):
+        return joined(spark, fact, dim, where).groupBy("d_moy").agg(F.sum("amt").alias("total"))
+    for where in months:
+        assert fact_files(build(where), fact) == FILES + 1   # no index yet: every file
+        build(where).collect()
+    found = [r for r in hs.recommend().collect() if r["kind"] == "minmax"]
+    assert [(r["action"], r["source"].rstrip("/").endswith("/sales"), r["columns"])
+            for r in found] == [("create", True, ["ss_sold_date_sk"])], found
+    assert "filtered on d_moy" in found[0]["reason"] and "100%" not in found[0]["reason"]
+    applied = hs.applyRecommendations().collect()
+    assert ("create", "minmax", "applied") in {(r["action"], r["kind"], r["status"])
+                                                for r in applied}, applied
+    for where in months:
+        check(spark, lambda: build(where), fact, 1)

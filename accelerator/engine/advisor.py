@@ -48,8 +48,9 @@ __all__ = ["Advisor", "Applied"]
 MAX_SOURCES = 32
 #: source profiles kept for the next recommend() (the least recently used dropped first)
 PROFILES_KEPT = 64
-#: uses whose columns are profiled (their values decide between index kinds)
-_PROFILED_USES = ("lookup", "range", "text")
+#: uses whose columns are profiled (their values decide between index kinds; a join key's
+#: ranges, whether a filtered dimension's keys would prune its files: rules.join_pruning)
+_PROFILED_USES = ("lookup", "range", "text", "join")
 #: an engine index no query used this long is dropped, and the engine's cache entries expire
 #: after this long unused, unless the rules set a default TTL
 DEFAULT_INDEX_TTL_S = 7 * 86400

@@ -43,11 +43,24 @@ class JoinKeys:
         return JoinKeys(probe, None, V.from_python(low, t), V.from_python(high, t))
 
     def condition(self, key: Node) -> Node:
-        """What a row whose key expression translates to ``key`` must satisfy to match."""
+        """What a row whose key expression translates to ``key`` must satisfy to match: the
+        IN list of the keys, or their range when they are too many to list or, integers or
+        dates, follow each other without a gap (the same rows, judged at a fraction of the
+        cost: a month of a date dimension's keys)."""
         t = self.probe.type
-        if self.values is not None:
+        if self.values is not None and not self._consecutive():
             return In(key, tuple(Lit(v, t) for v in self.values))
-        return And(Cmp(">=", key, Lit(self.low, t)), Cmp("<=", key, Lit(self.high, t)))
+        low, high = (self.low, self.high) if self.values is None else \
+            (self.values[0], self.values[-1])
+        return And(Cmp(">=", key, Lit(low, t)), Cmp("<=", key, Lit(high, t)))
+
+    def _consecutive(self) -> bool:
+        """Whether the listed keys (more than one) are every integer of their range (integral
+        types and dates, held as integers)."""
+        v = self.values
+        return (len(v or ()) > 1 and (V.integral_range(self.probe.type) is not None
+                                       or self.probe.type == "date")
+                and v[-1] - v[0] + 1 == len(v))
 
     def describe(self) -> str:
         """The join and what the other side held, for explain."""
