@@ -355,6 +355,26 @@ def test_usage_errors_exit_2(capsys, args):
     assert "usage: accelerator" in capsys.readouterr().err
 
 
+BARE_COMMAND_SCRIPT = """
+import os, sys
+from pyspark import SparkContext
+from accelerator.commands.cli import main
+code = main([])
+print("RC", code, "JVM", SparkContext._gateway is not None, "FILES", sorted(os.listdir(".")))
+"""
+
+
+def test_bare_command_prints_the_help_and_starts_nothing(tmp_path):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")]))}
+    run = subprocess.run([sys.executable, "-c", BARE_COMMAND_SCRIPT], capture_output=True,
+                         text=True, timeout=120, cwd=tmp_path, env=env)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.startswith("usage: accelerator")
+    assert "demo" in run.stdout and "indexes" in run.stdout   # the commands are listed
+    assert run.stdout.rstrip().endswith("RC 0 JVM False FILES []")   # no demo, no Spark
+    assert run.stderr == ""
+
+
 def test_installed_command_version_usage_and_missing_system_path(tmp_path):
     version = subprocess.run([COMMAND, "--version"], capture_output=True, text=True, timeout=60)
     assert version.returncode == 0, version.stderr

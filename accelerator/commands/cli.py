@@ -2,7 +2,7 @@
 (create from a spec file, refresh, optimize, delete, restore, vacuum, cancel), listings (indexes,
 index, events, history), plan analysis of SQL queries (explain, whynot), the rule engine (advise
 [--apply], rules validate), the scheduler (config validate, serve, jobs, run-job), a demo on a
-local sample and jar (the compiled JVM rule's jar).
+local sample and jar (the compiled JVM rule's jar). Without a command it prints this help.
 
 Exit codes: 0 success; 1 a user error, whose message goes to stderr (an AcceleratorError, a bad
 spec file, a system path that does not exist, SQL that Spark cannot analyse); 2 a usage error.
@@ -256,7 +256,7 @@ def validate_config(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Runs the command line on ``argv`` (default ``sys.argv[1:]``); returns the exit code.
-    Without a command it runs ``demo``."""
+    Without a command it prints the help and exits 0, starting nothing."""
     from pyspark.errors import AnalysisException
     from accelerator.runtime.spark_versions import logger
 
@@ -265,7 +265,8 @@ def main(argv: list[str] | None = None) -> int:
     top = parser()
     args = top.parse_args(argv)
     if not getattr(args, "func", None):
-        args = top.parse_args(["demo", *(sys.argv[1:] if argv is None else argv)])
+        top.print_help()
+        return 0
     logging.basicConfig(level=logging.WARNING)
     for name in _QUERY_CONTEXT_LOGGERS:   # they log each Spark error again, with a JVM stack
         logger(name).setLevel(logging.CRITICAL)
