@@ -26,7 +26,6 @@ from indexes.errors import AcceleratorError
 
 DISTRIBUTION = "spark-accelerator"
 _SHOW_ALL = 1 << 30   # rows for DataFrame.show: all of them (Spark caps it itself)
-_QUERY_CONTEXT_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
 
 
 class CliError(AcceleratorError):
@@ -258,8 +257,8 @@ def main(argv: list[str] | None = None) -> int:
     """Runs the command line on ``argv`` (default ``sys.argv[1:]``); returns the exit code.
     Without a command it prints the help and exits 0, starting nothing."""
     from pyspark.errors import AnalysisException
-    from accelerator.runtime.spark_versions import logger
 
+    from indexes.spark_logs import silence_query_context_logs
     from rules.user_rules import RulesError
 
     top = parser()
@@ -268,8 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         top.print_help()
         return 0
     logging.basicConfig(level=logging.WARNING)
-    for name in _QUERY_CONTEXT_LOGGERS:   # they log each Spark error again, with a JVM stack
-        logger(name).setLevel(logging.CRITICAL)
+    silence_query_context_logs()   # they log each Spark error again, with a JVM stack
     try:
         return args.func(args)
     except (AcceleratorError, AnalysisException, RulesError) as exc:
