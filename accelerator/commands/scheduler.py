@@ -11,7 +11,9 @@ import threading
 from datetime import datetime, timezone
 from typing import Any, Iterator
 
-from accelerator.scheduler.config import SchedulerConfig, load_config_file
+from accelerator.scheduler.config import Job, SchedulerConfig, load_config_file
+from accelerator.scheduler.jobs import JobRun
+from accelerator.scheduler.lease import Lease
 from accelerator.scheduler.service import GRACE_SECONDS, Scheduler, job_statuses
 from indexes.log import now_ms
 
@@ -68,6 +70,26 @@ def config_session(config: SchedulerConfig, app: str) -> Iterator[Any]:
         spark.stop()
 
 
+class PrintedRuns:
+    """The service log of ``accelerator serve``: a line when a job run starts and one when it
+    ends (its status, what it did, the reason it failed), each with the time."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    def started(self, job: Job) -> None:
+        """Prints ``<time> <job> (<kind>): started``."""
+        self._print(f"{job.name} ({job.kind}): started")
+
+    def finished(self, run: JobRun) -> None:
+        """Prints ``<time> <job> (<kind>): <status> in <s> s: <what it did>[; error: ...]``."""
+        self._print(run.describe() + (f"; error: {run.error}" if run.error else ""))
+
+    def _print(self, line: str) -> None:
+        with self._lock:
+            print(f"accelerator serve: {_time(now_ms())} {line}", flush=True)
+
+
 def serve(args: argparse.Namespace) -> int:
     """``accelerator serve``: takes the system path's lease (or waits for it as a standby),
     runs the jobs until SIGTERM or SIGINT, then stops cleanly and exits 0."""
@@ -78,7 +100,7 @@ def serve(args: argparse.Namespace) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     with config_session(config, "accelerator-serve") as spark:
-        scheduler = Scheduler(AcceleratorContext(spark), config)
+        scheduler = Scheduler(AcceleratorContext(spark), config, listener=PrintedRuns())
         holder = scheduler.lease.holder()
         if holder is not None and not holder.expired(now_ms()) and args.no_wait:
             print(f"accelerator serve: error: another service runs the jobs of "
@@ -105,12 +127,24 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def list_jobs(args: argparse.Namespace) -> int:
-    """``accelerator jobs``: each job with its schedule, last run and next run."""
+    """``accelerator jobs``: which service runs the jobs (none when no ``serve`` holds the
+    system path's lease), then each job with its schedule, last run and next run."""
     from accelerator.context import AcceleratorContext
 
     config = load_config_file(args.config)
     with config_session(config, "accelerator-jobs") as spark:
-        statuses = job_statuses(AcceleratorContext(spark), config)
+        context = AcceleratorContext(spark)
+        statuses = job_statuses(context, config)
+        holder = Lease(context.fs, config.system_path).holder()
+    now = now_ms()
+    serving = holder is not None and not holder.expired(now)
+    if serving:
+        print(f"service: {holder.describe(now)}")
+    else:
+        print(f"service: none: no `accelerator serve --config {config.file}` holds the lease "
+              f"of {config.system_path}" + (f" (the last one: {holder.describe(now)})"
+                                            if holder is not None else "")
+              + "; the jobs run only while one does")
     for s in statuses:
         print(s.job.describe())
         last = s.last_run
@@ -120,7 +154,10 @@ def list_jobs(args: argparse.Namespace) -> int:
             print(f"    last run: {_time(last['started'])}, {last['status']} in "
                   f"{(last['finished'] - last['started']) / 1000:.1f} s: "
                   f"{last.get('error') or last.get('message') or ''}".rstrip(": "))
-        print(f"    next run: {s.next_run.astimezone(s.job.zone).isoformat() if s.next_run else 'none'}")
+        late = (" (past: no service is running)"
+                if s.next_run and not serving and s.next_run.timestamp() * 1000 < now else "")
+        print(f"    next run: {s.next_run.astimezone(s.job.zone).isoformat() if s.next_run else 'none'}"
+              + late)
     return 0
 
 
@@ -136,8 +173,7 @@ def run_job(args: argparse.Namespace) -> int:
         context = AcceleratorContext(spark)
         run = JobRunner(context, config).run(job)
         context.flush_history()
-    print(f"{run.job} ({run.kind}): {run.status} in {run.seconds:.1f} s"
-          + (f": {run.message}" if run.message else ""))
+    print(run.describe())
     if run.error:
         print(f"accelerator run-job: error: {run.error}", file=sys.stderr)
     return 0 if run.status == "succeeded" else 1
