@@ -122,6 +122,10 @@ def test_covering_index_through_every_verb(spark, tmp_path, capsys, source):
         .selectExpr("id", "id % 7 AS k", "concat('message ', id) AS msg")
         .write.mode("append").parquet(source))
     assert verdicts(capsys, system_path, lookup) == [("idx_k", "APPLIED")]   # hybrid scan
+    code, out, err = cli(capsys, "indexes", "--system-path", system_path, "--json")
+    [row] = json_rows(out)
+    assert row["warning"] == ("its source changed since the index was built: 1 appended file; "
+                              "refreshIndex('idx_k', mode='incremental') brings it up to date")
     code, _, err = cli(capsys, "refresh", "idx_k", "--mode", "incremental",
                        "--system-path", system_path)
     assert code == 0, err
