@@ -14,7 +14,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from accelerator import Hyperspace
-from accelerator.commands.cli import main
+from accelerator.commands.cli import main, parser
 from accelerator.runtime.settings import ENABLED, SYSTEM_PATH
 from tests.helpers import using_system_path
 
@@ -133,9 +133,6 @@ def test_covering_index_through_every_verb(spark, tmp_path, capsys, source):
     code, _, err = cli(capsys, "optimize", "idx_k", "--mode", "full", "--system-path", system_path)
     assert code == 0, err
     assert index_row(capsys, system_path, "idx_k")["dataVersion"] == 2
-    code, _, err = cli(capsys, "refresh", "idx_k", "--mode", "sideways",
-                       "--system-path", system_path)
-    assert code == 1 and "sideways" in err
 
     code, out, err = cli(capsys, "events", "--system-path", system_path, "--json")
     assert code == 0, err
@@ -351,6 +348,7 @@ def test_user_errors_of_the_api_and_of_spark(spark, tmp_path, capsys, source):
 
 @pytest.mark.parametrize("args", [
     ["bogus"], ["refresh"], ["vacuum", "i", "--retention-seconds", "soon"], ["indexes", "--jsn"],
+    ["refresh", "i", "--mode", "sideways"], ["optimize", "i", "--mode", "incremental"],
 ])
 def test_usage_errors_exit_2(capsys, args):
     with pytest.raises(SystemExit) as exit_:
@@ -359,10 +357,28 @@ def test_usage_errors_exit_2(capsys, args):
     assert "usage: accelerator" in capsys.readouterr().err
 
 
+def test_modes_are_checked_and_listed_by_the_parser(capsys):
+    with pytest.raises(SystemExit):
+        main(["refresh", "i", "--mode", "sideways"])
+    assert ("argument --mode: invalid choice: 'sideways' (choose from full, incremental, quick)"
+            in capsys.readouterr().err.replace("'full', 'incremental', 'quick'",
+                                               "full, incremental, quick"))
+    with pytest.raises(SystemExit):
+        main(["optimize", "--help"])
+    assert "--mode {quick,full}" in capsys.readouterr().out
+
+
+def test_every_command_has_a_help_page_that_describes_it():
+    commands = next(a for a in parser()._actions if a.dest == "command").choices
+    assert {"demo", "jar", "serve", "jobs", "run-job"} <= set(commands)
+    for name, sub in commands.items():
+        assert sub.description, name
+
+
 BARE_COMMAND_SCRIPT = """
 import os, sys
 from pyspark import SparkContext
-from accelerator.commands.cli import main
+from accelerator.commands.cli import main, parser
 code = main([])
 print("RC", code, "JVM", SparkContext._gateway is not None, "FILES", sorted(os.listdir(".")))
 """

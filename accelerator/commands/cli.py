@@ -22,7 +22,9 @@ from accelerator.commands import scheduler as scheduler_commands
 from accelerator.commands.session import spark_session
 from accelerator.commands.spec import load_spec
 from accelerator.runtime.settings import Settings
+from indexes import kinds
 from indexes.errors import AcceleratorError
+from indexes.kind import REFRESH_MODES
 
 DISTRIBUTION = "spark-accelerator"
 _SHOW_ALL = 1 << 30   # rows for DataFrame.show: all of them (Spark caps it itself)
@@ -159,16 +161,21 @@ def parser() -> argparse.ArgumentParser:
     command("create", "create an index from a JSON or YAML spec file (see README)",
             ("spec", {"help": "spec file (.json, else YAML)"}))
     command("refresh", "bring an index up to date with its source", name,
-            ("--mode", {"help": "full (default), incremental or quick"}))
+            ("--mode", {"choices": REFRESH_MODES, "help": "full (default): rebuild; "
+                        "incremental: index only the changed files; quick: record them for "
+                        "hybrid scan"}))
     command("optimize", "compact a covering index's data files", name,
-            ("--mode", {"help": "quick (default) or full"}))
+            ("--mode", {"choices": kinds.optimize_modes(), "help": "quick (default): the "
+                        "small files, level by level; full: every bucket into one file"}))
     command("delete", "soft-delete an index (restore brings it back)", name)
     command("restore", "restore a deleted index", name)
     command("vacuum", "remove a deleted index for good, or an active index's unused data versions",
             name, ("--retention-seconds", {"type": float, "help": "keep data versions replaced "
                    "less long ago (default spark.accelerator.index.vacuum.retentionSeconds)"}))
     command("cancel", "roll back an operation that did not finish", name)
-    command("indexes", "list the indexes")
+    command("indexes", "list the indexes with their state, size and health against their "
+            "sources now (warning: what changed since each was built and the refresh that fixes "
+            "it)")
     command("index", "show one index with its details", name)
     command("events", "list the index operations")
     command("history", "list the recorded query history")
@@ -183,15 +190,20 @@ def parser() -> argparse.ArgumentParser:
             ("--rules", {"help": "a user rules YAML file (default spark.accelerator.rules.path)"}))
 
     demo_command.add_parser(sub)
-    j = sub.add_parser("jar", help="print the path of the compiled JVM rule (compiling it if needed)")
+    jar_help = "print the path of the compiled JVM rule (compiling it if needed)"
+    j = sub.add_parser("jar", help=jar_help, description=jar_help + ": put it in spark.jars "
+                       "with spark.sql.extensions=accelerator.jvm.AcceleratorExtensions to "
+                       "install the rule when sessions start (e.g. from spark-submit)")
     j.set_defaults(func=print_jar)
-    r = sub.add_parser("rules", help="the rule engine's user rules")
+    r = sub.add_parser("rules", help="the rule engine's user rules",
+                       description="the rule engine's user rules: validate a rules file")
     rules_sub = r.add_subparsers(dest="rules_command", required=True)
     v = rules_sub.add_parser("validate", help="print the rules of a YAML file as understood "
                              "(exit 0) or every error with its line and column (exit 1)")
     v.add_argument("file", help="the rules file (see configs/rules.yaml)")
     v.set_defaults(func=validate_rules)
-    c = sub.add_parser("config", help="the scheduler's configuration file")
+    c = sub.add_parser("config", help="the scheduler's configuration file",
+                       description="the scheduler's configuration file: validate it")
     config_sub = c.add_subparsers(dest="config_command", required=True)
     cv = config_sub.add_parser("validate", help="print the jobs of a configuration file with "
                                "their next three run times (exit 0) or every error with its "

@@ -28,20 +28,26 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     config = argparse.ArgumentParser(add_help=False)
     config.add_argument("--config", required=True,
                         help="the scheduler's configuration file (see configs/accelerator.yaml)")
-    s = sub.add_parser("serve", parents=[config], help="run the configuration's jobs on their "
-                       "schedules until SIGTERM or Ctrl-C (one service per system path; a "
-                       "second one waits as a standby)")
+    serve_help = ("run the configuration's jobs on their schedules until SIGTERM or Ctrl-C "
+                  "(one service per system path; a second one waits as a standby)")
+    s = sub.add_parser("serve", parents=[config], help=serve_help, description=serve_help + (
+        ". It prints a line when a job run starts and when it ends (its status, what it did, "
+        "why it failed); every run is also an event in `accelerator events`."))
     s.add_argument("--no-wait", action="store_true", help="exit 1 instead of waiting when "
                    "another service holds the system path's lease")
     s.add_argument("--grace-seconds", type=float, default=GRACE_SECONDS,
                    help="on SIGTERM, how long running jobs may finish before their Spark jobs "
                    f"are cancelled (default {GRACE_SECONDS:g})")
     s.set_defaults(func=serve)
-    j = sub.add_parser("jobs", parents=[config], help="list the configuration's jobs with "
-                       "their last and next runs")
+    jobs_help = "list the configuration's jobs with their last and next runs"
+    j = sub.add_parser("jobs", parents=[config], help=jobs_help, description=jobs_help + (
+        ", after the service that runs them (or that none holds the system path's lease: "
+        "jobs run only while `accelerator serve` does)."))
     j.set_defaults(func=list_jobs)
-    r = sub.add_parser("run-job", parents=[config], help="run one job of the configuration "
-                       "now (exit 1 unless it succeeds)")
+    run_help = "run one job of the configuration now (exit 1 unless it succeeds)"
+    r = sub.add_parser("run-job", parents=[config], help=run_help, description=run_help + (
+        ", in this process, whether or not a service runs the jobs; it prints what the run "
+        "did and records it as an event."))
     r.add_argument("name", help="the job's name")
     r.set_defaults(func=run_job)
 
