@@ -86,9 +86,30 @@ class PartitionWindow:
 
 def source_matches(source: str, root: str, compiled: re.Pattern | None = None) -> bool:
     """Whether the source root path ``root`` (any scheme) is ``source``, a root path or a glob
-    (``compiled``: its regex, when known): equal to it or matching it, both scheme-less."""
+    (``compiled``: its regex, when known): equal to it or matching it, both scheme-less; or
+    ``source`` names files under ``root`` (see :func:`files_root`)."""
     path, wanted = scheme_less(root), scheme_less(source)
-    return path == wanted or (compiled or _glob_regex(wanted)).fullmatch(path) is not None
+    if path == wanted or (compiled or _glob_regex(wanted)).fullmatch(path) is not None:
+        return True
+    under = files_root(wanted)
+    return under is not None and source_matches(under, path)
+
+
+_GLOB_CHARACTERS = re.compile(r"[*?\[]")
+
+
+def files_root(pattern: str) -> str | None:
+    """The directory whose files (or subdirectories) a glob names by its last segments, so
+    that the source rooted there is meant: ``/lake/events/*``, ``/lake/events/**`` and
+    ``/lake/events/date=*/*.json`` name the files of ``/lake/events``; None when the last
+    segment has no glob character or nothing is left."""
+    parts = pattern.rstrip("/").split("/")
+    kept = len(parts)
+    while kept > 1 and _GLOB_CHARACTERS.search(parts[kept - 1]):
+        kept -= 1
+    if kept == len(parts) or kept == 1:
+        return None
+    return "/".join(parts[:kept])
 
 
 def _glob_regex(pattern: str) -> re.Pattern:
