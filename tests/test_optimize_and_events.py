@@ -170,6 +170,21 @@ def test_failed_operations_roll_back_and_are_events_too(spark, hs, source, monke
     assert rows(query(spark, source)) == vanilla(spark, lambda: query(spark, source))
 
 
+def test_an_interrupted_create_rolls_back_and_is_an_event(spark, hs, source, monkeypatch):
+    import indexes.covering.kind as covering_kind
+
+    def ctrl_c(*args, **kwargs):
+        raise KeyboardInterrupt()
+
+    monkeypatch.setattr(covering_kind, "write_buckets", ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        create(spark, hs, source, 2)
+    assert hs.indexes().count() == 0                  # rolled back
+    [event] = hs.events().collect()
+    assert (event["operation"], event["index"], event["status"], event["error"]) == (
+        "create", "ix", "interrupted", "KeyboardInterrupt")
+
+
 def test_optimize_errors(spark, hs, source):
     create(spark, hs, source, 2)
     with pytest.raises(InvalidIndexConfigError, match="'all' is not supported.*quick, full"):
