@@ -148,7 +148,7 @@ def test_columns_are_checked_against_the_source_when_it_is_known():
     text = "version: 1\nrules:\n  - {source: /lake/a, kind: covering, columns: [user.id], " \
            "includedColumns: [nope]}\n  - {source: /lake/new, kind: bloom, columns: [q]}"
     known = {"/lake/a": ["user", "ts"]}
-    assert problems(text, columns_of=known.get) == [
+    assert problems(text, columns_of=lambda rule: known.get(rule.source)) == [
         "rules.yaml:3:76: column 'nope' is not a column of /lake/a (it has ts, user)"]
 
 

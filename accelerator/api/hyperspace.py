@@ -319,8 +319,9 @@ class Hyperspace:
     def loadRules(self, path: str) -> DataFrame:
         """Checks the user rules file at ``path`` (see ``configs/rules.yaml``) and makes the
         session follow it (``spark.accelerator.rules.path``). Raises ``RulesError`` listing
-        every problem with its file, line and column (a column a source the history read does
-        not have is one). Returns the rules as understood: one row
+        every problem with its file, line and column (a column the rule's source does not
+        have is one, for a source the history read or one the rule names the format of).
+        Returns the rules as understood: one row
         per rule, ``source, kind, columns, includedColumns, priority, ttl, line``."""
         rules = load_rules_file(path, self._advisor.columns_of)
         self.spark.conf.set(RULES_PATH, str(path))
