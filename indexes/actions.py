@@ -85,6 +85,10 @@ class SourcePort(Protocol):
     def suspended(self) -> ContextManager[None]:
         """No rewriting of this thread's queries while the block runs."""
 
+    def interruptible(self) -> ContextManager[None]:
+        """Ctrl-C during the block cancels its Spark jobs; the block then raises
+        KeyboardInterrupt."""
+
     def changed(self) -> None:
         """The set of indexes or their versions changed."""
 
@@ -157,10 +161,11 @@ class IndexActions:
     def _build(self, build: Callable[[BuildJob], tuple[dict, dict]],
                job: BuildJob) -> Callable[[str], tuple[SourceDescription, dict]]:
         """The lifecycle's build function: ``build(job)`` into the data path it is given, with
-        the rewrite suspended for the session's queries of this thread."""
+        the rewrite suspended for the session's queries of this thread, interruptible by
+        Ctrl-C (rolled back as an interrupted operation)."""
         def run(data_path: str) -> tuple[SourceDescription, dict]:
             job.data_path = data_path
-            with self._port.suspended():
+            with self._port.interruptible(), self._port.suspended():
                 return build(job)
         return run
 

@@ -15,7 +15,7 @@ from pyspark.sql.types import StructField, StructType, _parse_datatype_json_valu
 
 from accelerator.query import session
 from accelerator.query.catalog import catalog
-from accelerator.runtime import jvm, workers
+from accelerator.runtime import interrupts, jvm, workers
 from accelerator.runtime.settings import Settings
 from accelerator.runtime.spark_versions import dataset_class
 from indexes.description import SourceDescription
@@ -43,6 +43,11 @@ class SparkSources:
     def suspended(self) -> ContextManager[None]:
         """No rewriting of this thread's queries on the session while the block runs."""
         return session.suspended(self.spark)
+
+    def interruptible(self) -> ContextManager[None]:
+        """Ctrl-C during the block cancels the session's Spark jobs (from another thread,
+        without py4j's tracebacks); the block then raises KeyboardInterrupt."""
+        return interrupts.cancel_on_interrupt(self.spark)
 
     def changed(self) -> None:
         """Forgets the cached index list and reloads it, so the JVM rule knows at once which
