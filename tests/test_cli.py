@@ -399,6 +399,27 @@ def test_bare_command_prints_the_help_and_starts_nothing(tmp_path):
     assert run.stderr == ""
 
 
+BAD_SPEC_SCRIPT = """
+import sys
+from pyspark import SparkContext
+from accelerator.commands.cli import main
+code = main(["create", sys.argv[1], "--system-path", sys.argv[2]])
+print("RC", code, "JVM", SparkContext._gateway is not None)
+"""
+
+
+def test_a_bad_spec_file_is_reported_before_spark_starts(tmp_path):
+    spec = write_spec(tmp_path, "source: {path: /data/x, fromat: json}\n"
+                                "index: {kind: covering, name: i, indexedColumns: [k]}\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")]))}
+    run = subprocess.run([sys.executable, "-c", BAD_SPEC_SCRIPT, spec, str(tmp_path / "ix")],
+                         capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
+    assert run.stdout.strip() == "RC 1 JVM False", run.stderr[-3000:]
+    assert run.stderr.strip() == (f"accelerator create: error: spec file {spec}: source has "
+                                  "unknown keys fromat; known: format, options, path, paths, "
+                                  "schema")
+
+
 def test_installed_command_version_usage_and_missing_system_path(tmp_path):
     version = subprocess.run([COMMAND, "--version"], capture_output=True, text=True, timeout=60)
     assert version.returncode == 0, version.stderr

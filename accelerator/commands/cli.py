@@ -20,7 +20,7 @@ from typing import Any, Callable
 from accelerator.commands import demo as demo_command
 from accelerator.commands import scheduler as scheduler_commands
 from accelerator.commands.session import spark_session
-from accelerator.commands.spec import load_spec
+from accelerator.commands.spec import read_spec
 from accelerator.runtime.settings import Settings
 from indexes import kinds
 from indexes.errors import AcceleratorError
@@ -63,7 +63,7 @@ def _query(hs: Any, args: argparse.Namespace) -> Any:
 
 
 COMMANDS: dict[str, Callable[[Any, argparse.Namespace], Any]] = {
-    "create": lambda hs, a: hs.createIndex(*load_spec(hs.spark, a.spec)),
+    "create": lambda hs, a: hs.createIndex(a.spec.source_frame(hs.spark), a.spec.config),
     "refresh": lambda hs, a: hs.refreshIndex(a.name, **_mode(a)),
     "optimize": lambda hs, a: hs.optimizeIndex(a.name, **_mode(a)),
     "delete": lambda hs, a: hs.deleteIndex(a.name),
@@ -108,9 +108,12 @@ def _emit(result: Any, as_json: bool, vertical: bool) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    """Runs one command of :data:`COMMANDS` on the system path and prints its result."""
+    """Runs one command of :data:`COMMANDS` on the system path and prints its result; a
+    spec file is read and checked before Spark starts."""
     from accelerator import Hyperspace
 
+    if args.command == "create":
+        args.spec = read_spec(args.spec)   # the file's path becomes what it says
     with spark_session(args, f"accelerator-{args.command}", args.system_path) as spark:
         if args.command != "create":
             _check_system_path(spark)
