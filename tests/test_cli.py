@@ -346,6 +346,16 @@ def test_user_errors_of_the_api_and_of_spark(spark, tmp_path, capsys, source):
     assert verdicts(capsys, system_path, sql(source, "k = 1")) == [("idx_k", "APPLIED")]
 
 
+def test_the_system_path_can_come_from_the_environment(spark, tmp_path, capsys, monkeypatch):
+    missing = str(tmp_path / "from-env")
+    monkeypatch.setenv("ACCELERATOR_SYSTEM_PATH", missing)
+    code, out, err = cli(capsys, "indexes")
+    assert code == 1 and f"system path {missing} does not exist" in err
+    given = str(tmp_path / "given")
+    code, out, err = cli(capsys, "indexes", "--system-path", given)   # the flag wins
+    assert code == 1 and f"system path {given} does not exist" in err
+
+
 @pytest.mark.parametrize("args", [
     ["bogus"], ["refresh"], ["vacuum", "i", "--retention-seconds", "soon"], ["indexes", "--jsn"],
     ["refresh", "i", "--mode", "sideways"], ["optimize", "i", "--mode", "incremental"],

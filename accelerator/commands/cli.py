@@ -13,6 +13,7 @@ import argparse
 import dataclasses
 import json
 import logging
+import os
 import sys
 from importlib import metadata
 from typing import Any, Callable
@@ -27,6 +28,8 @@ from indexes.errors import AcceleratorError
 from indexes.kind import REFRESH_MODES
 
 DISTRIBUTION = "spark-accelerator"
+#: the environment variable that gives the commands' --system-path when it is not given
+SYSTEM_PATH_VARIABLE = "ACCELERATOR_SYSTEM_PATH"
 _SHOW_ALL = 1 << 30   # rows for DataFrame.show: all of them (Spark caps it itself)
 
 
@@ -147,8 +150,10 @@ def parser() -> argparse.ArgumentParser:
     top.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = top.add_subparsers(dest="command")
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--system-path", help="index system path (default: the session's "
-                        "spark.accelerator.system.path, else <spark.sql.warehouse.dir>/indexes)")
+    common.add_argument("--system-path", default=os.environ.get(SYSTEM_PATH_VARIABLE) or None,
+                        help=f"index system path (default: ${SYSTEM_PATH_VARIABLE}, else the "
+                        "session's spark.accelerator.system.path, as spark-defaults.conf may set "
+                        "it, else <spark.sql.warehouse.dir>/indexes)")
     common.add_argument("--master", default="local[2]",
                         help="Spark master, when no Spark session is active (default local[2])")
     common.add_argument("--json", action="store_true", help="print one JSON object per row")
