@@ -1,8 +1,8 @@
 """The Spark side of the index operations: the :class:`~indexes.actions.SourcePort` of one
 session. It describes the file source a DataFrame reads (through the JVM's plan helpers), reads
 an index's source again as it was built, tells why a source is gone or how it changed since an
-index was built (for listings), prepares the executors for
-a kind's builds, suspends the rewrite while builds read, and tells the rewriter when the indexes
+index was built (for listings), prepares the executors for a kind's builds, suspends the
+rewrite while builds read, lets Ctrl-C cancel a build, and tells the rewriter when the indexes
 changed."""
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from accelerator.query.catalog import catalog
 from accelerator.runtime import interrupts, jvm, workers
 from accelerator.runtime.settings import Settings
 from accelerator.runtime.spark_versions import dataset_class
-from indexes.description import SourceDescription
 from indexes import kinds
+from indexes.description import SourceDescription
 from indexes.errors import AcceleratorError, SourceNotFoundError, UnsupportedSourceError
 from indexes.freshness import staleness
 from indexes.fs import HadoopFs
