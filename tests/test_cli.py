@@ -430,6 +430,22 @@ def test_a_bad_spec_file_is_reported_before_spark_starts(tmp_path):
                                   "schema")
 
 
+def test_a_read_leaves_no_spark_warehouse_behind(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    data, system_path, cwd = tmp_path / "data", tmp_path / "indexes", tmp_path / "cwd"
+    for d in (data, system_path, cwd):
+        d.mkdir()
+    pq.write_table(pa.table({"id": [1, 2, 3]}), data / "part-0.parquet")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")]))}
+    run = subprocess.run([sys.executable, "-m", "accelerator.commands.cli", "whynot",
+                          sql(str(data), "id = 2"), "--system-path", str(system_path)],
+                         capture_output=True, text=True, timeout=600, cwd=cwd, env=env)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert list(cwd.iterdir()) == []   # Spark's catalog made ./spark-warehouse for the SQL
+
+
 def test_installed_command_version_usage_and_missing_system_path(tmp_path):
     version = subprocess.run([COMMAND, "--version"], capture_output=True, text=True, timeout=60)
     assert version.returncode == 0, version.stderr
