@@ -30,6 +30,8 @@ log = logging.getLogger("accelerator.indexes.actions")
 #: the key of an index's config naming the rule engine's instruction that created it:
 #: "engine" (its own choice) or "user" (a user rule); absent for an index created by hand
 ORIGIN_KEY = "createdBy"
+#: the status of the event of an operation stopped by Ctrl-C (KeyboardInterrupt), rolled back
+INTERRUPTED = "interrupted"
 
 
 @dataclass(frozen=True)
@@ -83,6 +85,10 @@ class SourcePort(Protocol):
     def suspended(self) -> ContextManager[None]:
         """No rewriting of this thread's queries while the block runs."""
 
+    def interruptible(self) -> ContextManager[None]:
+        """Ctrl-C during the block cancels its Spark jobs; the block then raises
+        KeyboardInterrupt."""
+
     def changed(self) -> None:
         """The set of indexes or their versions changed."""
 
@@ -116,19 +122,20 @@ class IndexActions:
     def _run(self, operation: str, index: str, mode: str, failed_input: IoStats,
              action: Callable[[], _Outcome]) -> OperationResult:
         """Runs ``action`` timed; records its event (a failed one with ``failed_input`` as
-        what it read, then the error is raised unchanged)."""
+        what it read, status ``interrupted`` for Ctrl-C, then the error is raised unchanged)."""
         events = EventLog(self._port.fs, self.settings().system_path)
         started = now_ms()
         try:
             outcome = action()
-        except Exception as exc:
+        except BaseException as exc:
             # the cause of an operation the lifecycle rolled back, else the error itself
             cause = (exc.__cause__ if isinstance(exc, IndexOperationError)
                      and exc.__cause__ is not None else exc)
             try:
                 events.write(operation, index, mode, started, now_ms(), None,
                              failed_input.to_json(), IoStats().to_json(),
-                             error=f"{type(cause).__name__}: {cause}")
+                             error=f"{type(cause).__name__}: {cause}".rstrip(": "),
+                             status=None if isinstance(exc, Exception) else INTERRUPTED)
             except Exception:   # the operation's own error is the one to report
                 log.warning("could not record the failed %s of index '%s'", operation, index,
                             exc_info=True)
@@ -154,10 +161,11 @@ class IndexActions:
     def _build(self, build: Callable[[BuildJob], tuple[dict, dict]],
                job: BuildJob) -> Callable[[str], tuple[SourceDescription, dict]]:
         """The lifecycle's build function: ``build(job)`` into the data path it is given, with
-        the rewrite suspended for the session's queries of this thread."""
+        the rewrite suspended for the session's queries of this thread, interruptible by
+        Ctrl-C (rolled back as an interrupted operation)."""
         def run(data_path: str) -> tuple[SourceDescription, dict]:
             job.data_path = data_path
-            with self._port.suspended():
+            with self._port.interruptible(), self._port.suspended():
                 return build(job)
         return run
 

@@ -23,7 +23,7 @@ import difflib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Collection, Iterable
+from typing import Any, Callable, Collection, Iterable, Optional
 
 import yaml
 
@@ -86,9 +86,30 @@ class PartitionWindow:
 
 def source_matches(source: str, root: str, compiled: re.Pattern | None = None) -> bool:
     """Whether the source root path ``root`` (any scheme) is ``source``, a root path or a glob
-    (``compiled``: its regex, when known): equal to it or matching it, both scheme-less."""
+    (``compiled``: its regex, when known): equal to it or matching it, both scheme-less; or
+    ``source`` names files under ``root`` (see :func:`files_root`)."""
     path, wanted = scheme_less(root), scheme_less(source)
-    return path == wanted or (compiled or _glob_regex(wanted)).fullmatch(path) is not None
+    if path == wanted or (compiled or _glob_regex(wanted)).fullmatch(path) is not None:
+        return True
+    under = files_root(wanted)
+    return under is not None and source_matches(under, path)
+
+
+_GLOB_CHARACTERS = re.compile(r"[*?\[]")
+
+
+def files_root(pattern: str) -> str | None:
+    """The directory whose files (or subdirectories) a glob names by its last segments, so
+    that the source rooted there is meant: ``/lake/events/*``, ``/lake/events/**`` and
+    ``/lake/events/date=*/*.json`` name the files of ``/lake/events``; None when the last
+    segment has no glob character or nothing is left."""
+    parts = pattern.rstrip("/").split("/")
+    kept = len(parts)
+    while kept > 1 and _GLOB_CHARACTERS.search(parts[kept - 1]):
+        kept -= 1
+    if kept == len(parts) or kept == 1:
+        return None
+    return "/".join(parts[:kept])
 
 
 def _glob_regex(pattern: str) -> re.Pattern:
@@ -165,6 +186,10 @@ class UserRule:
             extra.append(f"read as {self.format}")
         return (f"{self.file}:{self.line}: {self.source}: {what}"
                 + (f" ({'; '.join(extra)})" if extra else ""))
+
+
+#: ``columns_of(rule)``: the top-level columns of a rule's source, None when unknown
+ColumnsOf = Callable[[UserRule], Optional[Collection[str]]]
 
 
 @dataclass(frozen=True)
@@ -307,10 +332,10 @@ def _construct(node: yaml.ScalarNode) -> Any:
 
 
 def load_rules(text: str, file: str = "<rules>",
-               columns_of: Callable[[str], Collection[str] | None] | None = None) -> RuleSet:
+               columns_of: ColumnsOf | None = None) -> RuleSet:
     """The rules of a YAML document; :class:`RulesError` listing every problem (with file, line
-    and column). ``columns_of(source)``, when given, returns the columns a source has (top-level
-    names, or None when unknown): a rule naming another column is a problem."""
+    and column). ``columns_of(rule)``, when given, returns the columns a rule's source has
+    (top-level names, or None when unknown): a rule naming another column is a problem."""
     reader = Reader(file)
     root = reader.compose(text, "expected 'version: 1' and 'rules:'")
     top = reader.mapping(root, _TOP, "the rules file") if root is not None else {}
@@ -321,7 +346,7 @@ def load_rules(text: str, file: str = "<rules>",
 
 
 def load_rules_file(path: str | Path,
-                    columns_of: Callable[[str], Collection[str] | None] | None = None) -> RuleSet:
+                    columns_of: ColumnsOf | None = None) -> RuleSet:
     """:func:`load_rules` of a file (its path named in every problem)."""
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -332,8 +357,7 @@ def load_rules_file(path: str | Path,
 
 
 def read_rule_sections(reader: Reader, top: dict[str, tuple[yaml.Node, yaml.Node]],
-                       columns_of: Callable[[str], Collection[str] | None] | None = None
-                       ) -> RuleSet:
+                       columns_of: ColumnsOf | None = None) -> RuleSet:
     """The :data:`RULE_SECTIONS` of a top-level mapping (key to its key and value nodes, as
     :meth:`Reader.mapping` returns it), their problems recorded in ``reader``."""
     budget = _budget(reader, top["budget"][1]) if "budget" in top else Budget()
@@ -376,7 +400,7 @@ def _budget(reader: Reader, node: yaml.Node) -> Budget:
 
 def _rule(reader: Reader, node: yaml.Node, default_priority: Priority,
           default_ttl: int | None,
-          columns_of: Callable[[str], Collection[str] | None] | None) -> UserRule | None:
+          columns_of: ColumnsOf | None) -> UserRule | None:
     before = len(reader.problems)
     keys = reader.mapping(node, _RULE, "a rule")
     if not keys:
@@ -434,21 +458,21 @@ def _rule(reader: Reader, node: yaml.Node, default_priority: Priority,
     schema = reader.text(value("schema"), "schema") if "schema" in keys else None
     if (options or schema) and fmt is None:
         reader.problem(node, "'options' and 'schema' need the 'format' they read with")
-    if source is not None and columns_of is not None:
-        known = columns_of(source)
-        if known is not None:
-            names = set(known)
-            for name, what in [(c, "columns") for c in columns] + \
-                              [(c, "includedColumns") for c in included]:
-                if name.split(".", 1)[0] not in names and name not in names:
-                    reader.problem(value(what), f"column '{name}' is not a column of {source} "
-                                                f"(it has {', '.join(sorted(names))})")
     if len(reader.problems) > before or source is None:
         return None
     mark = node.start_mark
-    return UserRule(source, kind, columns, included, priority, ttl, window, fmt, options, schema,
+    rule = UserRule(source, kind, columns, included, priority, ttl, window, fmt, options, schema,
                     reader.file, mark.line + 1, mark.column + 1,
                     _glob_regex(scheme_less(source)))
+    known = columns_of(rule) if columns_of is not None and (columns or included) else None
+    if known is not None:
+        names = set(known)
+        for name, what in [(c, "columns") for c in columns] + \
+                          [(c, "includedColumns") for c in included]:
+            if name.split(".", 1)[0] not in names and name not in names:
+                reader.problem(value(what), f"column '{name}' is not a column of {source} "
+                                            f"(it has {', '.join(sorted(names))})")
+    return None if len(reader.problems) > before else rule
 
 
 def _any_key(node: yaml.Node | None) -> list[str]:

@@ -421,3 +421,19 @@ def test_a_later_request_raises_priority_and_ttl_but_never_lowers_them(spark, hs
     hs.cache(spark.read.parquet(src), ttl=None)             # no TTL is the longest
     assert terms() == {("HIGH", None)}
     assert len(hs.cacheEntries().collect()) == 2            # no data written again
+
+
+def test_why_not_of_the_cache_before_anything_is_cached(spark, hs, tmp_path):
+    src = str(tmp_path / "src")
+    write(spark, "parquet", src, partitioned=False)
+    q = spark.read.parquet(src).where("id = 3")
+    shown: list[str] = []
+    reasons = hs.whyNot(q, "cache", redirectFunc=shown.append)
+    assert [(r.index, r.code) for r in reasons] == [("cache", "NOT_CACHED")]
+    assert "hs.cache(df)" in reasons[0].reason and src in reasons[0].source
+    assert shown[0].startswith("cache [NOT_CACHED] ")
+    with session_conf(spark, spark__accelerator__cache__enabled="false"):
+        assert [r.code for r in hs.whyNot(q, "cache", redirectFunc=lambda s: None)] == [
+            "DISABLED"]
+    assert [r.code for r in hs.whyNot(spark.range(3), "cache", redirectFunc=lambda s: None)] == [
+        "NO_FILE_SOURCE"]

@@ -122,6 +122,10 @@ def test_covering_index_through_every_verb(spark, tmp_path, capsys, source):
         .selectExpr("id", "id % 7 AS k", "concat('message ', id) AS msg")
         .write.mode("append").parquet(source))
     assert verdicts(capsys, system_path, lookup) == [("idx_k", "APPLIED")]   # hybrid scan
+    code, out, err = cli(capsys, "indexes", "--system-path", system_path, "--json")
+    [row] = json_rows(out)
+    assert row["warning"] == ("its source changed since the index was built: 1 appended file; "
+                              "refreshIndex('idx_k', mode='incremental') brings it up to date")
     code, _, err = cli(capsys, "refresh", "idx_k", "--mode", "incremental",
                        "--system-path", system_path)
     assert code == 0, err
@@ -129,9 +133,6 @@ def test_covering_index_through_every_verb(spark, tmp_path, capsys, source):
     code, _, err = cli(capsys, "optimize", "idx_k", "--mode", "full", "--system-path", system_path)
     assert code == 0, err
     assert index_row(capsys, system_path, "idx_k")["dataVersion"] == 2
-    code, _, err = cli(capsys, "refresh", "idx_k", "--mode", "sideways",
-                       "--system-path", system_path)
-    assert code == 1 and "sideways" in err
 
     code, out, err = cli(capsys, "events", "--system-path", system_path, "--json")
     assert code == 0, err
@@ -345,14 +346,104 @@ def test_user_errors_of_the_api_and_of_spark(spark, tmp_path, capsys, source):
     assert verdicts(capsys, system_path, sql(source, "k = 1")) == [("idx_k", "APPLIED")]
 
 
+def test_the_system_path_can_come_from_the_environment(spark, tmp_path, capsys, monkeypatch):
+    missing = str(tmp_path / "from-env")
+    monkeypatch.setenv("ACCELERATOR_SYSTEM_PATH", missing)
+    code, out, err = cli(capsys, "indexes")
+    assert code == 1 and f"system path {missing} does not exist" in err
+    given = str(tmp_path / "given")
+    code, out, err = cli(capsys, "indexes", "--system-path", given)   # the flag wins
+    assert code == 1 and f"system path {given} does not exist" in err
+
+
 @pytest.mark.parametrize("args", [
     ["bogus"], ["refresh"], ["vacuum", "i", "--retention-seconds", "soon"], ["indexes", "--jsn"],
+    ["refresh", "i", "--mode", "sideways"], ["optimize", "i", "--mode", "incremental"],
 ])
 def test_usage_errors_exit_2(capsys, args):
     with pytest.raises(SystemExit) as exit_:
         main(args)
     assert exit_.value.code == 2
     assert "usage: accelerator" in capsys.readouterr().err
+
+
+def test_modes_are_checked_and_listed_by_the_parser(capsys):
+    with pytest.raises(SystemExit):
+        main(["refresh", "i", "--mode", "sideways"])
+    assert ("argument --mode: invalid choice: 'sideways' (choose from full, incremental, quick)"
+            in capsys.readouterr().err.replace("'full', 'incremental', 'quick'",
+                                               "full, incremental, quick"))
+    with pytest.raises(SystemExit):
+        main(["optimize", "--help"])
+    assert "--mode {quick,full}" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", ["demo", "jar", "serve", "jobs", "run-job", "rules",
+                                     "config", "indexes", "refresh"])
+def test_help_pages_describe_their_command(capsys, command):
+    with pytest.raises(SystemExit) as exit_:
+        main([command, "--help"])
+    assert exit_.value.code == 0
+    usage, description = capsys.readouterr().out.split("\n\n")[:2]
+    assert usage.startswith(f"usage: accelerator {command}")
+    assert not description.startswith(("options:", "positional arguments:")), description
+
+
+BARE_COMMAND_SCRIPT = """
+import os, sys
+from pyspark import SparkContext
+from accelerator.commands.cli import main
+code = main([])
+print("RC", code, "JVM", SparkContext._gateway is not None, "FILES", sorted(os.listdir(".")))
+"""
+
+
+def test_bare_command_prints_the_help_and_starts_nothing(tmp_path):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")]))}
+    run = subprocess.run([sys.executable, "-c", BARE_COMMAND_SCRIPT], capture_output=True,
+                         text=True, timeout=120, cwd=tmp_path, env=env)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert run.stdout.startswith("usage: accelerator")
+    assert "demo" in run.stdout and "indexes" in run.stdout   # the commands are listed
+    assert run.stdout.rstrip().endswith("RC 0 JVM False FILES []")   # no demo, no Spark
+    assert run.stderr == ""
+
+
+BAD_SPEC_SCRIPT = """
+import sys
+from pyspark import SparkContext
+from accelerator.commands.cli import main
+code = main(["create", sys.argv[1], "--system-path", sys.argv[2]])
+print("RC", code, "JVM", SparkContext._gateway is not None)
+"""
+
+
+def test_a_bad_spec_file_is_reported_before_spark_starts(tmp_path):
+    spec = write_spec(tmp_path, "source: {path: /data/x, fromat: json}\n"
+                                "index: {kind: covering, name: i, indexedColumns: [k]}\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")]))}
+    run = subprocess.run([sys.executable, "-c", BAD_SPEC_SCRIPT, spec, str(tmp_path / "ix")],
+                         capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
+    assert run.stdout.strip() == "RC 1 JVM False", run.stderr[-3000:]
+    assert run.stderr.strip() == (f"accelerator create: error: spec file {spec}: source has "
+                                  "unknown keys fromat; known: format, options, path, paths, "
+                                  "schema")
+
+
+def test_a_read_leaves_no_spark_warehouse_behind(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    data, system_path, cwd = tmp_path / "data", tmp_path / "indexes", tmp_path / "cwd"
+    for d in (data, system_path, cwd):
+        d.mkdir()
+    pq.write_table(pa.table({"id": [1, 2, 3]}), data / "part-0.parquet")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [REPO, os.environ.get("PYTHONPATH")]))}
+    run = subprocess.run([sys.executable, "-m", "accelerator.commands.cli", "whynot",
+                          sql(str(data), "id = 2"), "--system-path", str(system_path)],
+                         capture_output=True, text=True, timeout=600, cwd=cwd, env=env)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert list(cwd.iterdir()) == []   # Spark's catalog made ./spark-warehouse for the SQL
 
 
 def test_installed_command_version_usage_and_missing_system_path(tmp_path):

@@ -14,6 +14,7 @@ from accelerator import (
     IndexConfig,
     InvalidIndexConfigError,
     MinMaxSketch,
+    TextIndexConfig,
     ValueListSketch,
 )
 from tests.helpers import rows, vanilla
@@ -188,7 +189,7 @@ def test_file_names_with_special_characters(spark, hs, tmp_path):
 
 
 @pytest.mark.parametrize("sketch, message", [
-    (MinMaxSketch("no_such_column"), "not a valid expression"),
+    (MinMaxSketch("no_such_column"), "column 'no_such_column' does not exist"),
     (MinMaxSketch("rand()"), "deterministic"),
     (MinMaxSketch("user"), "cannot be sketched"),
     (BloomFilterSketch("id", fpp=1.5), "fpp"),
@@ -199,6 +200,60 @@ def test_bad_sketches_are_rejected(spark, hs, events_path, sketch, message):
     with pytest.raises(InvalidIndexConfigError, match=message):
         hs.createIndex(spark.read.parquet(events_path), DataSkippingIndexConfig("ds_bad", sketch))
     assert hs.indexes().count() == 0
+
+
+@pytest.fixture
+def query_context_logs():
+    """The records pyspark's query-context loggers (4.0+) take while the test runs: they log
+    each analysis error with a JVM stack trace, to a stream of their own."""
+    import logging
+
+    from indexes.spark_logs import query_context_loggers
+
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    loggers = query_context_loggers()
+    for logger in loggers:
+        logger.addHandler(handler)
+    yield records
+    for logger in loggers:
+        logger.removeHandler(handler)
+
+
+@pytest.mark.parametrize("config, message", [
+    (DataSkippingIndexConfig("ds_bad", MinMaxSketch("tss")),
+     "sketch MinMax('tss'): column 'tss' does not exist; did you mean 'ts'"),
+    (DataSkippingIndexConfig("ds_bad", MinMaxSketch("user.idd")),
+     "column 'user.idd' does not exist; did you mean 'user.id'"),
+    (DataSkippingIndexConfig("ds_bad", MinMaxSketch("upper(oss)")),   # analysed by Spark
+     "not a valid expression over the source: [UNRESOLVED_COLUMN"),
+    (TextIndexConfig("t_bad", column="oss"), "column 'oss' does not exist; did you mean 'os'"),
+    (IndexConfig("ci_bad", ["tss"]), "column 'tss' does not exist; did you mean 'ts'"),
+])
+def test_a_misspelt_column_shows_only_the_clean_error(spark, hs, events_path, capfd,
+                                                      query_context_logs, config, message):
+    """pyspark 4 logs each analysis error with a JVM stack trace (SQLQueryContextLogger)
+    before raising it; the API's own validation error is all a user sees."""
+    df = spark.read.parquet(events_path)
+    capfd.readouterr()
+    with pytest.raises(InvalidIndexConfigError) as raised:
+        hs.createIndex(df, config)
+    assert message in str(raised.value)
+    assert query_context_logs == []
+    err = capfd.readouterr().err
+    assert "QueryContextLogger" not in err and "Traceback" not in err and "\tat " not in err, err
+
+
+def test_spark_logs_an_analysis_error_outside_the_accelerator(spark, events_path,
+                                                              query_context_logs):
+    """What the test above guards against: pyspark 4 logs the error a user then sees again."""
+    from pyspark.errors import AnalysisException
+
+    df = spark.read.parquet(events_path)
+    with pytest.raises(AnalysisException):
+        df.select(F.expr("upper(oss)")).schema
+    assert len(query_context_logs) == (1 if spark.version >= "4" else 0)
 
 
 def test_duplicate_sketch_is_rejected(spark, hs, events_path):
@@ -235,6 +290,6 @@ def test_long_in_list(spark, hs, range_path):
 
 
 def test_invalid_column_among_valid_ones_is_named(spark, hs, events_path):
-    with pytest.raises(InvalidIndexConfigError, match=r"MinMax\('nope'\): not a valid expression"):
+    with pytest.raises(InvalidIndexConfigError, match=r"MinMax\('nope'\): column 'nope' does not"):
         hs.createIndex(spark.read.parquet(events_path), DataSkippingIndexConfig(
             "ds_bad", MinMaxSketch("id"), MinMaxSketch("nope"), MinMaxSketch("user.id")))

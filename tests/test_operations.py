@@ -99,6 +99,42 @@ def test_a_deleted_source_directory_is_named(spark, hs, source, tmp_path):
     assert "src" in row["warning"]
 
 
+def test_listing_shows_each_index_against_its_source_now_with_the_refresh_that_fixes_it(
+        spark, hs, source):
+    def warnings() -> dict:
+        return {r["name"]: r["warning"] for r in hs.indexes().collect()}
+
+    hs.createIndex(spark.read.parquet(source), IndexConfig("ix", ["k"], ["id"]))   # no lineage
+    hs.createIndex(spark.read.parquet(source), DataSkippingIndexConfig("ds", MinMaxSketch("id")))
+    assert warnings() == {"ix": None, "ds": None}   # up to date
+    first = sorted(spark.read.parquet(source).inputFiles())[0]
+
+    spark.range(400, 450).selectExpr("id", "id % 7 AS k", "concat('msg ', id) AS message") \
+        .coalesce(1).write.mode("append").parquet(source)
+    listed = warnings()
+    for name in ("ix", "ds"):
+        assert listed[name] == ("its source changed since the index was built: 1 appended "
+                                f"file; refreshIndex('{name}', mode='incremental') brings it "
+                                "up to date"), listed[name]
+    assert hs.index("ix").first()["warning"] == listed["ix"]
+    hs.refreshIndex("ix", mode="incremental")      # what the warning said
+    assert warnings()["ix"] is None
+
+    os.remove(first.removeprefix("file:"))
+    listed = warnings()
+    assert listed["ix"].startswith("its source changed since the index was built: 1 deleted "
+                                   "file; refreshIndex('ix', mode='full') brings it up to date")
+    assert "no lineage column" in listed["ix"]     # why not incremental
+    assert listed["ds"].startswith("its source changed since the index was built: 1 appended "
+                                   "file, 1 deleted file; refreshIndex('ds', mode='incremental')")
+    hs.refreshIndex("ix", mode="full")
+    hs.refreshIndex("ds", mode="incremental")
+    assert warnings() == {"ix": None, "ds": None}
+
+    shutil.rmtree(source)
+    assert all("no longer exists" in w for w in warnings().values())
+
+
 def test_a_corrupt_log_entry_is_listed_and_can_be_vacuumed(spark, hs, source):
     hs.createIndex(spark.read.parquet(source), IndexConfig("ix", ["k"], ["id"]))
     hs.createIndex(spark.read.parquet(source), IndexConfig("other", ["id"], ["k"]))

@@ -6,13 +6,19 @@ never a mix."""
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import pytest
 
 from accelerator import IndexConfig, InvalidIndexConfigError
 from tests.helpers import rows, session_conf, vanilla
 from tests.test_hybrid_scan import SCHEMA, append, data, split_files
+
+REPO = str(Path(__file__).resolve().parent.parent)
 
 
 @pytest.fixture
@@ -168,6 +174,64 @@ def test_failed_operations_roll_back_and_are_events_too(spark, hs, source, monke
     source_files = len(spark.read.parquet(source).inputFiles()) - 1   # before the append
     assert events[0]["input"]["files"] == events[1]["input"]["files"] == source_files
     assert rows(query(spark, source)) == vanilla(spark, lambda: query(spark, source))
+
+
+def test_an_interrupted_create_rolls_back_and_is_an_event(spark, hs, source, monkeypatch):
+    import indexes.covering.kind as covering_kind
+
+    def ctrl_c(*args, **kwargs):
+        raise KeyboardInterrupt()
+
+    monkeypatch.setattr(covering_kind, "write_buckets", ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        create(spark, hs, source, 2)
+    assert hs.indexes().count() == 0                  # rolled back
+    [event] = hs.events().collect()
+    assert (event["operation"], event["index"], event["status"], event["error"]) == (
+        "create", "ix", "interrupted", "KeyboardInterrupt")
+
+
+CTRL_C_SCRIPT = """
+import sys
+from pyspark.sql import SparkSession
+import indexes.covering.kind as covering_kind
+from accelerator import Hyperspace, IndexConfig
+
+data, system_path = sys.argv[1:3]
+spark = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+         .config("spark.ui.showConsoleProgress", "false")
+         .config("spark.accelerator.system.path", system_path).getOrCreate())
+spark.range(100).selectExpr("id", "id % 5 AS k").write.parquet(data)
+
+def slow_build(*args, **kwargs):   # waits in a py4j call, as a build's write does
+    print("BUILDING", flush=True)
+    spark.range(0, 10 ** 12, numPartitions=1).where("id % 7 = 8").count()
+
+covering_kind.write_buckets = slow_build
+hs = Hyperspace(spark)
+try:
+    hs.createIndex(spark.read.parquet(data), IndexConfig("ix", ["k"], ["id"]))
+except KeyboardInterrupt:
+    print("INTERRUPTED", [(e.operation, e.status) for e in hs.events().collect()],
+          hs.indexes().count(), flush=True)
+"""
+
+
+def test_ctrl_c_during_a_build_cancels_it_quietly_and_is_an_event(tmp_path):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        filter(None, [REPO, os.environ.get("PYTHONPATH")]))}
+    child = subprocess.Popen([sys.executable, "-c", CTRL_C_SCRIPT, str(tmp_path / "data"),
+                              str(tmp_path / "indexes")], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
+    try:
+        assert child.stdout.readline().strip() == "BUILDING", child.stderr.read()[-3000:]
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=180)
+    finally:
+        child.kill()
+    assert child.returncode == 0, err[-3000:]
+    assert out.strip() == "INTERRUPTED [('create', 'interrupted')] 0"
+    assert "Traceback" not in err and "py4j" not in err.lower(), err[-3000:]
 
 
 def test_optimize_errors(spark, hs, source):

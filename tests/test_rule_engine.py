@@ -277,6 +277,12 @@ def test_a_bad_rules_file_names_its_line(spark, hs, tmp_path, rules_path, lake):
                      "    columns: [customr]\n")
     with pytest.raises(RulesError, match=r"rules.yaml:5:14: column 'customr' is not a column"):
         hs.loadRules(str(rules))
+    # a source the history never read, on disk, read as the rule says
+    rules.write_text(f"version: 1\nrules:\n  - source: {lake['wide']}\n    kind: minmax\n"
+                     "    columns: [idd]\n    format: parquet\n")
+    with pytest.raises(RulesError, match=r"rules.yaml:5:14: column 'idd' is not a column of "
+                                         r".*wide \(it has .*id"):
+        hs.loadRules(str(rules))
     assert spark.conf.get("spark.accelerator.rules.path") == ""     # not followed
 
 

@@ -92,9 +92,41 @@ def test_one_service_per_system_path_and_a_standby_takes_over(hs, system_path, t
     listing = _cli("jobs", "--config", str(config))
     assert listing.returncode == 0, listing.stderr
     lines = listing.stdout.splitlines()
-    assert "evict: evict; every PT2S in UTC" in lines[0]
-    assert lines[1].startswith("    last run: ") and "succeeded" in lines[1]
-    assert lines[2].startswith("    next run: 20")
+    assert lines[0].startswith("service: none: no `accelerator serve --config ")
+    assert "evict: evict; every PT2S in UTC" in lines[1]
+    assert lines[2].startswith("    last run: ") and "succeeded" in lines[2]
+    assert lines[3].startswith("    next run: 20")
+
+
+def test_serve_prints_a_line_per_run_and_jobs_says_when_no_service_runs(hs, system_path,
+                                                                       tmp_path, services):
+    config = _config(tmp_path, system_path, """jobs:
+  - {name: evict, kind: evict, interval: PT1S}
+  - {name: refresh-nope, kind: refresh, indexes: [nope], interval: PT1S}
+""")
+    service = services(config)
+    assert service.said("refresh-nope (refresh): failed in "), "".join(service.err[-20:])
+    assert service.said("evict (evict): succeeded in ")
+    assert service.stop() == 0
+    lines = [line.strip() for line in service.out]
+    evict_end = next(line for line in lines if "evict (evict): succeeded" in line)
+    assert evict_end.startswith("accelerator serve: 20")   # the time of the line
+    assert evict_end.endswith(": evicted 0 cache entries (0 bytes)")
+    assert any(line.startswith("accelerator serve: 20") and line.endswith("evict (evict): started")
+               for line in lines)
+    failed = next(line for line in lines if "refresh-nope (refresh): failed" in line)
+    assert failed.endswith("refreshed 0 of 0 index(es); error: nope: no ACTIVE index of that "
+                           "name"), failed
+
+    listing = _cli("jobs", "--config", str(config))
+    assert listing.returncode == 0, listing.stderr
+    lines = listing.stdout.splitlines()
+    assert lines[0].startswith(f"service: none: no `accelerator serve --config {config}` holds "
+                               f"the lease of {system_path}"), lines[0]
+    assert "the jobs run only while one does" in lines[0]
+    next_runs = [line for line in lines if line.startswith("    next run: ")]
+    assert len(next_runs) == 2
+    assert all(line.endswith("(past: no service is running)") for line in next_runs), lines
 
 
 def test_run_job_runs_one_job_now(hs, system_path, tmp_path):

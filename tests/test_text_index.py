@@ -260,7 +260,7 @@ def test_config_errors(spark, hs, logs):
     df = spark.read.parquet(logs)
     with pytest.raises(InvalidIndexConfigError, match="needs a string column"):
         hs.createIndex(df, TextIndexConfig("t1", column="id"))
-    with pytest.raises(InvalidIndexConfigError, match="not a column of the source"):
+    with pytest.raises(InvalidIndexConfigError, match="column 'nope' does not exist"):
         hs.createIndex(df, TextIndexConfig("t2", column="nope"))
     with pytest.raises(InvalidIndexConfigError, match="not an expression"):
         hs.createIndex(df, TextIndexConfig("t3", column="lower(message)"))

@@ -7,7 +7,14 @@ from pathlib import Path
 import pytest
 
 from rules.terms import Priority
-from rules.user_rules import RulesError, load_rules, load_rules_file, scheme_less
+from rules.user_rules import (
+    RulesError,
+    files_root,
+    load_rules,
+    load_rules_file,
+    scheme_less,
+    source_matches,
+)
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "configs" / "rules.yaml"
 
@@ -41,6 +48,22 @@ def test_sources_match_with_any_scheme_and_as_globs():
     assert rules.never("file:/lake/archive/2019").source == "/lake/archive/*"
     assert rules.never("/lake/events") is None
     assert scheme_less("s3a://bucket/x/") == "/x" and scheme_less("file:/") == "/"
+
+
+@pytest.mark.parametrize("written", ["/lake/events/*", "/lake/events/**", "/lake/events/*.parquet",
+                                     "s3a://b/lake/events/date=*/*.json", "/lake/events/"])
+def test_a_source_written_as_the_files_under_it_matches_that_source(written):
+    assert source_matches(written, "hdfs://nn/lake/events")
+    assert not source_matches(written, "/lake/events2") and not source_matches(written, "/lake")
+    rules = load_rules(f"version: 1\nrules:\n  - {{source: '{written}', kind: bloom, "
+                       "columns: [trace_id]}\n", "rules.yaml")
+    assert [r.kind for r in rules.for_source("file:/lake/events")] == ["bloom"]
+
+
+def test_files_root_is_the_directory_a_glob_of_files_names():
+    assert files_root("/lake/events/**/*.json") == "/lake/events"
+    assert files_root("/lake/*/events/*") == "/lake/*/events"    # a glob of sources, then files
+    assert files_root("/lake/events") is None and files_root("/*") is None
 
 
 def test_every_problem_is_reported_with_its_line_and_column():
@@ -125,7 +148,7 @@ def test_columns_are_checked_against_the_source_when_it_is_known():
     text = "version: 1\nrules:\n  - {source: /lake/a, kind: covering, columns: [user.id], " \
            "includedColumns: [nope]}\n  - {source: /lake/new, kind: bloom, columns: [q]}"
     known = {"/lake/a": ["user", "ts"]}
-    assert problems(text, columns_of=known.get) == [
+    assert problems(text, columns_of=lambda rule: known.get(rule.source)) == [
         "rules.yaml:3:76: column 'nope' is not a column of /lake/a (it has ts, user)"]
 
 

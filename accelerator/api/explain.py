@@ -9,7 +9,7 @@ from accelerator.cache import serving as cache_serving
 from accelerator.query import session
 from accelerator.query.rewriter import RewriteResult
 from accelerator.runtime import jvm, spark_versions
-from accelerator.runtime.settings import ENABLED, Settings
+from accelerator.runtime.settings import CACHE_ENABLED, ENABLED, Settings
 from indexes.fs import HadoopFs
 from indexes.lifecycle import IndexLifecycle
 from indexes.log import IndexState
@@ -118,13 +118,19 @@ def _reasons(entry: Any, result: RewriteResult) -> list[WhyNot]:
 CACHE = "cache"
 
 
-def _cache_reasons(result: RewriteResult) -> list[WhyNot]:
+def _cache_reasons(result: RewriteResult, every_source: bool, enabled: bool) -> list[WhyNot]:
     """Why the cache serves (or not) each file source of one rewritten plan that has cached
-    files: one reason per code, with the number of files."""
+    files (with ``every_source``, each other source too: ``NOT_CACHED``, or ``DISABLED`` when
+    ``enabled`` is false): one reason per code, with the number of files."""
     out = []
     for d in result.relations:
         c = d.cache
         if c is None:
+            if every_source:
+                out.append(WhyNot(CACHE, _roots(d), *(
+                    ("NOT_CACHED", "no file of this source is in the cache; hs.cache(df) or a "
+                     "cache rule puts them there") if enabled else
+                    ("DISABLED", f"the cache serves nothing: {CACHE_ENABLED} is false"))))
             continue
         roots = _roots(d)
         if c.plan is None:
@@ -171,7 +177,11 @@ def why_not(spark: Any, df: Any, index_name: str | None = None) -> list[WhyNot]:
                 out.extend(_reasons(entry, result))
     if index_name in (None, CACHE):
         for result in results:
-            out.extend(_cache_reasons(result))
+            out.extend(_cache_reasons(result, index_name == CACHE, settings.cache_enabled))
+    if index_name == CACHE and not results:
+        out.append(WhyNot(CACHE, "*", "TABLE_FORMAT", f"the query reads an Iceberg table that is "
+                                                      f"left to Iceberg's scan: {unread}")
+                   if unread else WhyNot(CACHE, "*", "NO_FILE_SOURCE", "the query reads no files"))
     return out
 
 

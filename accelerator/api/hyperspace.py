@@ -219,9 +219,15 @@ class Hyperspace:
     def indexes(self) -> DataFrame:
         """All indexes of the system path: ``name, kind, indexedColumns, includedColumns,
         numBuckets, state, location, numFiles, sizeInBytes, warning, createdBy`` (``warning``:
-        why the index cannot be used as it is, e.g. its source directory is gone or its log is
-        corrupt; ``createdBy``: ``engine`` for an index the rule engine chose, else ``user``)."""
-        rows = [self._row(e) for e in self.context.lifecycle().list()]
+        null when the index is up to date with its source; else why it cannot be used as it
+        is, with what fixes it: its source is gone, is read differently, or has appended,
+        modified or deleted files since the index was built (and the refresh that brings it up
+        to date: ``refreshIndex('x', mode='incremental')``, or ``'full'`` when an incremental
+        one cannot), or its log is corrupt; ``createdBy``: ``engine`` for an index the rule
+        engine chose, else ``user``). Lists each source's files once."""
+        entries = self.context.lifecycle().list()
+        warnings = self.context.sources.source_warnings(entries)
+        rows = [self._row(e, warnings.get(e.name)) for e in entries]
         return local_frame(self.spark, rows, R.INDEXES_SCHEMA)
 
     def index(self, indexName: str) -> DataFrame:
@@ -229,27 +235,29 @@ class Hyperspace:
         sourcePaths, dataVersion, numRows, logVersion, source`` (``source``: what the index
         is over: ``table <name> at <location>``, the glob pattern, or the paths)."""
         entry = self.context.lifecycle().get(indexName)
-        row = self._row(entry) + (
+        warning = self.context.sources.source_warnings([entry]).get(entry.name)
+        row = self._row(entry, warning) + (
             len(entry.source.files or ()), entry.source.format,
             list(entry.source.root_paths or []), entry.data_version,
             entry.content.get("numRows"), entry.id, source_name(entry.source))
         return local_frame(self.spark, [row], R.INDEX_SCHEMA)
 
-    def _row(self, e: IndexLogEntry) -> tuple:
+    def _row(self, e: IndexLogEntry, source_warning: str | None) -> tuple:
         kind = kinds.kind_of(e)
         indexed, included = kind.columns(e) if kind is not None else ([], [])
         return (e.name, kinds.display_name(e), indexed, included, e.config.get("numBuckets"),
                 e.state.value, e.content.get("path"), e.content.get("numFiles"),
-                e.content.get("sizeInBytes"), self._warning(e, kind),
+                e.content.get("sizeInBytes"), self._warning(e, kind, source_warning),
                 e.config.get(ORIGIN_KEY) or "user")
 
-    def _warning(self, e: IndexLogEntry, kind: Any) -> str | None:
+    @staticmethod
+    def _warning(e: IndexLogEntry, kind: Any, source_warning: str | None) -> str | None:
         if e.state is IndexState.CORRUPT:
             return (f"log entry {e.properties.get('corruptFile')} is corrupt: "
                     f"{e.properties.get('error')}; vacuumIndex('{e.name}') removes the index")
         if kind is None:
             return f"unknown index kind '{e.kind}'"
-        return self.context.sources.source_problem(e) if e.state is IndexState.ACTIVE else None
+        return source_warning
 
     # --- the cache tier -----------------------------------------------------------------
     def cache(self, df: DataFrame, columns: list[str] | None = None, priority: str = "HIGH",
@@ -311,8 +319,9 @@ class Hyperspace:
     def loadRules(self, path: str) -> DataFrame:
         """Checks the user rules file at ``path`` (see ``configs/rules.yaml``) and makes the
         session follow it (``spark.accelerator.rules.path``). Raises ``RulesError`` listing
-        every problem with its file, line and column (a column a source the history read does
-        not have is one). Returns the rules as understood: one row
+        every problem with its file, line and column (a column the rule's source does not
+        have is one, for a source the history read or one the rule names the format of).
+        Returns the rules as understood: one row
         per rule, ``source, kind, columns, includedColumns, priority, ttl, line``."""
         rules = load_rules_file(path, self._advisor.columns_of)
         self.spark.conf.set(RULES_PATH, str(path))

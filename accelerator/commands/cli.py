@@ -2,7 +2,7 @@
 (create from a spec file, refresh, optimize, delete, restore, vacuum, cancel), listings (indexes,
 index, events, history), plan analysis of SQL queries (explain, whynot), the rule engine (advise
 [--apply], rules validate), the scheduler (config validate, serve, jobs, run-job), a demo on a
-local sample and jar (the compiled JVM rule's jar).
+local sample and jar (the compiled JVM rule's jar). Without a command it prints this help.
 
 Exit codes: 0 success; 1 a user error, whose message goes to stderr (an AcceleratorError, a bad
 spec file, a system path that does not exist, SQL that Spark cannot analyse); 2 a usage error.
@@ -13,6 +13,7 @@ import argparse
 import dataclasses
 import json
 import logging
+import os
 import sys
 from importlib import metadata
 from typing import Any, Callable
@@ -20,13 +21,16 @@ from typing import Any, Callable
 from accelerator.commands import demo as demo_command
 from accelerator.commands import scheduler as scheduler_commands
 from accelerator.commands.session import spark_session
-from accelerator.commands.spec import load_spec
+from accelerator.commands.spec import read_spec
 from accelerator.runtime.settings import Settings
+from indexes import kinds
 from indexes.errors import AcceleratorError
+from indexes.kind import REFRESH_MODES
 
 DISTRIBUTION = "spark-accelerator"
+#: the environment variable that gives the commands' --system-path when it is not given
+SYSTEM_PATH_VARIABLE = "ACCELERATOR_SYSTEM_PATH"
 _SHOW_ALL = 1 << 30   # rows for DataFrame.show: all of them (Spark caps it itself)
-_QUERY_CONTEXT_LOGGERS = ("SQLQueryContextLogger", "DataFrameQueryContextLogger")
 
 
 class CliError(AcceleratorError):
@@ -62,7 +66,7 @@ def _query(hs: Any, args: argparse.Namespace) -> Any:
 
 
 COMMANDS: dict[str, Callable[[Any, argparse.Namespace], Any]] = {
-    "create": lambda hs, a: hs.createIndex(*load_spec(hs.spark, a.spec)),
+    "create": lambda hs, a: hs.createIndex(a.spec.source_frame(hs.spark), a.spec.config),
     "refresh": lambda hs, a: hs.refreshIndex(a.name, **_mode(a)),
     "optimize": lambda hs, a: hs.optimizeIndex(a.name, **_mode(a)),
     "delete": lambda hs, a: hs.deleteIndex(a.name),
@@ -107,9 +111,12 @@ def _emit(result: Any, as_json: bool, vertical: bool) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    """Runs one command of :data:`COMMANDS` on the system path and prints its result."""
+    """Runs one command of :data:`COMMANDS` on the system path and prints its result; a
+    spec file is read and checked before Spark starts."""
     from accelerator import Hyperspace
 
+    if args.command == "create":
+        args.spec = read_spec(args.spec)   # the file's path becomes what it says
     with spark_session(args, f"accelerator-{args.command}", args.system_path) as spark:
         if args.command != "create":
             _check_system_path(spark)
@@ -143,8 +150,10 @@ def parser() -> argparse.ArgumentParser:
     top.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = top.add_subparsers(dest="command")
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--system-path", help="index system path (default: the session's "
-                        "spark.accelerator.system.path, else <spark.sql.warehouse.dir>/indexes)")
+    common.add_argument("--system-path", default=os.environ.get(SYSTEM_PATH_VARIABLE) or None,
+                        help=f"index system path (default: ${SYSTEM_PATH_VARIABLE}, else the "
+                        "session's spark.accelerator.system.path, as spark-defaults.conf may set "
+                        "it, else <spark.sql.warehouse.dir>/indexes)")
     common.add_argument("--master", default="local[2]",
                         help="Spark master, when no Spark session is active (default local[2])")
     common.add_argument("--json", action="store_true", help="print one JSON object per row")
@@ -160,16 +169,21 @@ def parser() -> argparse.ArgumentParser:
     command("create", "create an index from a JSON or YAML spec file (see README)",
             ("spec", {"help": "spec file (.json, else YAML)"}))
     command("refresh", "bring an index up to date with its source", name,
-            ("--mode", {"help": "full (default), incremental or quick"}))
+            ("--mode", {"choices": REFRESH_MODES, "help": "full (default): rebuild; "
+                        "incremental: index only the changed files; quick: record them for "
+                        "hybrid scan"}))
     command("optimize", "compact a covering index's data files", name,
-            ("--mode", {"help": "quick (default) or full"}))
+            ("--mode", {"choices": kinds.optimize_modes(), "help": "quick (default): the "
+                        "small files, level by level; full: every bucket into one file"}))
     command("delete", "soft-delete an index (restore brings it back)", name)
     command("restore", "restore a deleted index", name)
     command("vacuum", "remove a deleted index for good, or an active index's unused data versions",
             name, ("--retention-seconds", {"type": float, "help": "keep data versions replaced "
                    "less long ago (default spark.accelerator.index.vacuum.retentionSeconds)"}))
     command("cancel", "roll back an operation that did not finish", name)
-    command("indexes", "list the indexes")
+    command("indexes", "list the indexes with their state, size and health against their "
+            "sources now (warning: what changed since each was built and the refresh that fixes "
+            "it)")
     command("index", "show one index with its details", name)
     command("events", "list the index operations")
     command("history", "list the recorded query history")
@@ -184,15 +198,20 @@ def parser() -> argparse.ArgumentParser:
             ("--rules", {"help": "a user rules YAML file (default spark.accelerator.rules.path)"}))
 
     demo_command.add_parser(sub)
-    j = sub.add_parser("jar", help="print the path of the compiled JVM rule (compiling it if needed)")
+    jar_help = "print the path of the compiled JVM rule (compiling it if needed)"
+    j = sub.add_parser("jar", help=jar_help, description=jar_help + ": put it in spark.jars "
+                       "with spark.sql.extensions=accelerator.jvm.AcceleratorExtensions to "
+                       "install the rule when sessions start (e.g. from spark-submit)")
     j.set_defaults(func=print_jar)
-    r = sub.add_parser("rules", help="the rule engine's user rules")
+    r = sub.add_parser("rules", help="the rule engine's user rules",
+                       description="the rule engine's user rules: validate a rules file")
     rules_sub = r.add_subparsers(dest="rules_command", required=True)
     v = rules_sub.add_parser("validate", help="print the rules of a YAML file as understood "
                              "(exit 0) or every error with its line and column (exit 1)")
     v.add_argument("file", help="the rules file (see configs/rules.yaml)")
     v.set_defaults(func=validate_rules)
-    c = sub.add_parser("config", help="the scheduler's configuration file")
+    c = sub.add_parser("config", help="the scheduler's configuration file",
+                       description="the scheduler's configuration file: validate it")
     config_sub = c.add_subparsers(dest="config_command", required=True)
     cv = config_sub.add_parser("validate", help="print the jobs of a configuration file with "
                                "their next three run times (exit 0) or every error with its "
@@ -256,19 +275,19 @@ def validate_config(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Runs the command line on ``argv`` (default ``sys.argv[1:]``); returns the exit code.
-    Without a command it runs ``demo``."""
+    Without a command it prints the help and exits 0, starting nothing."""
     from pyspark.errors import AnalysisException
-    from accelerator.runtime.spark_versions import logger
 
+    from indexes.spark_logs import silence_query_context_logs
     from rules.user_rules import RulesError
 
     top = parser()
     args = top.parse_args(argv)
     if not getattr(args, "func", None):
-        args = top.parse_args(["demo", *(sys.argv[1:] if argv is None else argv)])
+        top.print_help()
+        return 0
     logging.basicConfig(level=logging.WARNING)
-    for name in _QUERY_CONTEXT_LOGGERS:   # they log each Spark error again, with a JVM stack
-        logger(name).setLevel(logging.CRITICAL)
+    silence_query_context_logs()   # they log each Spark error again, with a JVM stack
     try:
         return args.func(args)
     except (AcceleratorError, AnalysisException, RulesError) as exc:

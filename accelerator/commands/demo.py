@@ -487,7 +487,13 @@ def demo(args: argparse.Namespace) -> int:
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     """Adds the ``demo`` command to the command line's subcommands ``sub``."""
-    d = sub.add_parser("demo", help="run the product end to end on a small local sample lake")
+    demo_help = "run the product end to end on a small local sample lake"
+    d = sub.add_parser("demo", help=demo_help, description=demo_help + (
+        ": it writes a sample lake under --work-dir, replays typical queries with the "
+        "accelerator on and nothing configured, lets the rule engine build indexes or fill "
+        "the cache from their history, replays them and prints what served each query and "
+        "why. It takes minutes and writes tens of MB; --quick is smaller, --covering shows "
+        "one covering index instead."))
     d.add_argument("--work-dir", default="accelerator-demo", help="where sample data goes")
     d.add_argument("--system-path", help="index system path (default <work-dir>/indexes; "
                    "the lake demo empties the default one, and a given one must be empty)")

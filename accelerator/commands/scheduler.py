@@ -11,7 +11,9 @@ import threading
 from datetime import datetime, timezone
 from typing import Any, Iterator
 
-from accelerator.scheduler.config import SchedulerConfig, load_config_file
+from accelerator.scheduler.config import Job, SchedulerConfig, load_config_file
+from accelerator.scheduler.jobs import JobRun
+from accelerator.scheduler.lease import Lease
 from accelerator.scheduler.service import GRACE_SECONDS, Scheduler, job_statuses
 from indexes.log import now_ms
 
@@ -26,20 +28,26 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     config = argparse.ArgumentParser(add_help=False)
     config.add_argument("--config", required=True,
                         help="the scheduler's configuration file (see configs/accelerator.yaml)")
-    s = sub.add_parser("serve", parents=[config], help="run the configuration's jobs on their "
-                       "schedules until SIGTERM or Ctrl-C (one service per system path; a "
-                       "second one waits as a standby)")
+    serve_help = ("run the configuration's jobs on their schedules until SIGTERM or Ctrl-C "
+                  "(one service per system path; a second one waits as a standby)")
+    s = sub.add_parser("serve", parents=[config], help=serve_help, description=serve_help + (
+        ". It prints a line when a job run starts and when it ends (its status, what it did, "
+        "why it failed); every run is also an event in `accelerator events`."))
     s.add_argument("--no-wait", action="store_true", help="exit 1 instead of waiting when "
                    "another service holds the system path's lease")
     s.add_argument("--grace-seconds", type=float, default=GRACE_SECONDS,
                    help="on SIGTERM, how long running jobs may finish before their Spark jobs "
                    f"are cancelled (default {GRACE_SECONDS:g})")
     s.set_defaults(func=serve)
-    j = sub.add_parser("jobs", parents=[config], help="list the configuration's jobs with "
-                       "their last and next runs")
+    jobs_help = "list the configuration's jobs with their last and next runs"
+    j = sub.add_parser("jobs", parents=[config], help=jobs_help, description=jobs_help + (
+        ", after the service that runs them (or that none holds the system path's lease: "
+        "jobs run only while `accelerator serve` does)."))
     j.set_defaults(func=list_jobs)
-    r = sub.add_parser("run-job", parents=[config], help="run one job of the configuration "
-                       "now (exit 1 unless it succeeds)")
+    run_help = "run one job of the configuration now (exit 1 unless it succeeds)"
+    r = sub.add_parser("run-job", parents=[config], help=run_help, description=run_help + (
+        ", in this process, whether or not a service runs the jobs; it prints what the run "
+        "did and records it as an event."))
     r.add_argument("name", help="the job's name")
     r.set_defaults(func=run_job)
 
@@ -68,6 +76,26 @@ def config_session(config: SchedulerConfig, app: str) -> Iterator[Any]:
         spark.stop()
 
 
+class PrintedRuns:
+    """The service log of ``accelerator serve``: a line when a job run starts and one when it
+    ends (its status, what it did, the reason it failed), each with the time."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    def started(self, job: Job) -> None:
+        """Prints ``<time> <job> (<kind>): started``."""
+        self._print(f"{job.name} ({job.kind}): started")
+
+    def finished(self, run: JobRun) -> None:
+        """Prints ``<time> <job> (<kind>): <status> in <s> s: <what it did>[; error: ...]``."""
+        self._print(run.describe() + (f"; error: {run.error}" if run.error else ""))
+
+    def _print(self, line: str) -> None:
+        with self._lock:
+            print(f"accelerator serve: {_time(now_ms())} {line}", flush=True)
+
+
 def serve(args: argparse.Namespace) -> int:
     """``accelerator serve``: takes the system path's lease (or waits for it as a standby),
     runs the jobs until SIGTERM or SIGINT, then stops cleanly and exits 0."""
@@ -78,7 +106,7 @@ def serve(args: argparse.Namespace) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     with config_session(config, "accelerator-serve") as spark:
-        scheduler = Scheduler(AcceleratorContext(spark), config)
+        scheduler = Scheduler(AcceleratorContext(spark), config, listener=PrintedRuns())
         holder = scheduler.lease.holder()
         if holder is not None and not holder.expired(now_ms()) and args.no_wait:
             print(f"accelerator serve: error: another service runs the jobs of "
@@ -105,12 +133,24 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def list_jobs(args: argparse.Namespace) -> int:
-    """``accelerator jobs``: each job with its schedule, last run and next run."""
+    """``accelerator jobs``: which service runs the jobs (none when no ``serve`` holds the
+    system path's lease), then each job with its schedule, last run and next run."""
     from accelerator.context import AcceleratorContext
 
     config = load_config_file(args.config)
     with config_session(config, "accelerator-jobs") as spark:
-        statuses = job_statuses(AcceleratorContext(spark), config)
+        context = AcceleratorContext(spark)
+        statuses = job_statuses(context, config)
+        holder = Lease(context.fs, config.system_path).holder()
+    now = now_ms()
+    serving = holder is not None and not holder.expired(now)
+    if serving:
+        print(f"service: {holder.describe(now)}")
+    else:
+        print(f"service: none: no `accelerator serve --config {config.file}` holds the lease "
+              f"of {config.system_path}" + (f" (the last one: {holder.describe(now)})"
+                                            if holder is not None else "")
+              + "; the jobs run only while one does")
     for s in statuses:
         print(s.job.describe())
         last = s.last_run
@@ -120,7 +160,10 @@ def list_jobs(args: argparse.Namespace) -> int:
             print(f"    last run: {_time(last['started'])}, {last['status']} in "
                   f"{(last['finished'] - last['started']) / 1000:.1f} s: "
                   f"{last.get('error') or last.get('message') or ''}".rstrip(": "))
-        print(f"    next run: {s.next_run.astimezone(s.job.zone).isoformat() if s.next_run else 'none'}")
+        late = (" (past: no service is running)"
+                if s.next_run and not serving and s.next_run.timestamp() * 1000 < now else "")
+        print(f"    next run: {s.next_run.astimezone(s.job.zone).isoformat() if s.next_run else 'none'}"
+              + late)
     return 0
 
 
@@ -136,8 +179,7 @@ def run_job(args: argparse.Namespace) -> int:
         context = AcceleratorContext(spark)
         run = JobRunner(context, config).run(job)
         context.flush_history()
-    print(f"{run.job} ({run.kind}): {run.status} in {run.seconds:.1f} s"
-          + (f": {run.message}" if run.message else ""))
+    print(run.describe())
     if run.error:
         print(f"accelerator run-job: error: {run.error}", file=sys.stderr)
     return 0 if run.status == "succeeded" else 1

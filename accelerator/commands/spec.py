@@ -4,6 +4,7 @@ name the file and the key."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -49,8 +50,8 @@ def index_config(spec: Any, where: str = "index") -> Any:
     return kind.config_from_spec(spec["name"], fields, where, _keys)
 
 
-def source_frame(spark: Any, spec: Any, where: str = "source") -> Any:
-    """The DataFrame a spec's ``source`` mapping reads: ``path`` or ``paths``, ``format``
+def source_fields(spec: Any, where: str = "source") -> dict:
+    """A spec's ``source`` mapping, checked without Spark: ``path`` or ``paths``, ``format``
     (default parquet), read ``options`` and an optional DDL ``schema``."""
     fields = _keys(where, spec, set(), _SOURCE_KEYS)
     if ("path" in fields) == ("paths" in fields):
@@ -61,14 +62,28 @@ def source_frame(spark: Any, spec: Any, where: str = "source") -> Any:
     options = fields.get("options") or {}
     if not isinstance(options, dict):
         raise SpecError(f"{where}: options must be a mapping, got {type(options).__name__}")
-    reader = spark.read.format(fields.get("format", "parquet")).options(**options)
-    if fields.get("schema") is not None:
-        reader = reader.schema(fields["schema"])
-    return reader.load(paths)
+    return {"paths": paths, "format": fields.get("format", "parquet"), "options": options,
+            "schema": fields.get("schema")}
 
 
-def load_spec(spark: Any, path: str) -> tuple[Any, Any]:
-    """(source DataFrame, index config) of a JSON (``.json``) or YAML spec file."""
+@dataclass(frozen=True)
+class Spec:
+    """A spec file as read and checked (without Spark): its source and its index config."""
+
+    source: dict
+    config: Any
+
+    def source_frame(self, spark: Any) -> Any:
+        """The DataFrame the spec's source reads."""
+        reader = spark.read.format(self.source["format"]).options(**self.source["options"])
+        if self.source["schema"] is not None:
+            reader = reader.schema(self.source["schema"])
+        return reader.load(self.source["paths"])
+
+
+def read_spec(path: str) -> Spec:
+    """The :class:`Spec` of a JSON (``.json``) or YAML spec file; SpecError naming the file
+    and the key at fault. Needs no Spark, so a bad file is reported before one starts."""
     try:
         text = Path(path).read_text()
         spec = json.loads(text) if path.lower().endswith(".json") else yaml.safe_load(text)
@@ -76,5 +91,5 @@ def load_spec(spark: Any, path: str) -> tuple[Any, Any]:
         raise SpecError(f"cannot read spec file {path}: {exc}") from None
     where = f"spec file {path}"
     fields = _keys(where, spec, {"source", "index"}, set())
-    return (source_frame(spark, fields["source"], f"{where}: source"),
-            index_config(fields["index"], f"{where}: index"))
+    return Spec(source_fields(fields["source"], f"{where}: source"),
+                index_config(fields["index"], f"{where}: index"))

@@ -128,20 +128,25 @@ class Advisor:
                         _either(b.build_seconds_per_run, settings.build_seconds_per_run))
         return dataclasses.replace(found, budget=budget)
 
-    def columns_of(self, source: str) -> list[str] | None:
-        """The top-level columns of a source the history read (None when it has not, or it
-        cannot be read now), to check the columns a rule names."""
+    def columns_of(self, rule: UserRule) -> list[str] | None:
+        """The top-level columns of a rule's source, to check the columns the rule names: as
+        the history read the source, else as the rule says to read it (its format; not JSON
+        without a schema, whose columns only a scan of every file would find). None when
+        neither applies or the source cannot be read now."""
         if not self._usages:
             self._usages.update(_latest_usages(self.records()))
-        wanted = scheme_less(source)
-        for usage in self._usages.values():
-            if [scheme_less(p) for p in usage.root_paths] == [wanted]:
-                try:
-                    return read_source(self.spark, usage).schema.fieldNames()
-                except Exception:  # noqa: BLE001 - unreadable now: not checked
-                    log.debug("cannot read the schema of %s", source, exc_info=True)
-                    return None
-        return None
+        wanted = scheme_less(rule.source)
+        usage = next((u for u in self._usages.values()
+                      if [scheme_less(p) for p in u.root_paths] == [wanted]), None)
+        if usage is None and rule.format and (rule.schema or rule.format.lower() != "json"):
+            usage = _usage_of_rule(rule)
+        if usage is None:
+            return None
+        try:
+            return read_source(self.spark, usage).schema.fieldNames()
+        except Exception:  # noqa: BLE001 - unreadable now: not checked
+            log.debug("cannot read the schema of %s", rule.source, exc_info=True)
+            return None
 
     # --- what to do -----------------------------------------------------------------------
     def records(self, since: Any = None) -> list[QueryRecord]:

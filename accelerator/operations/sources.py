@@ -1,7 +1,8 @@
 """The Spark side of the index operations: the :class:`~indexes.actions.SourcePort` of one
 session. It describes the file source a DataFrame reads (through the JVM's plan helpers), reads
-an index's source again as it was built, tells why a source is gone, prepares the executors for
-a kind's builds, suspends the rewrite while builds read, and tells the rewriter when the indexes
+an index's source again as it was built, tells why a source is gone or how it changed since an
+index was built (for listings), prepares the executors for a kind's builds, suspends the
+rewrite while builds read, lets Ctrl-C cancel a build, and tells the rewriter when the indexes
 changed."""
 from __future__ import annotations
 
@@ -14,14 +15,16 @@ from pyspark.sql.types import StructField, StructType, _parse_datatype_json_valu
 
 from accelerator.query import session
 from accelerator.query.catalog import catalog
-from accelerator.runtime import jvm, workers
+from accelerator.runtime import interrupts, jvm, workers
 from accelerator.runtime.settings import Settings
 from accelerator.runtime.spark_versions import dataset_class
+from indexes import kinds
 from indexes.description import SourceDescription
-from indexes.errors import SourceNotFoundError, UnsupportedSourceError
+from indexes.errors import AcceleratorError, SourceNotFoundError, UnsupportedSourceError
+from indexes.freshness import staleness
 from indexes.fs import HadoopFs
 from indexes.kind import IndexKind
-from indexes.log import IndexLogEntry
+from indexes.log import IndexLogEntry, IndexState
 from indexes.plan import LOGICAL_RELATION, parse_plan
 from indexes.source import read_options, relation_schema, source_name, table_change
 
@@ -40,6 +43,11 @@ class SparkSources:
     def suspended(self) -> ContextManager[None]:
         """No rewriting of this thread's queries on the session while the block runs."""
         return session.suspended(self.spark)
+
+    def interruptible(self) -> ContextManager[None]:
+        """Ctrl-C during the block cancels the session's Spark jobs (from another thread,
+        without py4j's tracebacks); the block then raises KeyboardInterrupt."""
+        return interrupts.cancel_on_interrupt(self.spark)
 
     def changed(self) -> None:
         """Forgets the cached index list and reloads it, so the JVM rule knows at once which
@@ -131,6 +139,36 @@ class SparkSources:
             return (f"its source path no longer exists: {', '.join(missing)}; restore it, or "
                     "delete and vacuum the index")
         return None
+
+    def source_warnings(self, entries: list[IndexLogEntry]) -> dict[str, str]:
+        """By index name, for the ACTIVE ``entries`` whose source is not as their data was
+        built: why the source is gone (:meth:`source_problem`), or what changed and the refresh
+        that fixes it (:func:`indexes.freshness.staleness`). Describes each source's current
+        files once (a file listing): for listings, never on a query's path."""
+        out: dict[str, str] = {}
+        described: dict[str, SourceDescription | str] = {}   # by how the source is read
+        for entry in entries:
+            kind = kinds.kind_of(entry)
+            if entry.state is not IndexState.ACTIVE or kind is None:
+                continue
+            problem = self.source_problem(entry)
+            if problem is None:
+                key = json.dumps({k: v for k, v in entry.source.to_json().items()
+                                  if k not in ("files", "fingerprint")}, sort_keys=True)
+                if key not in described:
+                    described[key] = self._current(entry)
+                current = described[key]
+                problem = current if isinstance(current, str) else staleness(entry, kind, current)
+            if problem:
+                out[entry.name] = problem
+        return out
+
+    def _current(self, entry: IndexLogEntry) -> SourceDescription | str:
+        """The description of ``entry``'s source now, or why it cannot be read."""
+        try:
+            return self.describe_source(self.read_source(entry))
+        except (AcceleratorError, AnalysisException) as exc:
+            return f"its source cannot be read: {(str(exc).strip().splitlines() or [''])[0]}"
 
     def _table(self, name: str) -> SourceDescription | None:
         """The description (without files) of the catalog table now named ``name``, or None

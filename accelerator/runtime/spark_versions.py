@@ -9,7 +9,6 @@ imported from the installed pyspark's version, so the rest of the code calls one
   ``timestamp_utc=True`` in 4.0 and 4.1, always UTC in 3.5).
 - ``arrow_frame``: a DataFrame from an Arrow table (``createDataFrame(pa.Table)`` from 4.0); in
   3.5 the table's batches go to the JVM as an Arrow stream, as pyspark's own pandas path does.
-- ``logger``: ``PySparkLogger`` (4.0+) or the standard logger of that name.
 - ``dataset_class``: the JVM's classic ``Dataset`` (``org.apache.spark.sql.classic`` from 4.0,
   ``org.apache.spark.sql`` before).
 
@@ -18,7 +17,6 @@ The JVM side's differences (Scala 2.12 against 2.13 collections) are in
 """
 from __future__ import annotations
 
-import logging
 import re
 from typing import Any
 
@@ -108,17 +106,6 @@ else:
             jvm.ArrowIteratorServer)
         jdf = jvm.PythonSQLUtils.toDataFrame(jiter, struct.json(), spark._jsparkSession)
         return DataFrame(jdf, spark)
-
-
-if PYSPARK >= (4, 0):
-    def logger(name: str) -> logging.Logger:
-        """pyspark's logger of that name."""
-        from pyspark.logger import PySparkLogger
-        return PySparkLogger.getLogger(name)
-else:
-    def logger(name: str) -> logging.Logger:
-        """The logger of that name (pyspark 3.5 has no logger of its own)."""
-        return logging.getLogger(name)
 
 
 def dataset_class(spark: Any) -> Any:

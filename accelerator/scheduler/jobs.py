@@ -32,7 +32,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Callable
+from typing import Callable, Protocol
 
 from pyspark.sql import functions as F
 
@@ -69,6 +69,22 @@ class JobRun:
     @property
     def seconds(self) -> float:
         return (self.finished_ms - self.started_ms) / 1000
+
+    def describe(self) -> str:
+        """One line for people: ``<job> (<kind>): <status> in <s> s: <what it did>``."""
+        return (f"{self.job} ({self.kind}): {self.status} in {self.seconds:.1f} s"
+                + (f": {self.message}" if self.message else ""))
+
+
+class RunListener(Protocol):
+    """Told of each run as it starts and when it has ended (``accelerator serve`` prints a
+    line for each); called in the run's thread, its failures are logged and ignored."""
+
+    def started(self, job: Job) -> None:
+        """``job`` starts running."""
+
+    def finished(self, run: JobRun) -> None:
+        """A run ended (its event is recorded)."""
 
 
 @dataclass
@@ -124,9 +140,11 @@ class JobRunner:
     """Runs the jobs of one configuration in one session (``context``'s); safe to call from
     several threads (each run has its own job group)."""
 
-    def __init__(self, context: AcceleratorContext, config: SchedulerConfig):
+    def __init__(self, context: AcceleratorContext, config: SchedulerConfig,
+                 listener: RunListener | None = None):
         self.context = context
         self.config = config
+        self.listener = listener
         self.advisor = Advisor(context, rules=config.rules)
         self._running: dict[str, _Watchdog] = {}
         self._lock = threading.Lock()
@@ -140,6 +158,7 @@ class JobRunner:
         with self._lock:
             self._running[group] = watchdog
         started = now_ms()
+        self._tell(lambda listener: listener.started(job))
         sc.setJobGroup(group, f"accelerator job '{job.name}' ({job.kind})",
                        interruptOnCancel=True)
         sc.setLocalProperty(POOL_PROPERTY, JOBS_POOL)
@@ -168,7 +187,16 @@ class JobRunner:
         run = JobRun(job.name, job.kind, status, started, now_ms(), did.read, did.written,
                      did.message, error)
         self._record(job, run)
+        self._tell(lambda listener: listener.finished(run))
         return run
+
+    def _tell(self, call: Callable[[RunListener], None]) -> None:
+        if self.listener is None:
+            return
+        try:
+            call(self.listener)
+        except Exception:  # noqa: BLE001 - a listener never fails a run
+            log.warning("a job run listener failed", exc_info=True)
 
     def busy(self) -> bool:
         """Whether a run is in progress."""

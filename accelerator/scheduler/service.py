@@ -33,7 +33,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 
 from accelerator.context import AcceleratorContext
 from accelerator.scheduler.config import Job, JobError, SchedulerConfig, load_config_file
-from accelerator.scheduler.jobs import JobRun, JobRunner
+from accelerator.scheduler.jobs import JobRun, JobRunner, RunListener
 from accelerator.scheduler.lease import Heartbeat, Lease, LeaseHolder
 from indexes.log import now_ms
 
@@ -75,10 +75,12 @@ class JobStatus:
 
 
 class Scheduler:
-    """The jobs of ``config`` in ``context``'s session (see the module docstring)."""
+    """The jobs of ``config`` in ``context``'s session (see the module docstring);
+    ``listener`` is told of each run as it starts and ends."""
 
     def __init__(self, context: AcceleratorContext, config: SchedulerConfig | str | Path,
-                 lease_ttl_seconds: float = LEASE_TTL_SECONDS):
+                 lease_ttl_seconds: float = LEASE_TTL_SECONDS,
+                 listener: RunListener | None = None):
         if not isinstance(config, SchedulerConfig):
             config = load_config_file(config)
         fs, session_path = context.fs, context.settings().system_path
@@ -89,7 +91,7 @@ class Scheduler:
                 f"{config.system_path} before starting the scheduler")
         self.context = context
         self.config = config
-        self.runner = JobRunner(context, config)
+        self.runner = JobRunner(context, config, listener)
         self.lease = Lease(fs, session_path, lease_ttl_seconds)
         self._store = str(Path(config.job_store).resolve())
         self._scheduler: BackgroundScheduler | None = None

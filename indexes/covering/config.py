@@ -1,13 +1,13 @@
 """Covering index configuration and its validation against a source schema."""
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field
 
 from pyspark.sql.types import ArrayType, DataType, MapType, StructType
 
 from indexes.errors import InvalidIndexConfigError
 from indexes.names import flat_name, split_path, validate_index_name
+from indexes.schema_paths import folded, resolve_path
 
 KIND = "covering"
 
@@ -107,42 +107,13 @@ class CoveringIndexConfig:
         return indexed, included
 
 
-def _norm(name: str, case_sensitive: bool) -> str:
-    return name if case_sensitive else name.lower()
-
-
-def _leaf_paths(schema: StructType, prefix: tuple[str, ...] = ()) -> list[str]:
-    out = []
-    for f in schema.fields:
-        path = prefix + (f.name,)
-        out.append(".".join(path))
-        if isinstance(f.dataType, StructType):
-            out.extend(_leaf_paths(f.dataType, path))
-    return out
-
-
 def _resolve(index: str, column: str, schema: StructType, case_sensitive: bool) -> IndexColumn:
-    parts = split_path(column)
-    current: DataType = schema
-    resolved: list[str] = []
-    for part in parts:
-        matches = [f for f in current.fields if _norm(f.name, case_sensitive) == _norm(part, case_sensitive)] \
-            if isinstance(current, StructType) else []
-        if len(matches) != 1:
-            candidates = _leaf_paths(schema)
-            close = difflib.get_close_matches(column, candidates, n=3, cutoff=0.5)
-            hint = f"; did you mean {', '.join(repr(c) for c in close)}?" if close else \
-                f"; existing columns: {', '.join(candidates[:20])}"
-            why = "is ambiguous" if len(matches) > 1 else "does not exist"
-            raise InvalidIndexConfigError(f"index '{index}': column '{column}' {why}{hint}")
-        resolved.append(matches[0].name)
-        current = matches[0].dataType
-    path = tuple(resolved)
-    return IndexColumn(path, flat_name(path), current)
+    path, data_type = resolve_path(schema, column, case_sensitive, f"index '{index}'")
+    return IndexColumn(path, flat_name(path), data_type)
 
 
 def _check_overlaps(index: str, columns: list[IndexColumn], case_sensitive: bool) -> None:
-    keys = [tuple(_norm(p, case_sensitive) for p in c.path) for c in columns]
+    keys = [tuple(folded(p, case_sensitive) for p in c.path) for c in columns]
     for i, a in enumerate(keys):
         for j in range(i + 1, len(keys)):
             b = keys[j]
@@ -158,10 +129,10 @@ def _check_overlaps(index: str, columns: list[IndexColumn], case_sensitive: bool
 
 def _check_collisions(index: str, columns: list[IndexColumn], schema: StructType,
                       case_sensitive: bool) -> None:
-    top = {_norm(f.name, case_sensitive): f.name for f in schema.fields}
+    top = {folded(f.name, case_sensitive): f.name for f in schema.fields}
     seen: dict[str, IndexColumn] = {}
     for col in columns:
-        key = _norm(col.name, case_sensitive)
+        key = folded(col.name, case_sensitive)
         if len(col.path) > 1 and key in top:
             raise InvalidIndexConfigError(
                 f"index '{index}': nested column '{col.dotted}' would be stored as '{col.name}', "

@@ -139,7 +139,8 @@ def _source_state(relation: PlanNode, source: SourceDescription, entry: Any,
             return changed(
                 f"{len(deleted)} indexed source files were deleted or modified, and the index "
                 "has no lineage column to filter their rows out (create it with "
-                "spark.accelerator.index.lineage.enabled=true); refresh the index")
+                f"spark.accelerator.index.lineage.enabled=true); refreshIndex('{entry.name}', "
+                "mode='full') brings it up to date")
         indexed_bytes = sum(f.size for f in covered_files(entry))
         share = sum(f.size for f in deleted) / max(1, indexed_bytes)
         if share > hybrid.max_deleted_ratio:

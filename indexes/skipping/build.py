@@ -14,12 +14,14 @@ from pyspark.sql import DataFrame, functions as F
 from indexes.description import SourceDescription, SourceFile
 from indexes.errors import InvalidIndexConfigError
 from indexes.plan import chain, output_attributes, parse_plan
+from indexes.schema_paths import PLAIN_PATH, check_column_path
 from indexes.skipping import ir
 from indexes.skipping import values as V
 from indexes.skipping.config import DataSkippingIndexConfig, MinMaxSketch, sketchable
 from indexes.skipping.stats import ColumnStats, FileStats, SketchSpec, StatsAccumulator, bounded
 from indexes.skipping.store import FileEntry, RowGroup
 from indexes.source import file_uri, hadoop_path, local_path
+from indexes.spark_logs import quiet_query_context
 
 log = logging.getLogger("accelerator.indexes.skipping.build")
 
@@ -51,14 +53,13 @@ class ResolvedSketch:
                               d["type"], tuple(d["path"]) if d.get("path") is not None else None)
 
 
-_PLAIN_PATH = re.compile(r"^\s*[A-Za-z_][A-Za-z0-9_]*(\s*\.\s*[A-Za-z_][A-Za-z0-9_]*)*\s*$")
-
-
 def analysed_expressions(df: DataFrame, expressions: list[str]) -> list[tuple[Any, Any, dict]]:
     """(expression tree, Spark JSON type, relation column names by exprId) of each expression,
-    from the optimized plan of one ``select`` over ``df``."""
-    projected = df.select(*[F.expr(e).alias(f"s{i}") for i, e in enumerate(expressions)])
-    root = parse_plan(projected._jdf.queryExecution().optimizedPlan().toJSON())
+    from the optimized plan of one ``select`` over ``df``. An expression Spark cannot analyse
+    raises its error, which pyspark does not log (the caller reports it)."""
+    with quiet_query_context():
+        projected = df.select(*[F.expr(e).alias(f"s{i}") for i, e in enumerate(expressions)])
+        root = parse_plan(projected._jdf.queryExecution().optimizedPlan().toJSON())
     relation = next((n for n in root.walk() if n.cls == "LogicalRelation"), None)
     if root.cls != "Project" or relation is None:
         return [(None, None, {})] * len(expressions)
@@ -70,11 +71,15 @@ def analysed_expressions(df: DataFrame, expressions: list[str]) -> list[tuple[An
     return out
 
 
-def _analyse_each(df: DataFrame, sketches: list[Any], where: Any) -> list[tuple[Any, Any, dict]]:
+def _analyse_each(df: DataFrame, sketches: list[Any], where: Any,
+                  case_sensitive: bool) -> list[tuple[Any, Any, dict]]:
     """Analyses the sketch expressions: plain column paths together in one plan (they cannot
-    interact), the others one plan each (Spark prunes a parsed JSON schema to the fields a plan
-    uses, and the sketch must look like the query's expression); names the sketch at fault."""
-    plain = [i for i, s in enumerate(sketches) if _PLAIN_PATH.match(s.expression)]
+    interact), after checking them against the schema in Python; the others one plan each
+    (Spark prunes a parsed JSON schema to the fields a plan uses, and the sketch must look like
+    the query's expression); names the sketch at fault."""
+    plain = [i for i, s in enumerate(sketches) if PLAIN_PATH.match(s.expression)]
+    for i in plain:
+        check_column_path(df.schema, sketches[i].expression, case_sensitive, where(sketches[i]))
     pending = ([plain] if plain else []) + [[i] for i in range(len(sketches)) if i not in plain]
     results: dict[int, tuple] = {}
     while pending:
@@ -93,8 +98,8 @@ def _analyse_each(df: DataFrame, sketches: list[Any], where: Any) -> list[tuple[
 
 
 def resolve_sketches(df: DataFrame, config: DataSkippingIndexConfig,
-                     partition_columns: list[str], source_format: str | None = None
-                     ) -> list[ResolvedSketch]:
+                     partition_columns: list[str], source_format: str | None = None,
+                     case_sensitive: bool = False) -> list[ResolvedSketch]:
     """Checks every sketch expression against ``df``, adds MinMax sketches for partition
     columns and the typed bounds of string MinMax sketches (see :func:`typed_sketches`);
     raises InvalidIndexConfigError naming the sketch at fault."""
@@ -108,7 +113,7 @@ def resolve_sketches(df: DataFrame, config: DataSkippingIndexConfig,
 
     resolved: list[ResolvedSketch] = []
     seen: dict[tuple[str, str], str] = {}
-    for s, (expr, data_type, names) in zip(sketches, _analyse_each(df, sketches, where)):
+    for s, (expr, data_type, names) in zip(sketches, _analyse_each(df, sketches, where, case_sensitive)):
         if expr is None:
             raise InvalidIndexConfigError(f"{where(s)}: the expression must be computed from each row of the source")
         key = ir.expression_key(expr, names.get)

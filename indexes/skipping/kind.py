@@ -42,7 +42,8 @@ class SkippingKind(IndexKind):
 
     def resolve(self, df: Any, config: DataSkippingIndexConfig, source: SourceDescription,
                 settings: Any) -> dict:
-        sketches = resolve_sketches(df, config, source.partition_columns, source.read_format)
+        sketches = resolve_sketches(df, config, source.partition_columns, source.read_format,
+                                    settings.case_sensitive)
         return {"sketches": [s.to_json() for s in sketches]}
 
     def config_from_spec(self, name: str, fields: dict, where: str,

@@ -16,6 +16,7 @@ from typing import Any, Iterator
 from pyspark.sql import DataFrame, functions as F
 
 from indexes.errors import InvalidIndexConfigError
+from indexes.schema_paths import check_column_path
 from indexes.plan import chain
 from indexes.skipping import ir
 from indexes.skipping.build import analysed_expressions
@@ -27,10 +28,12 @@ CHUNK_BYTES = 8 * 1024 * 1024
 SHARD_SCHEMA = "shard string, name string, part int, data binary, manifest string"
 
 
-def resolve_column(df: DataFrame, config: TextIndexConfig) -> dict:
-    """Checks the indexed column against ``df``: it must be a string column or nested string
-    field. Returns what the index records of it (expression, canonical key, path)."""
+def resolve_column(df: DataFrame, config: TextIndexConfig, case_sensitive: bool) -> dict:
+    """Checks the indexed column against ``df`` (a path first against its schema in Python):
+    it must be a string column or nested string field. Returns what the index records of it
+    (expression, canonical key, path)."""
     config.validate()
+    check_column_path(df.schema, config.column, case_sensitive, f"index '{config.indexName}'")
     where = f"index '{config.indexName}': column {config.column!r}"
     try:
         (expr, data_type, names), = analysed_expressions(df, [config.column])

@@ -35,7 +35,7 @@ class TextKind(IndexKind):
 
     def resolve(self, df: Any, config: TextIndexConfig, source: SourceDescription,
                 settings: Any) -> dict:
-        return {**resolve_column(df, config), "unicodeVersion": UNICODE_VERSION,
+        return {**resolve_column(df, config, settings.case_sensitive), "unicodeVersion": UNICODE_VERSION,
                 "scoring": config.scoring}
 
     def config_from_spec(self, name: str, fields: dict, where: str,
