@@ -161,15 +161,14 @@ def why_not(spark: Any, df: Any, index_name: str | None = None) -> list[WhyNot]:
     # an Iceberg table left to Iceberg's own scan is no file source: say why it is left
     unread = None if results else jvm.helpers(spark).plans.fileViewProblem(
         df._jdf.queryExecution().analyzed())
+    left = f"the query reads an Iceberg table that is left to Iceberg's scan: {unread}"
     out: list[WhyNot] = []
     for entry in entries:
         if entry.state is not IndexState.ACTIVE:
             out.append(WhyNot(entry.name, "*", "NOT_ACTIVE",
                               f"the index is {entry.state}; only ACTIVE indexes are used"))
         elif unread:
-            out.append(WhyNot(entry.name, "*", "TABLE_FORMAT",
-                              "the query reads an Iceberg table that is left to Iceberg's scan: "
-                              f"{unread}"))
+            out.append(WhyNot(entry.name, "*", "TABLE_FORMAT", left))
         elif not results:
             out.append(WhyNot(entry.name, "*", "NO_FILE_SOURCE", "the query reads no files"))
         else:
@@ -179,9 +178,8 @@ def why_not(spark: Any, df: Any, index_name: str | None = None) -> list[WhyNot]:
         for result in results:
             out.extend(_cache_reasons(result, index_name == CACHE, settings.cache_enabled))
     if index_name == CACHE and not results:
-        out.append(WhyNot(CACHE, "*", "TABLE_FORMAT", f"the query reads an Iceberg table that is "
-                                                      f"left to Iceberg's scan: {unread}")
-                   if unread else WhyNot(CACHE, "*", "NO_FILE_SOURCE", "the query reads no files"))
+        out.append(WhyNot(CACHE, "*", "TABLE_FORMAT", left) if unread
+                   else WhyNot(CACHE, "*", "NO_FILE_SOURCE", "the query reads no files"))
     return out
 
 
