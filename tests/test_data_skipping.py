@@ -214,11 +214,14 @@ def query_context_logs():
     handler = logging.Handler()
     handler.emit = records.append
     loggers = query_context_loggers()
+    levels = [logger.level for logger in loggers]   # a CLI test in this process mutes them
     for logger in loggers:
         logger.addHandler(handler)
+        logger.setLevel(logging.NOTSET)
     yield records
-    for logger in loggers:
+    for logger, level in zip(loggers, levels):
         logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 @pytest.mark.parametrize("config, message", [
