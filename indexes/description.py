@@ -149,11 +149,16 @@ class SourceDescription:
         table's deletion vectors or column mapping, an Iceberg table's delete files), or None
         when they do: what a copy of a file read as Parquet would get wrong."""
         if self.deletion_vectors:
-            marks = "delete files" if self.table_format == "iceberg" else "deletion vectors"
-            return f"{self.deletion_vectors} of its files carry {marks}"
+            return f"{self.deletion_vectors} of its files carry {self.file_deletes}"
         if self.column_mapping:
             return f"it maps columns to physical names (column mapping mode {self.column_mapping})"
         return None
+
+    @property
+    def file_deletes(self) -> str:
+        """What the table format calls the deletes attached to one of its files (counted by
+        ``deletion_vectors``): Iceberg's delete files, Delta's deletion vectors."""
+        return "delete files" if self.table_format == "iceberg" else "deletion vectors"
 
     @property
     def read_format(self) -> str | None:

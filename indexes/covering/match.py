@@ -127,11 +127,9 @@ def _source_state(relation: PlanNode, source: SourceDescription, entry: Any,
     appended, deleted = file_changes(entry, files)
     hidden = [f for f in appended if f.deletion_vector is not None]
     if hidden:   # hybrid scan reads appended files through a pruned list, bypassing them
-        marks = ("delete files", "Iceberg") if source.table_format == "iceberg" else (
-            "deletion vectors", "Delta")
         return changed(
-            f"{len(hidden)} changed files of the {marks[1]} table carry {marks[0]}, which "
-            "hybrid scan cannot apply; refresh the index")
+            f"{len(hidden)} changed files of the {source.table_format.capitalize()} table carry "
+            f"{source.file_deletes}, which hybrid scan cannot apply; refresh the index")
     ids: tuple[int, ...] = ()
     if deleted:
         lineage = entry.content.get("fileIds")
