@@ -128,8 +128,8 @@ def _source_state(relation: PlanNode, source: SourceDescription, entry: Any,
     hidden = [f for f in appended if f.deletion_vector is not None]
     if hidden:   # hybrid scan reads appended files through a pruned list, bypassing them
         return changed(
-            f"{len(hidden)} changed files of the {source.table_format.capitalize()} table carry "
-            f"{source.file_deletes}, which hybrid scan cannot apply; refresh the index")
+            f"{len(hidden)} changed files of the table carry {source.file_deletes}, which "
+            "hybrid scan cannot apply; refresh the index")
     ids: tuple[int, ...] = ()
     if deleted:
         lineage = entry.content.get("fileIds")
