@@ -88,7 +88,7 @@ public final class AcceleratorRule extends Rule<LogicalPlan> {
           || "true".equals(session.sparkContext().getLocalProperty(SUSPENDED_KEY))) {
         return plan;
       }
-      viewed = IcebergFiles.hasIceberg(plan) ? IcebergFiles.views(plan) : plan;
+      viewed = IcebergFiles.views(plan);
       if (!PlanTree.hasFileRelation(viewed)) {
         return plan;
       }

@@ -49,7 +49,7 @@ final class IcebergFiles {
   }
 
   /** Whether some node of {@code plan} reads an Iceberg table. */
-  static boolean hasIceberg(LogicalPlan plan) {
+  private static boolean hasIceberg(LogicalPlan plan) {
     return PlanTree.anyNode(plan, IcebergFiles::isIceberg);
   }
 
@@ -79,8 +79,11 @@ final class IcebergFiles {
   }
 
   /** {@code plan} with each Iceberg relation that can be read as its files replaced by a
-   * view of them (see the class comment). */
+   * view of them (see the class comment); {@code plan} itself when it reads no Iceberg table. */
   static LogicalPlan views(LogicalPlan plan) {
+    if (!hasIceberg(plan)) {
+      return plan;
+    }
     return swap(plan, p -> isIceberg(p) && IcebergTables.problem((DataSourceV2Relation) p) == null
         ? view((DataSourceV2Relation) p) : null);
   }

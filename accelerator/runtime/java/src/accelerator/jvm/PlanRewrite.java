@@ -52,7 +52,7 @@ public final class PlanRewrite {
    * from and described by.
    */
   public LogicalPlan fileView(LogicalPlan plan) {
-    return IcebergFiles.hasIceberg(plan) ? IcebergFiles.views(plan) : plan;
+    return IcebergFiles.views(plan);
   }
 
   /** Why an Iceberg table {@code plan} reads cannot be read as its files, or null (see {@link
