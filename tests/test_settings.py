@@ -1,5 +1,5 @@
 """Settings are declared once (accelerator.runtime.settings.SETTINGS): Settings.read takes its defaults
-from there, and the README's configuration table and configs/spark-defaults.conf list exactly the
+from there, and the settings table of docs/settings.md and configs/spark-defaults.conf list exactly the
 declared keys, defaults and meanings. No JVM."""
 from __future__ import annotations
 
@@ -15,15 +15,14 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _readme_table() -> dict[str, tuple[str, str]]:
-    """key -> (default, meaning) from the rows of the README's "## Configuration" table."""
-    text = (ROOT / "README.md").read_text()
-    section = text.split("\n## Configuration\n", 1)[1].split("\n## ", 1)[0]
+    """key -> (default, meaning) from the rows of docs/settings.md's table."""
+    section = (ROOT / "docs" / "settings.md").read_text()
     rows: dict[str, tuple[str, str]] = {}
     for line in section.splitlines():
         if not line.startswith("| `"):
             continue
         key, default, meaning = (cell.strip() for cell in line.strip().strip("|").split(" | "))
-        assert key not in rows, f"{key} listed twice in the README"
+        assert key not in rows, f"{key} listed twice in docs/settings.md"
         rows[key.strip("`")] = (default.strip("`"), meaning)
     return rows
 

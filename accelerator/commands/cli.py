@@ -166,7 +166,7 @@ def parser() -> argparse.ArgumentParser:
 
     name = ("name", {"help": "index name"})
     sql = ("sql", {"help": "a SQL query, e.g. \"SELECT * FROM parquet.`/data/x` WHERE a = 1\""})
-    command("create", "create an index from a JSON or YAML spec file (see README)",
+    command("create", "create an index from a JSON or YAML spec file (see docs/cli.md)",
             ("spec", {"help": "spec file (.json, else YAML)"}))
     command("refresh", "bring an index up to date with its source", name,
             ("--mode", {"choices": REFRESH_MODES, "help": "full (default): rebuild; "

@@ -1,5 +1,5 @@
 """Index spec files for the command line: a source and an index config as a JSON or YAML
-mapping (the format is in the README, "Command line"), checked key by key with messages that
+mapping (the format is in docs/cli.md), checked key by key with messages that
 name the file and the key."""
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ def _keys(where: str, spec: Any, required: set[str], optional: set[str]) -> dict
 
 
 def index_config(spec: Any, where: str = "index") -> Any:
-    """The index config a spec's ``index`` mapping describes (see README, "Command line"):
+    """The index config a spec's ``index`` mapping describes (see docs/cli.md):
     ``kind`` names an index kind (its ``spec_name``, or another of its names: see
     :func:`indexes.kinds.canonical_kind`), which reads the other keys."""
     found = spec.get("kind") if isinstance(spec, dict) else None

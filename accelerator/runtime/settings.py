@@ -1,7 +1,7 @@
 """Spark settings of the accelerator (all under ``spark.accelerator.*``), declared once.
 
 Each setting is declared by one :class:`Setting` (key, default, meaning) in :data:`SETTINGS`;
-:meth:`Settings.read` takes its defaults from there, and the README's configuration table and
+:meth:`Settings.read` takes its defaults from there, and the table of ``docs/settings.md`` and
 ``configs/spark-defaults.conf`` list the same keys and defaults (a test checks it). The module
 constants (``ENABLED``, ``SYSTEM_PATH`` ...) are the declared keys.
 """

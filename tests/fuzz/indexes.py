@@ -4,7 +4,7 @@ sketches (over columns, JSON paths and expressions over arrays and maps), text i
 cache, on the columns the dataset has (see :class:`tests.fuzz.data.Columns`). Each index is a
 small spec that can be created in a session or written as Python code.
 
-Every kind is drawn for every source format of :data:`tests.fuzz.data.FORMATS`: the README
+Every kind is drawn for every source format of :data:`tests.fuzz.data.FORMATS`: docs/api.md
 documents ``createIndex`` over ``spark.read.parquet/json/csv/orc`` for all kinds (data skipping
 computes statistics with a Spark job where no Parquet footer serves; a text index groups the
 rows of a JSON or CSV file without row groups) and ``hs.cache`` of JSON and CSV, also
