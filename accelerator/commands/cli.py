@@ -18,6 +18,7 @@ from importlib import metadata
 from typing import Any, Callable
 
 from accelerator.commands import demo as demo_command
+from accelerator.commands import init as init_command
 from accelerator.commands import scheduler as scheduler_commands
 from accelerator.commands import system_path
 from accelerator.commands.session import spark_session
@@ -265,6 +266,7 @@ def parser() -> argparse.ArgumentParser:
             ("--rules", {"help": "a user rules YAML file (default spark.accelerator.rules.path)"}))
 
     demo_command.add_parser(sub)
+    init_command.add_parser(sub)
     jar_help = "print the path of the compiled JVM rule (compiling it if needed)"
     j = sub.add_parser("jar", help=jar_help, description=jar_help + ": put it in spark.jars "
                        "with spark.sql.extensions=accelerator.jvm.AcceleratorExtensions to "
@@ -275,7 +277,7 @@ def parser() -> argparse.ArgumentParser:
     rules_sub = r.add_subparsers(dest="rules_command", required=True)
     v = rules_sub.add_parser("validate", help="print the rules of a YAML file as understood "
                              "(exit 0) or every error with its line and column (exit 1)")
-    v.add_argument("file", help="the rules file (see configs/rules.yaml)")
+    v.add_argument("file", help="the rules file (`accelerator init` writes a commented one)")
     v.set_defaults(func=validate_rules)
     c = sub.add_parser("config", help="the scheduler's configuration file",
                        description="the scheduler's configuration file: validate it")
@@ -283,7 +285,8 @@ def parser() -> argparse.ArgumentParser:
     cv = config_sub.add_parser("validate", help="print the jobs of a configuration file with "
                                "their next three run times (exit 0) or every error with its "
                                "line and column (exit 1)")
-    cv.add_argument("file", help="the configuration file (see configs/accelerator.yaml)")
+    cv.add_argument("file", help="the configuration file (`accelerator init` writes a "
+                    "commented one)")
     cv.set_defaults(func=validate_config)
     scheduler_commands.add_parsers(sub)
     return top

@@ -62,6 +62,7 @@ def config_session(config: SchedulerConfig, app: str) -> Iterator[Any]:
     from pyspark.sql import SparkSession
 
     from accelerator.query import session
+    from accelerator.runtime import jvm
     from accelerator.runtime.settings import SYSTEM_PATH
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)   # executors run index builds
@@ -71,6 +72,7 @@ def config_session(config: SchedulerConfig, app: str) -> Iterator[Any]:
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    jvm.load_quietly(spark)   # DataSketches' restricted-mode warning, printed mid-run
     session.enable(spark)
     try:
         yield spark
