@@ -324,7 +324,8 @@ from accelerator.commands.cli import parser
 from accelerator.commands.session import spark_session
 args = parser().parse_args(["indexes", "--master", "local[1]"])
 with spark_session(args, "quiet", None) as spark:
-    print("ESTIMATE", spark.range(100).select(F.hll_sketch_estimate(F.hll_sketch_agg("id"))).first()[0])
+    sketched = spark.range(100).select(F.hll_sketch_estimate(F.hll_sketch_agg("id")))
+    print("ESTIMATE", sketched.first()[0])
 """
 
 

@@ -1,6 +1,7 @@
 """Printing rows without Spark as the command line prints a DataFrame with Spark: the table of
 ``DataFrame.show(n, truncate=False, vertical=...)`` and the JSON lines of
-``to_json(struct(*))``, for the listings answered without a JVM (:mod:`accelerator.commands.offline`).
+``to_json(struct(*))``, for the listings answered without a JVM
+(:mod:`accelerator.commands.offline`).
 
 The rows are tuples in the order of a Spark DDL schema (those of :mod:`accelerator.api.rows`),
 which :func:`parse_schema` reads in Python (pyspark's parser needs a JVM). Values are shown as
