@@ -5,12 +5,8 @@ turns them into rows, through this module."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
-from accelerator.cache.policy import Eviction
-from accelerator.cache.warmup import WarmupResult
-from accelerator.engine.advisor import Applied
-from accelerator.operations.cache import CacheStats
 from indexes import kinds
 from indexes.actions import ORIGIN_KEY, OperationResult
 from indexes.log import IndexLogEntry, IndexState
@@ -18,6 +14,12 @@ from indexes.source import source_name
 from rules.instructions import Instruction
 from rules.terms import Priority, format_duration, parse_duration, parse_priority
 from rules.user_rules import UserRule
+
+if TYPE_CHECKING:   # the result types only: listings use this module without loading them
+    from accelerator.cache.policy import Eviction
+    from accelerator.cache.warmup import WarmupResult
+    from accelerator.engine.advisor import Applied
+    from accelerator.operations.cache import CacheStats
 
 # --- index operations and listings ------------------------------------------------------
 SUMMARY_SCHEMA = ("index string, operation string, status string, dataVersion int, "

@@ -9,15 +9,16 @@ import signal
 import sys
 import threading
 from datetime import datetime, timezone
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from accelerator.commands.system_path import CONFIG_FILE, CONFIG_VARIABLE, NoConfigError, \
     config_file
-from accelerator.scheduler.config import Job, SchedulerConfig, load_config_file
-from accelerator.scheduler.jobs import JobRun
+from accelerator.scheduler.config import GRACE_SECONDS, Job, SchedulerConfig, load_config_file
 from accelerator.scheduler.lease import Lease
-from accelerator.scheduler.service import GRACE_SECONDS, Scheduler, job_statuses
 from indexes.log import now_ms
+
+if TYPE_CHECKING:   # the service's modules load Spark's side: imported where a command runs
+    from accelerator.scheduler.jobs import JobRun
 
 #: how ``serve`` builds its session, before the configuration's ``spark.conf``
 _SESSION_DEFAULTS = {"spark.ui.showConsoleProgress": "false",
@@ -114,6 +115,7 @@ def serve(args: argparse.Namespace) -> int:
     """``accelerator serve``: takes the system path's lease (or waits for it as a standby),
     runs the jobs until SIGTERM or SIGINT, then stops cleanly and exits 0."""
     from accelerator.context import AcceleratorContext
+    from accelerator.scheduler.service import Scheduler
 
     config = _config(args)
     stop = threading.Event()
@@ -151,6 +153,7 @@ def list_jobs(args: argparse.Namespace) -> int:
     system path's lease), then each job with its schedule, last run and next run; without a
     JVM when the system path is local."""
 
+    from accelerator.scheduler.service import job_statuses
     from indexes.events import EventLog
     from indexes.fs.local import LocalFs, is_local
 

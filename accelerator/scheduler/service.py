@@ -32,7 +32,8 @@ from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from accelerator.context import AcceleratorContext
-from accelerator.scheduler.config import Job, JobError, SchedulerConfig, load_config_file
+from accelerator.scheduler.config import GRACE_SECONDS, Job, JobError, SchedulerConfig, \
+    load_config_file
 from accelerator.scheduler.jobs import JobRun, JobRunner, RunListener
 from accelerator.scheduler.lease import Heartbeat, Lease, LeaseHolder
 from indexes.events import EventLog
@@ -42,8 +43,6 @@ log = logging.getLogger(__name__)
 
 #: seconds a lease lives without a heartbeat
 LEASE_TTL_SECONDS = 30.0
-#: seconds running jobs get to finish on shutdown before their Spark jobs are cancelled
-GRACE_SECONDS = 30.0
 #: runs of different jobs at once
 WORKERS = 2
 _STORE_TABLE = "accelerator_jobs"
