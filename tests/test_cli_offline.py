@@ -285,7 +285,14 @@ def test_init_writes_a_starter_configuration_and_keeps_existing_files(tmp_path, 
     assert (target / "rules.yaml").read_text() != "mine\n"
 
 
-def test_local_fs_globs_and_lists_as_hadoop_does(spark, tmp_path):
+def test_local_fs_reads_globs_and_lists_as_hadoop_does(spark, tmp_path):
+    import inspect
+
+    from indexes.fs import FileSystem
+    for name in ("qualify", "exists", "list", "list_each", "read_bytes", "read_text"):
+        assert (inspect.signature(getattr(LocalFs, name)).parameters.keys()
+                == inspect.signature(getattr(FileSystem, name)).parameters.keys()), name
+    assert not hasattr(LocalFs, "write_text") and not hasattr(LocalFs, "mkdirs")   # reads only
     for d in ("a/x=1", "a/x=2", "b/x=1", "_tmp", ".hidden", "c{d}"):
         (tmp_path / d).mkdir(parents=True)
     (tmp_path / "a" / "x=1" / "f.parquet").write_bytes(b"12345")
@@ -295,6 +302,7 @@ def test_local_fs_globs_and_lists_as_hadoop_does(spark, tmp_path):
         full = f"{tmp_path}/{pattern}"
         assert local.glob(full) == sorted(hadoop.glob(full)), pattern
     assert local.qualify(str(tmp_path)) == hadoop.qualify(str(tmp_path))
+    assert local.qualify("relative") == hadoop.qualify("relative")
     assert local.list(str(tmp_path / "a" / "x=1")) == hadoop.list(str(tmp_path / "a" / "x=1"))
 
 

@@ -1,18 +1,17 @@
-"""The local file system in pure Python (:class:`LocalFs`): the :class:`FileSystem` protocol
-without a JVM, for what reads a system path on the local disk before (or instead of) starting
-Spark, e.g. the command line's listings. Paths are local paths or ``file:`` URIs; every path it
-returns is qualified as Hadoop qualifies a local one (``file:/tmp/x``), so index logs and
-listings read through it name the same paths as through :class:`~indexes.fs.HadoopFs`.
+"""The local file system in pure Python, read only (:class:`LocalFs`): the reading methods of
+the :class:`FileSystem` protocol without a JVM, for what reads a system path on the local disk
+instead of starting Spark (the command line's listings), which by construction creates nothing.
+Paths are local paths or ``file:`` URIs; every path it returns is qualified as Hadoop qualifies
+a local one (``file:/tmp/x``), so index logs and listings read through it name the same paths
+as through :class:`~indexes.fs.HadoopFs`.
 Hadoop's glob syntax (``*``, ``?``, ``[a-c]``, ``[^a]``, ``{a,b}``, ``\\`` escapes) is
 reproduced by :func:`glob_regex`."""
 from __future__ import annotations
 
 import os
 import re
-import shutil
 from pathlib import Path
 
-from indexes.fs.exclusive import create_local
 from indexes.fs.parallel import in_parallel
 from indexes.fs.protocol import FileInfo
 from indexes.source import local_path
@@ -28,8 +27,9 @@ def is_local(path: str) -> bool:
 
 
 class LocalFs:
-    """:class:`~indexes.fs.FileSystem` over the local disk, in Python (see the module
-    docstring). Relative paths are taken from the current directory, as Hadoop takes them."""
+    """The reading methods of :class:`~indexes.fs.FileSystem` over the local disk, in Python
+    (see the module docstring), and Hadoop's :meth:`glob`. Relative paths are taken from the
+    current directory, as Hadoop takes them."""
 
     @staticmethod
     def _os(path: str) -> str:
@@ -49,9 +49,6 @@ class LocalFs:
 
     def exists(self, path: str) -> bool:
         return os.path.exists(self._os(path))
-
-    def mkdirs(self, path: str) -> None:
-        os.makedirs(self._os(path), exist_ok=True)
 
     def _info(self, os_path: str) -> FileInfo:
         st = os.stat(os_path)
@@ -98,57 +95,6 @@ class LocalFs:
 
     def read_text(self, path: str) -> str:
         return self.read_bytes(path).decode("utf-8")
-
-    def read_each(self, paths: list[str]) -> list[str | None]:
-        def text(path: str) -> str | None:
-            try:
-                return self.read_text(path)
-            except FileNotFoundError:
-                return None
-        return in_parallel(text, paths)
-
-    def write_bytes(self, path: str, data: bytes, overwrite: bool = False) -> None:
-        target = self._os(path)
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        with open(target, "wb" if overwrite else "xb") as f:
-            f.write(data)
-
-    def write_text(self, path: str, text: str, overwrite: bool = False) -> None:
-        self.write_bytes(path, text.encode("utf-8"), overwrite)
-
-    def create_exclusive(self, path: str, text: str) -> bool:
-        return create_local(self._os(path), text.encode("utf-8"))
-
-    def size(self, path: str) -> int:
-        return os.path.getsize(self._os(path))
-
-    def copy(self, src: str, dst: str) -> None:
-        target = self._os(dst)
-        if os.path.exists(target):
-            raise FileExistsError(dst)
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        shutil.copyfile(self._os(src), target)
-
-    def delete(self, path: str, recursive: bool = True) -> bool:
-        target = self._os(path)
-        if os.path.isdir(target) and not os.path.islink(target):
-            if recursive:
-                shutil.rmtree(target)
-            else:
-                os.rmdir(target)   # OSError when not empty, as Hadoop's IOException
-            return True
-        try:
-            os.unlink(target)
-        except FileNotFoundError:
-            return False
-        return True
-
-    def rename(self, src: str, dst: str) -> bool:
-        source, target = self._os(src), self._os(dst)
-        if not os.path.exists(source) or not os.path.isdir(os.path.dirname(target)):
-            return False
-        os.rename(source, target)
-        return True
 
 
 _GLOB_CHARS = re.compile(r"(?<!\\)[*?\[{]")
