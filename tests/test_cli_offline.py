@@ -167,6 +167,7 @@ def test_jobs_on_a_local_system_path_start_no_jvm(tmp_path, no_java):
 
 @pytest.mark.parametrize("args, message", [
     (["create", "SPEC"], "source has unknown keys fromat"),
+    (["create", "TAKEN", "--system-path", "SYSTEM"], "index 'taken' already exists (state ACTIVE)"),
     (["refresh", "bad name"], "invalid index name 'bad name'"),
     (["refresh", "nope", "--system-path", "SYSTEM"], "no index named 'nope'"),
     (["vacuum", "idx", "--retention-seconds", "-5", "--system-path", "SYSTEM"],
@@ -191,7 +192,14 @@ def test_inputs_are_checked_before_spark_starts(tmp_path, no_java, args, message
     config = tmp_path / "c.yaml"
     config.write_text(f"version: 1\nsystemPath: {system}\njobs: [{{name: e, kind: evict, "
                       "interval: PT5M}]\n")
-    names = {"SPEC": str(spec), "SYSTEM": str(system), "RULES": str(rules),
+    taken = tmp_path / "taken.yaml"
+    taken.write_text("source: {path: /data/x}\n"
+                     "index: {kind: covering, name: taken, indexedColumns: [k]}\n")
+    (system / "taken" / "_log").mkdir(parents=True)
+    (system / "taken" / "_log" / "0.json").write_text(json.dumps({
+        "id": 0, "name": "taken", "kind": "covering", "state": "ACTIVE", "config": {},
+        "source": {}, "content": {}, "properties": {}, "timestamp": 0}))
+    names = {"SPEC": str(spec), "TAKEN": str(taken), "SYSTEM": str(system), "RULES": str(rules),
              "CONFIG": str(config), "MISSING": str(tmp_path / "missing")}
     code, out, err = no_java(*[names.get(a, a) for a in args])
     assert code == 1, (out, err)

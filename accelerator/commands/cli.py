@@ -137,12 +137,17 @@ def check_inputs(args: argparse.Namespace) -> None:
 
 def _local_checks(args: argparse.Namespace, system_path: str) -> None:
     """On a local system path, before Spark: CliError when it does not exist (but for
-    ``create``, which makes it), IndexNotFoundError when the named index is not there."""
+    ``create``, which makes it), IndexNotFoundError when the named index is not there,
+    IndexExistsError when ``create``'s is."""
     from indexes.fs.local import LocalFs
     from indexes.lifecycle import IndexLifecycle
 
     fs = LocalFs()
-    if args.command != "create" and not fs.exists(system_path):
+    if args.command == "create":
+        if fs.exists(system_path):
+            IndexLifecycle(fs, system_path).free_name(args.spec.config.indexName)
+        return
+    if not fs.exists(system_path):
         raise CliError(_missing(system_path))
     for name in [getattr(args, "name", None) if args.command in _NAMED else None,
                  getattr(args, "index", None)]:
