@@ -235,19 +235,26 @@ class IndexLifecycle:
         back (the name is free again, ``v__=0`` removed) and its AcceleratorError is raised
         as it is, any other error as IndexOperationError.
         """
-        validate_index_name(name)
+        latest = self.free_name(name)
         log = self.log_manager(name)
-        latest = log.latest()
+        base = IndexLogEntry(id=-1 if latest is None else latest.id, name=name, kind=kind,
+                             state=IndexState.DOESNOTEXIST, config=dict(config))
+        begin = self._begin(log, base, IndexState.CREATING)
+        return self._run(log, begin, lambda: self._build_version(begin, build, 0))
+
+    def free_name(self, name: str) -> IndexLogEntry | None:
+        """The latest entry of ``name`` (None: never used) when a create may take the name:
+        InvalidIndexConfigError for an invalid name, IndexExistsError when the index exists,
+        IndexStateError when an operation on it is in progress."""
+        validate_index_name(name)
+        latest = self.log_manager(name).latest()
         if latest is not None:
             self.reject_busy(latest, "create")
             if latest.state is not IndexState.DOESNOTEXIST:
                 raise IndexExistsError(
                     f"index '{latest.name}' already exists (state {latest.state}); delete and "
                     f"vacuum it or choose another name")
-        base = IndexLogEntry(id=-1 if latest is None else latest.id, name=name, kind=kind,
-                             state=IndexState.DOESNOTEXIST, config=dict(config))
-        begin = self._begin(log, base, IndexState.CREATING)
-        return self._run(log, begin, lambda: self._build_version(begin, build, 0))
+        return latest
 
     def refresh(self, name: str, build: BuildFn,
                 state: IndexState = IndexState.REFRESHING) -> IndexLogEntry:

@@ -178,7 +178,7 @@ jobs:
     now = datetime.now(timezone.utc)
     _set_next_run(store, "every-minute", now - timedelta(minutes=4, seconds=30))   # 5 missed
     _set_next_run(store, "nightly", now - timedelta(hours=2))                      # too late
-    listed = {s.job.name: s.next_run for s in job_statuses(hs.context, config)}
+    listed = {s.job.name: s.next_run for s in job_statuses(hs.context.events(), config)}
     assert listed["every-minute"] < now
     scheduler = Scheduler(hs.context, config).start()
     try:
@@ -189,7 +189,7 @@ jobs:
     assert len(_job_events(hs, "every-minute")) == 1   # coalesced: once, not five times
     assert _job_events(hs, "nightly") == []            # two hours late: past its grace time
     # the nightly job keeps its schedule: its next run is the next occurrence of its hour
-    nxt = {s.job.name: s.next_run for s in job_statuses(hs.context, config)}["nightly"]
+    nxt = {s.job.name: s.next_run for s in job_statuses(hs.context.events(), config)}["nightly"]
     assert nxt > now and (nxt.hour, nxt.minute) == (hour, 0)
 
 

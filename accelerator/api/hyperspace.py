@@ -24,10 +24,10 @@ from accelerator.query import session
 from accelerator.runtime.settings import RULES_PATH
 from accelerator.scheduler.service import Scheduler
 from indexes import kinds
-from indexes.actions import ORIGIN_KEY, OperationResult
+from indexes.actions import OperationResult
 from indexes.covering.config import CoveringIndexConfig
 from indexes.errors import InvalidIndexConfigError
-from indexes.log import IndexLogEntry, IndexState
+from indexes.log import IndexState
 from indexes.skipping.config import DataSkippingIndexConfig
 from indexes.source import same_source, source_mismatch, source_name
 from indexes.text import search as text_search
@@ -227,8 +227,7 @@ class Hyperspace:
         engine chose, else ``user``). Lists each source's files once."""
         entries = self.context.lifecycle().list()
         warnings = self.context.sources.source_warnings(entries)
-        rows = [self._row(e, warnings.get(e.name)) for e in entries]
-        return local_frame(self.spark, rows, R.INDEXES_SCHEMA)
+        return local_frame(self.spark, R.index_rows(entries, warnings), R.INDEXES_SCHEMA)
 
     def index(self, indexName: str) -> DataFrame:
         """One index with the columns of :meth:`indexes` plus ``sourceFiles, sourceFormat,
@@ -236,28 +235,7 @@ class Hyperspace:
         is over: ``table <name> at <location>``, the glob pattern, or the paths)."""
         entry = self.context.lifecycle().get(indexName)
         warning = self.context.sources.source_warnings([entry]).get(entry.name)
-        row = self._row(entry, warning) + (
-            len(entry.source.files or ()), entry.source.format,
-            list(entry.source.root_paths or []), entry.data_version,
-            entry.content.get("numRows"), entry.id, source_name(entry.source))
-        return local_frame(self.spark, [row], R.INDEX_SCHEMA)
-
-    def _row(self, e: IndexLogEntry, source_warning: str | None) -> tuple:
-        kind = kinds.kind_of(e)
-        indexed, included = kind.columns(e) if kind is not None else ([], [])
-        return (e.name, kinds.display_name(e), indexed, included, e.config.get("numBuckets"),
-                e.state.value, e.content.get("path"), e.content.get("numFiles"),
-                e.content.get("sizeInBytes"), self._warning(e, kind, source_warning),
-                e.config.get(ORIGIN_KEY) or "user")
-
-    @staticmethod
-    def _warning(e: IndexLogEntry, kind: Any, source_warning: str | None) -> str | None:
-        if e.state is IndexState.CORRUPT:
-            return (f"log entry {e.properties.get('corruptFile')} is corrupt: "
-                    f"{e.properties.get('error')}; vacuumIndex('{e.name}') removes the index")
-        if kind is None:
-            return f"unknown index kind '{e.kind}'"
-        return source_warning
+        return local_frame(self.spark, [R.index_detail_row(entry, warning)], R.INDEX_SCHEMA)
 
     # --- the cache tier -----------------------------------------------------------------
     def cache(self, df: DataFrame, columns: list[str] | None = None, priority: str = "HIGH",

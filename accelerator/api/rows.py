@@ -5,16 +5,21 @@ turns them into rows, through this module."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
-from accelerator.cache.policy import Eviction
-from accelerator.cache.warmup import WarmupResult
-from accelerator.engine.advisor import Applied
-from accelerator.operations.cache import CacheStats
-from indexes.actions import OperationResult
+from indexes import kinds
+from indexes.actions import ORIGIN_KEY, OperationResult
+from indexes.log import IndexLogEntry, IndexState
+from indexes.source import source_name
 from rules.instructions import Instruction
 from rules.terms import Priority, format_duration, parse_duration, parse_priority
 from rules.user_rules import UserRule
+
+if TYPE_CHECKING:   # the result types only: listings use this module without loading them
+    from accelerator.cache.policy import Eviction
+    from accelerator.cache.warmup import WarmupResult
+    from accelerator.engine.advisor import Applied
+    from accelerator.operations.cache import CacheStats
 
 # --- index operations and listings ------------------------------------------------------
 SUMMARY_SCHEMA = ("index string, operation string, status string, dataVersion int, "
@@ -31,6 +36,39 @@ _STATS = "struct<files:long, levels:array<int>, rows:long, bytes:long>"
 EVENTS_SCHEMA = (f"operation string, index string, mode string, started timestamp, "
                  f"finished timestamp, dataVersion int, input {_STATS}, output {_STATS}, "
                  "status string, error string, message string, job string")
+
+
+def index_row(e: IndexLogEntry, source_warning: str | None) -> tuple:
+    """The row of one index in :data:`INDEXES_SCHEMA`; ``source_warning``: how its source
+    stands now (:func:`indexes.freshness.source_warnings`), shown unless its log is corrupt or
+    its kind unknown."""
+    kind = kinds.kind_of(e)
+    indexed, included = kind.columns(e) if kind is not None else ([], [])
+    return (e.name, kinds.display_name(e), indexed, included, e.config.get("numBuckets"),
+            e.state.value, e.content.get("path"), e.content.get("numFiles"),
+            e.content.get("sizeInBytes"), _warning(e, kind, source_warning),
+            e.config.get(ORIGIN_KEY) or "user")
+
+
+def index_rows(entries: Iterable[IndexLogEntry], warnings: dict[str, str]) -> list[tuple]:
+    """The rows of ``indexes()``: each entry with its warning (by index name)."""
+    return [index_row(e, warnings.get(e.name)) for e in entries]
+
+
+def index_detail_row(e: IndexLogEntry, source_warning: str | None) -> tuple:
+    """The row of one index in :data:`INDEX_SCHEMA` (``index(name)``)."""
+    return index_row(e, source_warning) + (
+        len(e.source.files or ()), e.source.format, list(e.source.root_paths or []),
+        e.data_version, e.content.get("numRows"), e.id, source_name(e.source))
+
+
+def _warning(e: IndexLogEntry, kind: Any, source_warning: str | None) -> str | None:
+    if e.state is IndexState.CORRUPT:
+        return (f"log entry {e.properties.get('corruptFile')} is corrupt: "
+                f"{e.properties.get('error')}; vacuumIndex('{e.name}') removes the index")
+    if kind is None:
+        return f"unknown index kind '{e.kind}'"
+    return source_warning
 
 
 def summary_row(r: OperationResult) -> tuple:

@@ -13,13 +13,14 @@ import argparse
 import dataclasses
 import json
 import logging
-import os
 import sys
 from importlib import metadata
 from typing import Any, Callable
 
 from accelerator.commands import demo as demo_command
+from accelerator.commands import init as init_command
 from accelerator.commands import scheduler as scheduler_commands
+from accelerator.commands import system_path
 from accelerator.commands.session import spark_session
 from accelerator.commands.spec import read_spec
 from accelerator.runtime.settings import Settings
@@ -28,8 +29,6 @@ from indexes.errors import AcceleratorError
 from indexes.kind import REFRESH_MODES
 
 DISTRIBUTION = "spark-accelerator"
-#: the environment variable that gives the commands' --system-path when it is not given
-SYSTEM_PATH_VARIABLE = "ACCELERATOR_SYSTEM_PATH"
 _SHOW_ALL = 1 << 30   # rows for DataFrame.show: all of them (Spark caps it itself)
 
 
@@ -43,8 +42,7 @@ def _check_system_path(spark: Any) -> None:
 
     path = Settings.of_session(spark).system_path
     if not HadoopFs(spark).exists(path):
-        raise CliError(f"system path {path} does not exist; give the right --system-path, or "
-                       "create an index there with `accelerator create`")
+        raise CliError(_missing(path))
 
 
 # --- commands over a system path ----------------------------------------------------------
@@ -110,19 +108,87 @@ def _emit(result: Any, as_json: bool, vertical: bool) -> None:
             print(json.dumps(dataclasses.asdict(reason)))
 
 
-def run_command(args: argparse.Namespace) -> int:
-    """Runs one command of :data:`COMMANDS` on the system path and prints its result; a
-    spec file is read and checked before Spark starts."""
-    from accelerator import Hyperspace
+#: the commands that name an index (checked, and on a local system path found, before Spark)
+_NAMED = ("refresh", "optimize", "delete", "restore", "vacuum", "cancel", "index")
+
+
+def check_inputs(args: argparse.Namespace) -> None:
+    """Everything about a command's inputs that can be checked without Spark, before it
+    starts: the spec file (read into ``args.spec``), index names, the vacuum retention, the
+    rules file, the SQL text; an AcceleratorError or RulesError naming what is wrong."""
+    from indexes.errors import InvalidIndexConfigError
+    from indexes.names import validate_index_name
 
     if args.command == "create":
         args.spec = read_spec(args.spec)   # the file's path becomes what it says
-    with spark_session(args, f"accelerator-{args.command}", args.system_path) as spark:
+    if args.command in _NAMED:
+        validate_index_name(args.name)
+    if getattr(args, "index", None) is not None:
+        validate_index_name(args.index)
+    if getattr(args, "retention_seconds", None) is not None and not args.retention_seconds >= 0:
+        raise InvalidIndexConfigError(
+            f"vacuum retention must be 0 seconds or more, got {args.retention_seconds:g}")
+    if getattr(args, "rules", None):
+        from rules.user_rules import load_rules_file
+        load_rules_file(args.rules)
+    if getattr(args, "sql", None) is not None and not args.sql.strip():
+        raise CliError("the SQL query is empty")
+
+
+def _local_checks(args: argparse.Namespace, system_path: str) -> None:
+    """On a local system path, before Spark: CliError when it does not exist (but for
+    ``create``, which makes it), IndexNotFoundError when the named index is not there,
+    IndexExistsError when ``create``'s is."""
+    from indexes.fs.local import LocalFs
+    from indexes.lifecycle import IndexLifecycle
+
+    fs = LocalFs()
+    if args.command == "create":
+        if fs.exists(system_path):
+            IndexLifecycle(fs, system_path).free_name(args.spec.config.indexName)
+        return
+    if not fs.exists(system_path):
+        raise CliError(_missing(system_path))
+    for name in [getattr(args, "name", None) if args.command in _NAMED else None,
+                 getattr(args, "index", None)]:
+        if name is not None:
+            IndexLifecycle(fs, system_path).get(name)
+
+
+def _missing(path: str) -> str:
+    return (f"system path {path} does not exist; give the right --system-path, or create an "
+            "index there with `accelerator create`")
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Runs one command of :data:`COMMANDS` on the system path and prints its result. Its
+    inputs are checked before Spark starts (:func:`check_inputs`); on a local system path the
+    read-only commands start no JVM (:mod:`accelerator.commands.offline`) unless ``--spark``."""
+    from accelerator.commands import offline
+
+    check_inputs(args)
+    where = system_path.resolve(args.system_path, system_path.config_file(args.config),
+                                _active_session())
+    if where.local:
+        _local_checks(args, where.path)
+        if args.command in offline.COMMANDS and not args.spark:
+            return offline.run(args, where.path)
+    from accelerator import Hyperspace
+
+    with spark_session(args, f"accelerator-{args.command}", where.path) as spark:
         if args.command != "create":
             _check_system_path(spark)
         result = COMMANDS[args.command](Hyperspace(spark), args)
         _emit(result, args.json, vertical=args.command == "index")
     return 0
+
+
+def _active_session() -> Any:
+    """The active SparkSession of this process (a command run from Python), else None; starts
+    nothing."""
+    from pyspark.sql import SparkSession
+
+    return SparkSession.getActiveSession()
 
 
 # --- jar ------------------------------------------------------------------------------
@@ -150,10 +216,17 @@ def parser() -> argparse.ArgumentParser:
     top.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = top.add_subparsers(dest="command")
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--system-path", default=os.environ.get(SYSTEM_PATH_VARIABLE) or None,
-                        help=f"index system path (default: ${SYSTEM_PATH_VARIABLE}, else the "
-                        "session's spark.accelerator.system.path, as spark-defaults.conf may set "
-                        "it, else <spark.sql.warehouse.dir>/indexes)")
+    common.add_argument("--system-path",
+                        help=f"index system path (default: ${system_path.SYSTEM_PATH_VARIABLE}, "
+                        "else the systemPath of the configuration file, else "
+                        "spark.accelerator.system.path in spark-defaults.conf, else "
+                        "<spark.sql.warehouse.dir>/indexes; see docs/cli.md)")
+    common.add_argument("--config", help="the scheduler's configuration file whose systemPath "
+                        f"is the default system path (default: ${system_path.CONFIG_VARIABLE}, "
+                        f"else ./{system_path.CONFIG_FILE} when it exists)")
+    common.add_argument("--spark", action="store_true", help="start Spark even where the "
+                        "command needs none (a listing on a local system path): to judge the "
+                        "health of indexes over catalog, Delta or Iceberg tables")
     common.add_argument("--master", default="local[2]",
                         help="Spark master, when no Spark session is active (default local[2])")
     common.add_argument("--json", action="store_true", help="print one JSON object per row")
@@ -198,6 +271,7 @@ def parser() -> argparse.ArgumentParser:
             ("--rules", {"help": "a user rules YAML file (default spark.accelerator.rules.path)"}))
 
     demo_command.add_parser(sub)
+    init_command.add_parser(sub)
     jar_help = "print the path of the compiled JVM rule (compiling it if needed)"
     j = sub.add_parser("jar", help=jar_help, description=jar_help + ": put it in spark.jars "
                        "with spark.sql.extensions=accelerator.jvm.AcceleratorExtensions to "
@@ -208,7 +282,7 @@ def parser() -> argparse.ArgumentParser:
     rules_sub = r.add_subparsers(dest="rules_command", required=True)
     v = rules_sub.add_parser("validate", help="print the rules of a YAML file as understood "
                              "(exit 0) or every error with its line and column (exit 1)")
-    v.add_argument("file", help="the rules file (see configs/rules.yaml)")
+    v.add_argument("file", help="the rules file (`accelerator init` writes a commented one)")
     v.set_defaults(func=validate_rules)
     c = sub.add_parser("config", help="the scheduler's configuration file",
                        description="the scheduler's configuration file: validate it")
@@ -216,7 +290,8 @@ def parser() -> argparse.ArgumentParser:
     cv = config_sub.add_parser("validate", help="print the jobs of a configuration file with "
                                "their next three run times (exit 0) or every error with its "
                                "line and column (exit 1)")
-    cv.add_argument("file", help="the configuration file (see configs/accelerator.yaml)")
+    cv.add_argument("file", help="the configuration file (`accelerator init` writes a "
+                    "commented one)")
     cv.set_defaults(func=validate_config)
     scheduler_commands.add_parsers(sub)
     return top

@@ -9,13 +9,16 @@ import signal
 import sys
 import threading
 from datetime import datetime, timezone
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
-from accelerator.scheduler.config import Job, SchedulerConfig, load_config_file
-from accelerator.scheduler.jobs import JobRun
+from accelerator.commands.system_path import CONFIG_FILE, CONFIG_VARIABLE, NoConfigError, \
+    config_file
+from accelerator.scheduler.config import GRACE_SECONDS, Job, SchedulerConfig, load_config_file
 from accelerator.scheduler.lease import Lease
-from accelerator.scheduler.service import GRACE_SECONDS, Scheduler, job_statuses
 from indexes.log import now_ms
+
+if TYPE_CHECKING:   # the service's modules load Spark's side: imported where a command runs
+    from accelerator.scheduler.jobs import JobRun
 
 #: how ``serve`` builds its session, before the configuration's ``spark.conf``
 _SESSION_DEFAULTS = {"spark.ui.showConsoleProgress": "false",
@@ -26,8 +29,8 @@ _SESSION_DEFAULTS = {"spark.ui.showConsoleProgress": "false",
 def add_parsers(sub: argparse._SubParsersAction) -> None:
     """Adds ``serve``, ``jobs`` and ``run-job`` to the command line's subcommands ``sub``."""
     config = argparse.ArgumentParser(add_help=False)
-    config.add_argument("--config", required=True,
-                        help="the scheduler's configuration file (see configs/accelerator.yaml)")
+    config.add_argument("--config", help="the scheduler's configuration file, as `accelerator "
+                        f"init` writes it (default: ${CONFIG_VARIABLE}, else ./{CONFIG_FILE})")
     serve_help = ("run the configuration's jobs on their schedules until SIGTERM or Ctrl-C "
                   "(one service per system path; a second one waits as a standby)")
     s = sub.add_parser("serve", parents=[config], help=serve_help, description=serve_help + (
@@ -60,6 +63,7 @@ def config_session(config: SchedulerConfig, app: str) -> Iterator[Any]:
     from pyspark.sql import SparkSession
 
     from accelerator.query import session
+    from accelerator.runtime import jvm
     from accelerator.runtime.settings import SYSTEM_PATH
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)   # executors run index builds
@@ -69,6 +73,7 @@ def config_session(config: SchedulerConfig, app: str) -> Iterator[Any]:
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    jvm.load_quietly(spark)   # DataSketches' restricted-mode warning, printed mid-run
     session.enable(spark)
     try:
         yield spark
@@ -96,12 +101,23 @@ class PrintedRuns:
             print(f"accelerator serve: {_time(now_ms())} {line}", flush=True)
 
 
+def _config(args: argparse.Namespace) -> SchedulerConfig:
+    """The configuration file of a scheduler command, read and checked (before Spark starts);
+    NoConfigError when there is none, ConfigError when it has problems."""
+    found = config_file(args.config)
+    if found is None:
+        raise NoConfigError(f"no configuration file: give --config FILE, set ${CONFIG_VARIABLE}, "
+                            f"or write ./{CONFIG_FILE} with `accelerator init`")
+    return load_config_file(found)
+
+
 def serve(args: argparse.Namespace) -> int:
     """``accelerator serve``: takes the system path's lease (or waits for it as a standby),
     runs the jobs until SIGTERM or SIGINT, then stops cleanly and exits 0."""
     from accelerator.context import AcceleratorContext
+    from accelerator.scheduler.service import Scheduler
 
-    config = load_config_file(args.config)
+    config = _config(args)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
@@ -134,14 +150,25 @@ def serve(args: argparse.Namespace) -> int:
 
 def list_jobs(args: argparse.Namespace) -> int:
     """``accelerator jobs``: which service runs the jobs (none when no ``serve`` holds the
-    system path's lease), then each job with its schedule, last run and next run."""
-    from accelerator.context import AcceleratorContext
+    system path's lease), then each job with its schedule, last run and next run; without a
+    JVM when the system path is local."""
 
-    config = load_config_file(args.config)
-    with config_session(config, "accelerator-jobs") as spark:
-        context = AcceleratorContext(spark)
-        statuses = job_statuses(context, config)
-        holder = Lease(context.fs, config.system_path).holder()
+    from accelerator.scheduler.service import job_statuses
+    from indexes.events import EventLog
+    from indexes.fs.local import LocalFs, is_local
+
+    config = _config(args)
+    if is_local(config.system_path):   # events and the lease read in Python: no JVM
+        fs = LocalFs()
+        statuses = job_statuses(EventLog(fs, config.system_path), config)
+        holder = Lease(fs, config.system_path).holder()
+    else:
+        from accelerator.context import AcceleratorContext
+
+        with config_session(config, "accelerator-jobs") as spark:
+            context = AcceleratorContext(spark)
+            statuses = job_statuses(context.events(), config)
+            holder = Lease(context.fs, config.system_path).holder()
     now = now_ms()
     serving = holder is not None and not holder.expired(now)
     if serving:
@@ -173,7 +200,7 @@ def run_job(args: argparse.Namespace) -> int:
     from accelerator.context import AcceleratorContext
     from accelerator.scheduler.jobs import JobRunner
 
-    config = load_config_file(args.config)
+    config = _config(args)
     job = config.job(args.name)
     with config_session(config, f"accelerator-run-job-{args.name}") as spark:
         context = AcceleratorContext(spark)

@@ -12,6 +12,7 @@ from typing import Any, Iterator
 from urllib.parse import unquote, urlparse
 
 from accelerator.query.session import conf_set
+from accelerator.runtime import jvm
 from accelerator.runtime.settings import ENABLED, SYSTEM_PATH
 
 
@@ -33,6 +34,7 @@ def spark_session(args: argparse.Namespace, app: str, system_path: str | None) -
                  .config("spark.sql.maxMetadataStringLength", "1000")
                  .getOrCreate())
         spark.sparkContext.setLogLevel("ERROR")
+        jvm.load_quietly(spark)   # DataSketches' restricted-mode warning, printed mid-run
         warehouse = _absent_local_dir(spark.conf.get("spark.sql.warehouse.dir"))
     # the system path, and the rewrite that explain/whynot turn on, restored afterwards
     overrides = {ENABLED: spark.conf.get(ENABLED, "false")}

@@ -18,13 +18,12 @@ from accelerator.query.catalog import catalog
 from accelerator.runtime import interrupts, jvm, workers
 from accelerator.runtime.settings import Settings
 from accelerator.runtime.spark_versions import dataset_class
-from indexes import kinds
 from indexes.description import SourceDescription
 from indexes.errors import AcceleratorError, SourceNotFoundError, UnsupportedSourceError
-from indexes.freshness import staleness
+from indexes.freshness import path_problem, source_warnings
 from indexes.fs import HadoopFs
 from indexes.kind import IndexKind
-from indexes.log import IndexLogEntry, IndexState
+from indexes.log import IndexLogEntry
 from indexes.plan import LOGICAL_RELATION, parse_plan
 from indexes.source import read_options, relation_schema, source_name, table_change
 
@@ -129,39 +128,14 @@ class SparkSources:
         source = entry.source
         if source.table:
             return table_change(source, self._table(source.table))
-        if source.glob_path:
-            if not self.fs.glob(source.glob_path):
-                return (f"no directory matches its glob pattern {source.glob_path}; "
-                        "restore one, or delete and vacuum the index")
-            return None
-        missing = [p for p in source.root_paths or [] if not self.fs.exists(p)]
-        if missing:
-            return (f"its source path no longer exists: {', '.join(missing)}; restore it, or "
-                    "delete and vacuum the index")
-        return None
+        return path_problem(self.fs, source)
 
     def source_warnings(self, entries: list[IndexLogEntry]) -> dict[str, str]:
         """By index name, for the ACTIVE ``entries`` whose source is not as their data was
         built: why the source is gone (:meth:`source_problem`), or what changed and the refresh
-        that fixes it (:func:`indexes.freshness.staleness`). Describes each source's current
-        files once (a file listing): for listings, never on a query's path."""
-        out: dict[str, str] = {}
-        described: dict[str, SourceDescription | str] = {}   # by how the source is read
-        for entry in entries:
-            kind = kinds.kind_of(entry)
-            if entry.state is not IndexState.ACTIVE or kind is None:
-                continue
-            problem = self.source_problem(entry)
-            if problem is None:
-                key = json.dumps({k: v for k, v in entry.source.to_json().items()
-                                  if k not in ("files", "fingerprint")}, sort_keys=True)
-                if key not in described:
-                    described[key] = self._current(entry)
-                current = described[key]
-                problem = current if isinstance(current, str) else staleness(entry, kind, current)
-            if problem:
-                out[entry.name] = problem
-        return out
+        that fixes it (:func:`indexes.freshness.source_warnings`). Describes each source's
+        current files once (a file listing): for listings, never on a query's path."""
+        return source_warnings(entries, self.source_problem, self._current)
 
     def _current(self, entry: IndexLogEntry) -> SourceDescription | str:
         """The description of ``entry``'s source now, or why it cannot be read."""

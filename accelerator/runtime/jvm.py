@@ -241,3 +241,29 @@ def _quick_answers(gateway: Any, new: Callable[[str], Any]) -> None:
         log.debug("TCP_NODELAY set on %d open py4j connections", changed)
     except Exception:  # noqa: BLE001 - answers stay correct, only slower
         log.debug("cannot set TCP_NODELAY on py4j connections", exc_info=True)
+
+
+#: the class of DataSketches (bundled in spark-catalyst from Spark 4.2, used by the hll_sketch
+#: functions the rule engine's profiling runs) whose static initializer prints "Warning: Java
+#: versions > Java 11 can only operate in restricted mode ..." to System.err on Java 17 and later
+RESTRICTED_MODE_WARNER = "org.apache.datasketches.memory.internal.ResourceImpl"
+
+
+def load_quietly(spark: Any, class_name: str = RESTRICTED_MODE_WARNER) -> bool:
+    """Loads (initializes) ``class_name`` in the driver with ``System.err`` silenced for that
+    moment, so what its static initializer prints (the DataSketches restricted-mode warning,
+    printed once per JVM, not through a logger: no log level or JVM option silences it) never
+    shows; for sessions the accelerator starts itself, before they run anything. Returns
+    whether the class exists (False on Spark lines without it: nothing to silence)."""
+    jvm = spark.sparkContext._jvm
+    system = jvm.java.lang.System
+    err = system.err
+    system.setErr(jvm.java.io.PrintStream(jvm.java.io.OutputStream.nullOutputStream()))
+    try:
+        loader = jvm.org.apache.spark.util.Utils.getContextOrSparkClassLoader()
+        jvm.java.lang.Class.forName(class_name, True, loader)
+        return True
+    except Exception:  # noqa: BLE001 - ClassNotFoundException: no such class on this line
+        return False
+    finally:
+        system.setErr(err)

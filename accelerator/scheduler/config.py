@@ -52,6 +52,8 @@ JOB_KINDS = ("warmup", "advise", "refresh", "optimize", "evict", "vacuum")
 #: the modes of the kinds that take one, the default first
 MODES = {"refresh": ("incremental", "full", "quick"), "optimize": ("quick", "full")}
 DEFAULT_MISFIRE_GRACE_SECONDS = 3600
+#: seconds running jobs get to finish on shutdown before their Spark jobs are cancelled
+GRACE_SECONDS = 30.0
 _TOP = ("version", "systemPath", "spark", "jobStore", "jobs", *RULE_SECTIONS)
 _SPARK = ("master", "conf")
 _COMMON = ("name", "kind", "cron", "interval", "timezone", "timeout", "misfireGraceTime")

@@ -32,17 +32,17 @@ from apscheduler.jobstores.sqlalchemy import SQLAlchemyJobStore
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from accelerator.context import AcceleratorContext
-from accelerator.scheduler.config import Job, JobError, SchedulerConfig, load_config_file
+from accelerator.scheduler.config import GRACE_SECONDS, Job, JobError, SchedulerConfig, \
+    load_config_file
 from accelerator.scheduler.jobs import JobRun, JobRunner, RunListener
 from accelerator.scheduler.lease import Heartbeat, Lease, LeaseHolder
+from indexes.events import EventLog
 from indexes.log import now_ms
 
 log = logging.getLogger(__name__)
 
 #: seconds a lease lives without a heartbeat
 LEASE_TTL_SECONDS = 30.0
-#: seconds running jobs get to finish on shutdown before their Spark jobs are cancelled
-GRACE_SECONDS = 30.0
 #: runs of different jobs at once
 WORKERS = 2
 _STORE_TABLE = "accelerator_jobs"
@@ -221,16 +221,16 @@ class Scheduler:
     def jobs(self) -> list[JobStatus]:
         """Each job with its last run and next run time (from the running scheduler, else
         the job store, else its schedule)."""
-        return job_statuses(self.context, self.config, self._scheduler)
+        return job_statuses(self.context.events(), self.config, self._scheduler)
 
 
-def job_statuses(context: AcceleratorContext, config: SchedulerConfig,
+def job_statuses(events: EventLog, config: SchedulerConfig,
                  scheduler: BackgroundScheduler | None = None) -> list[JobStatus]:
-    """The jobs of ``config`` with their last runs (from the system path's events) and next
-    run times (``scheduler``'s, else the job store's when it has the job, else the next time
-    its schedule gives)."""
+    """The jobs of ``config`` with their last runs (from the system path's ``events``) and
+    next run times (``scheduler``'s, else the job store's when it has the job, else the next
+    time its schedule gives)."""
     last: dict[str, dict] = {}
-    for event in context.events().read():
+    for event in events.read():
         if event.get("job"):
             last[event["job"]] = event
     stored = _stored_next_runs(config) if scheduler is None else {
