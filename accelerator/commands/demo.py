@@ -545,9 +545,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     d = sub.add_parser("demo", help=demo_help, description=demo_help + (
         ": it writes a sample lake under --work-dir, replays typical queries with the "
         "accelerator on and nothing configured, lets the rule engine build indexes or fill "
-        "the cache from their history, replays them and prints what served each query and "
-        "why. It takes minutes and writes tens of MB; --quick is smaller, --covering shows "
-        "one covering index instead."))
+        "the cache from their history, then runs each query by vanilla Spark and accelerated "
+        "in alternating pairs and prints the median times, what served it as the plans show "
+        "(\"no change\" when nothing did) and why, and writes a before/after figure (SVG) "
+        "into --work-dir. It takes minutes and writes tens of MB; --quick is smaller, "
+        "--covering shows one covering index instead."))
     d.add_argument("--work-dir", default="accelerator-demo", help="where sample data goes")
     d.add_argument("--system-path", help="index system path (default <work-dir>/indexes; "
                    "the lake demo empties the default one, and a given one must be empty)")
