@@ -51,7 +51,7 @@ class Scale:
     days: int          # its daily partitions (two files each)
     messages: int      # lines of the landing zone
     landing_files: int
-    runs: int          # timed runs of each template per replay (after one warm-up run)
+    runs: int          # timed pairs (vanilla, accelerated) of each template after a warm-up pair
 
 
 FULL = Scale(events=1_000_000, days=8, messages=320_000, landing_files=8, runs=3)
