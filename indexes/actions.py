@@ -20,7 +20,7 @@ from indexes import kinds
 from indexes.description import SourceDescription
 from indexes.errors import IndexOperationError, IndexStateError, InvalidIndexConfigError
 from indexes.events import EventLog
-from indexes.kind import REFRESH_MODES, BuildJob, IndexKind, IoStats
+from indexes.kind import REFRESH_MODES, BuildJob, IndexKind, IoStats, size_text
 from indexes.lifecycle import IndexLifecycle
 from indexes.log import IndexLogEntry, IndexState, now_ms
 from indexes.source import file_changes, source_mismatch
@@ -88,6 +88,10 @@ class SourcePort(Protocol):
     def interruptible(self) -> ContextManager[None]:
         """Ctrl-C during the block cancels its Spark jobs; the block then raises
         KeyboardInterrupt."""
+
+    def building(self, what: str) -> ContextManager[None]:
+        """The block's Spark jobs build ``what`` (a description, e.g. ``create covering index
+        'x' over 32 files (1.2 GB)``): named so, and a long build's progress reported."""
 
     def changed(self) -> None:
         """The set of indexes or their versions changed."""
@@ -158,14 +162,16 @@ class IndexActions:
         return OperationResult(entry.name, operation, "noop", entry.data_version, IoStats(),
                                IoStats(), 0.0, message)
 
-    def _build(self, build: Callable[[BuildJob], tuple[dict, dict]],
-               job: BuildJob) -> Callable[[str], tuple[SourceDescription, dict]]:
+    def _build(self, build: Callable[[BuildJob], tuple[dict, dict]], job: BuildJob,
+               what: str) -> Callable[[str], tuple[SourceDescription, dict]]:
         """The lifecycle's build function: ``build(job)`` into the data path it is given, with
         the rewrite suspended for the session's queries of this thread, interruptible by
-        Ctrl-C (rolled back as an interrupted operation)."""
+        Ctrl-C (rolled back as an interrupted operation), its Spark jobs described as ``what``
+        and their progress reported when long."""
         def run(data_path: str) -> tuple[SourceDescription, dict]:
             job.data_path = data_path
-            with self._port.interruptible(), self._port.suspended():
+            with self._port.interruptible(), self._port.suspended(), \
+                    self._port.building(what):
                 return build(job)
         return run
 
@@ -189,8 +195,9 @@ class IndexActions:
         job = self._job(kind, df, cfg, source)
 
         def action() -> _Outcome:
-            entry = self.lifecycle().create(config.indexName, kind.name, cfg,
-                                            self._build(kind.build, job))
+            entry = self.lifecycle().create(
+                config.indexName, kind.name, cfg,
+                self._build(kind.build, job, _building("create", kind, config.indexName, source)))
             return _Outcome(entry, job.read, job.written,
                             f"created {kind.display_name} over {len(source.files)} files",
                             (job.read.to_json(), _data_stats(entry)))
@@ -224,7 +231,8 @@ class IndexActions:
                                            check_files=False) is None
             previous = entry if mode == "incremental" and same_reading else None
             job = self._job(kind, df, entry.config, source, previous)
-            new = lifecycle.refresh(name, self._build(kind.build, job))
+            new = lifecycle.refresh(name, self._build(
+                kind.build, job, _building(f"{mode} refresh", kind, entry.name, source)))
             how = "incrementally" if previous is not None else "fully"
             return _Outcome(new, job.read, job.written,
                             f"refreshed {how} into data version {new.data_version}",
@@ -246,8 +254,10 @@ class IndexActions:
             return self._noop(entry, "optimize", f"no data files to compact (mode={mode})")
 
         def action() -> _Outcome:
-            new = lifecycle.refresh(name, self._build(lambda j: kind.optimize(j, chosen), job),
-                                    IndexState.OPTIMIZING)
+            what = (f"{mode} optimize of {kind.display_name} '{entry.name}' "
+                    f"({len(chosen)} data files, {size_text(sum(int(f[3]) for f in chosen))})")
+            new = lifecycle.refresh(name, self._build(lambda j: kind.optimize(j, chosen), job,
+                                                      what), IndexState.OPTIMIZING)
             return _Outcome(new, job.read, job.written,
                             f"compacted {job.read.files} files into {job.written.files}")
         return self._run("optimize", entry.name, mode,
@@ -300,6 +310,13 @@ class IndexActions:
                             f"({settings.vacuum_retention_key}): {', '.join(kept)}")
             return _Outcome(lifecycle.get(name), IoStats(), IoStats(), message)
         return self._run("vacuum", entry.name, "outdated", IoStats(), outdated)
+
+
+def _building(operation: str, kind: IndexKind, name: str, source: SourceDescription) -> str:
+    """What a build builds, for its Spark jobs' description and progress lines."""
+    files = source.files or []
+    return (f"{operation} of {kind.display_name} '{name}' over {len(files)} source files "
+            f"({size_text(sum(int(f.size) for f in files))})")
 
 
 def _quick(entry: IndexLogEntry, source: SourceDescription) -> tuple[SourceDescription, dict]:

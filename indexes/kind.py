@@ -94,6 +94,16 @@ class MatchContext:
     joins: tuple[Any, ...] = ()
 
 
+def size_text(n: int) -> str:
+    """``n`` bytes for a person: ``512 B``, ``3.4 MB``, ``1.2 GB``."""
+    value, unit = float(n), "B"
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if value < 1024 or unit == "TB":
+            break
+        value /= 1024
+    return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+
+
 @dataclass(frozen=True)
 class IoStats:
     """Files, bytes and (where known) rows an operation read or wrote."""

@@ -33,11 +33,12 @@ from accelerator.cache.policy import check_always_fits
 from accelerator.cache.serving import FILE_SELECTING_OPTIONS
 from accelerator.cache.tier import CacheTier
 from accelerator.query import session
-from accelerator.runtime import jvm, spark_versions
+from accelerator.runtime import build_progress, jvm, spark_versions
 from accelerator.runtime.settings import CACHE_ENABLED, ENABLED, JOBS_POOL, POOL_PROPERTY, Settings
 from indexes.description import SourceDescription
 from indexes.errors import CacheRequestError
 from indexes.fs import in_parallel
+from indexes.kind import size_text
 
 FILE_ID = "__accelerator_file"
 _ROW = "__accelerator_row"
@@ -316,33 +317,38 @@ def warm(spark: Any, tier: CacheTier, settings: Settings, df: DataFrame,
     files = sum(len(s.files) for s in found)
     read = written = always = 0
     max_bytes = tier.max_bytes(settings.cache_max_bytes)
-    for s, wanted, todo in jobs:
-        root_of = source_roots(s)
-        by_columns: dict[tuple[str, ...], list] = defaultdict(list)
-        for item in todo:
-            by_columns[item[2].columns].append(item)
-        for cols, items in by_columns.items():
-            batch, written_files = _write(spark, tier, s, [f for f, _, _ in items], list(cols))
-            now = tier.manifest.now()
-            new = []
-            for f, key, plan in items:
-                folder, parts = written_files[f.path]
-                new.append((CacheEntry(
-                    key=key.hex, source_root=root_of(f.path), file_path=f.path,
-                    file_size=int(f.size), file_mtime=int(f.mtime), columns=cols,
-                    priority=plan.priority, ttl_seconds=plan.ttl_seconds,
-                    bytes=sum(b for _, b in parts), data_path=folder, created=now,
-                    last_used=now, read_key=key.read_key,
-                    files=tuple((f"{folder}/{n}", b) for n, b in parts)), plan))
-            always += sum(e.bytes for e, p in new if p.priority is Priority.ALWAYS)
-            try:   # against the entries read at the start (a concurrent warm-up may add more)
-                check_always_fits(known, always, max_bytes)
-            except CacheCapacityError:
-                tier.fs.delete(batch, recursive=True)
-                raise
-            tier.manifest.commit_all([(entry, plan.supersedes) for entry, plan in new])
-            read += sum(int(f.size) for f, _, _ in items)
-            written += sum(e.bytes for e, _ in new)
+    todo_files = [f for _, _, todo in jobs for f, _, _ in todo]
+    what = (f"cache warm-up of {len(todo_files)} files of "
+            f"{', '.join(sorted({r for s, _, _ in jobs for r in s.roots}))} "
+            f"({size_text(sum(int(f.size) for f in todo_files))})")
+    with build_progress.building(spark, what):
+        for s, wanted, todo in jobs:
+            root_of = source_roots(s)
+            by_columns: dict[tuple[str, ...], list] = defaultdict(list)
+            for item in todo:
+                by_columns[item[2].columns].append(item)
+            for cols, items in by_columns.items():
+                batch, written_files = _write(spark, tier, s, [f for f, _, _ in items], list(cols))
+                now = tier.manifest.now()
+                new = []
+                for f, key, plan in items:
+                    folder, parts = written_files[f.path]
+                    new.append((CacheEntry(
+                        key=key.hex, source_root=root_of(f.path), file_path=f.path,
+                        file_size=int(f.size), file_mtime=int(f.mtime), columns=cols,
+                        priority=plan.priority, ttl_seconds=plan.ttl_seconds,
+                        bytes=sum(b for _, b in parts), data_path=folder, created=now,
+                        last_used=now, read_key=key.read_key,
+                        files=tuple((f"{folder}/{n}", b) for n, b in parts)), plan))
+                always += sum(e.bytes for e, p in new if p.priority is Priority.ALWAYS)
+                try:   # against the entries read at the start (a concurrent warm-up may add more)
+                    check_always_fits(known, always, max_bytes)
+                except CacheCapacityError:
+                    tier.fs.delete(batch, recursive=True)
+                    raise
+                tier.manifest.commit_all([(entry, plan.supersedes) for entry, plan in new])
+                read += sum(int(f.size) for f, _, _ in items)
+                written += sum(e.bytes for e, _ in new)
     tier.demote(settings)
     return WarmupResult(files, read, written, time.monotonic() - started)
 

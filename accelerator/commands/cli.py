@@ -362,6 +362,8 @@ def main(argv: list[str] | None = None) -> int:
         top.print_help()
         return 0
     logging.basicConfig(level=logging.WARNING)
+    # what a long index build or cache warm-up builds and how far it is (runtime/build_progress)
+    logging.getLogger("accelerator.build").setLevel(logging.INFO)
     silence_query_context_logs()   # they log each Spark error again, with a JVM stack
     try:
         return args.func(args)

@@ -1,12 +1,15 @@
 """``accelerator demo``: the product end to end on a small local sample.
 
 The default demo writes a small lake (nested Parquet events partitioned by day, and a raw gzip
-JSON landing zone of log messages), replays a workload of typical queries with the accelerator
+JSON landing zone of log messages), runs a workload of typical queries with the accelerator
 enabled and nothing configured (the query history is recorded by default), runs the advise job
-(the rule engine mines the history and builds indexes or fills the cache), replays the same
-queries again and prints, per query template, the median time before and after, whether the
-rows are identical, what each query read from an index or the cache, then what the engine did
-and why, and the cache's usage. It exits 1 when a query's rows differ before and after.
+(the rule engine mines the history and builds indexes or fills the cache), then runs each query
+template by vanilla Spark and accelerated in alternating pairs after the same warm-up, and
+prints, per template, the median times, the speed-up or "no change" when nothing served it,
+whether the rows are identical and what the accelerator did as the physical plans' file
+scans show it (:mod:`accelerator.commands.demo_report`), then what the engine did
+and why, and the cache's usage; it writes a before/after figure (SVG) into the work directory.
+It exits 1 when a query's rows differ.
 
 ``--covering`` runs the earlier demo instead: one covering index on a nested field, a query
 with the accelerator off and on.
@@ -14,18 +17,28 @@ with the accelerator off and on.
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import statistics
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import urlparse
 
+from accelerator.commands.demo_report import (HEADER, Effect, Pairs, effect, figure, local_path,
+                                              row, same_plan)
+
 #: the first day of the sample events
 START = date(2026, 3, 1)
+#: the before/after figure, under the work directory
+FIGURE = "demo-before-after.svg"
+#: the rule engine's index budget in the demo: room for every index it finds worth building,
+#: so what it builds does not hinge on which of two candidates' queries ran slower this time
+#: (by default the budget is a quarter of the sources' bytes, taken greedily by score)
+INDEX_BUDGET = "1g"
 
 
 # --- the sample lake ------------------------------------------------------------------------
@@ -38,7 +51,7 @@ class Scale:
     days: int          # its daily partitions (two files each)
     messages: int      # lines of the landing zone
     landing_files: int
-    runs: int          # timed runs of each template per replay (after one warm-up run)
+    runs: int          # timed pairs (vanilla, accelerated) of each template after a warm-up pair
 
 
 FULL = Scale(events=1_000_000, days=8, messages=320_000, landing_files=8, runs=3)
@@ -224,37 +237,46 @@ TEMPLATES = [
 ]
 
 
-@dataclass
-class Measured:
-    """One template over one replay: the seconds and sorted rows of each timed run, and the
-    files the last run listed (``df.inputFiles()``)."""
-
-    seconds: list[float] = field(default_factory=list)
-    rows: list[list[tuple]] = field(default_factory=list)
-    files: list[str] = field(default_factory=list)
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.seconds)
-
-
-def replay(spark: Any, lake: Lake, label: str, started: float) -> dict[str, Measured]:
-    """Runs every template once untimed, then ``lake.scale.runs`` timed rounds (run ``i`` of
-    a template gets the same literals in every replay)."""
-    out = {t.name: Measured() for t in TEMPLATES}
+def replay(spark: Any, lake: Lake, label: str, started: float) -> None:
+    """Runs every template ``lake.scale.runs + 1`` times (run ``i`` of a template gets the same
+    literals in every replay): the workload whose history the advise job mines."""
     for round_ in range(lake.scale.runs + 1):
-        _progress(started, f"{label}: round {round_ + 1} of {lake.scale.runs + 1}"
+        _progress(started, f"{label}: round {round_ + 1} of {lake.scale.runs + 1}")
+        for t in TEMPLATES:
+            t.query(spark, lake, round_).collect()
+
+
+def _run(spark: Any, query: Callable[[], Any], accelerated: bool) -> tuple[float, list[tuple]]:
+    """The seconds and sorted rows of one run of ``query`` with the rewrite on or off."""
+    from accelerator import Hyperspace
+
+    (Hyperspace.enable if accelerated else Hyperspace.disable)(spark)
+    df = query()
+    start = time.perf_counter()
+    rows = df.collect()
+    return time.perf_counter() - start, sorted(map(tuple, rows), key=repr)
+
+
+def measure(spark: Any, lake: Lake, started: float) -> dict[str, Pairs]:
+    """Every template run by vanilla Spark and accelerated in alternating pairs: one warm-up
+    pair, then ``lake.scale.runs`` timed pairs, the side that goes first alternating from one
+    pair to the next; both runs of a pair get the same literals. Leaves the rewrite on."""
+    out = {t.name: Pairs() for t in TEMPLATES}
+    for round_ in range(lake.scale.runs + 1):
+        _progress(started, f"vanilla Spark and accelerated in alternating pairs: pair "
+                           f"{round_ + 1} of {lake.scale.runs + 1}"
                            f"{' (warm-up)' if round_ == 0 else ''}")
         for t in TEMPLATES:
-            df = t.query(spark, lake, round_)
-            start = time.perf_counter()
-            rows = df.collect()
-            seconds = time.perf_counter() - start
+            def query(t=t, i=round_):
+                return t.query(spark, lake, i)
+            sides = {}
+            for accelerated in ((False, True) if round_ % 2 else (True, False)):
+                sides[accelerated] = _run(spark, query, accelerated)
             if round_ > 0:
-                m = out[t.name]
-                m.seconds.append(seconds)
-                m.rows.append(sorted(map(tuple, rows), key=repr))
-                m.files = df.inputFiles()
+                out[t.name].add(sides[False][0], sides[True][0],
+                                sides[False][1] == sides[True][1])
+    from accelerator import Hyperspace
+    Hyperspace.enable(spark)
     return out
 
 
@@ -286,67 +308,93 @@ def print_advice(recs: list[Any], applied: list[Any]) -> None:
 
 # --- the report -----------------------------------------------------------------------------
 
-def _local(path: str) -> str:
-    """A path without its scheme (``file:///a/b`` and ``file:/a/b`` are ``/a/b``)."""
-    return "/" + urlparse(path).path.lstrip("/")
-
-
-def files_read(files: list[str], system_path: str) -> dict[str, int]:
-    """How many of ``files`` a query lists from the source (``source``), and from the indexes
-    and the cache under the system path (``index``, ``cache``)."""
-    root = _local(system_path).rstrip("/") + "/"
-    out: dict[str, int] = {}
-    for f in map(_local, files):
-        where = "source" if not f.startswith(root) else \
-            "cache" if f[len(root):].startswith("_cache/") else "index"
-        out[where] = out.get(where, 0) + 1
-    return out
-
-
 def used(hs: Any, df: Any) -> list[str]:
     """The indexes (by name) and ``cache`` that whyNot says answer ``df``."""
     return sorted({r.index for r in hs.whyNot(df, redirectFunc=lambda _: None)
                    if r.code == "APPLIED"})
 
 
+def _plan(df: Any) -> str:
+    """The text of ``df``'s physical plan."""
+    return df._jdf.queryExecution().executedPlan().toString()
+
+
+def scanned_files(spark: Any, df: Any) -> list[str]:
+    """The files the file scans of ``df``'s physical plan read, after partition pruning and
+    any index (``df.inputFiles()`` lists a relation's files before partition pruning)."""
+    from accelerator.runtime import jvm
+
+    cache = jvm.helpers(spark).cache
+    return [f[0] for scan in cache.scans(df._jdf.queryExecution().sparkPlan())
+            for f in json.loads(cache.describeScan(scan))["files"]]
+
+
+def observe(spark: Any, hs: Any, lake: Lake, system_path: str) -> dict[str, Effect]:
+    """What the accelerator does to each template (its run 1), from the physical plans and
+    the files their scans read, of vanilla Spark and of the accelerated query. Leaves the
+    rewrite on."""
+    from accelerator import Hyperspace
+
+    out = {}
+    for t in TEMPLATES:
+        Hyperspace.disable(spark)
+        vanilla = t.query(spark, lake, 1)
+        vanilla_plan, vanilla_files = _plan(vanilla), scanned_files(spark, vanilla)
+        Hyperspace.enable(spark)
+        accelerated = t.query(spark, lake, 1)
+        out[t.name] = effect(vanilla_files, scanned_files(spark, accelerated),
+                             same_plan(vanilla_plan, _plan(accelerated)),
+                             used(hs, accelerated), system_path)
+    return out
+
+
 def _instruction(name: str, recs: list[Any], sources: list[str]) -> Any:
-    """The instruction behind an index name, or behind ``cache`` for one of ``sources``."""
+    """The instruction behind an index name (or its directory's lower-cased name), or behind
+    ``cache`` for one of ``sources``."""
     for rec in recs:
-        if rec["name"] == name or (name == "cache" and rec["action"] == "cache"
-                                   and _local(rec["source"]) in sources):
+        if (rec["name"] or "").lower() == name.lower() or (
+                name == "cache" and rec["action"] == "cache"
+                and local_path(rec["source"]) in sources):
             return rec
     return None
 
 
-def report(spark: Any, hs: Any, lake: Lake, before: dict[str, Measured],
-           after: dict[str, Measured], recs: list[Any], system_path: str) -> bool:
-    """Prints, per template, the median times, whether the rows are the same, the files read
-    after advising and what answered it with the engine's reason; then the instructions no
-    template used. True when every template's rows were the same."""
-    print(f"\n{'template':<20} {'before':>9} {'after':>9} {'speed-up':>8}  rows  "
-          "files listed after advising")
+def report(lake: Lake, measured: dict[str, Pairs], effects: dict[str, Effect],
+           recs: list[Any]) -> bool:
+    """Prints, per template, the median times of vanilla Spark and of the accelerated query,
+    the speed-up (or "no change" when nothing served it), whether the rows are the same and
+    what the accelerator did as the plan and the files read show, with the engine's reason for
+    each index or cache credited; then the instructions no template's files show in use. True
+    when every template's rows were the same."""
+    print(f"\n{HEADER}")
+    sources = [local_path(p) for p in (lake.events, lake.landing)]
     same_all, shown = True, set()
     for t in TEMPLATES:
-        b, a = before[t.name], after[t.name]
-        same = b.rows == a.rows
-        same_all &= same
-        found = files_read(a.files, system_path)
-        print(f"{t.name:<20} {b.median * 1000:>6.0f} ms {a.median * 1000:>6.0f} ms "
-              f"{b.median / a.median:>7.1f}x  {'same' if same else 'DIFF'}  "
-              + ", ".join(f"{k} {found[k]}" for k in ("source", "index", "cache") if k in found))
+        pairs, what = measured[t.name], effects[t.name]
+        same_all &= all(pairs.same_rows)
+        print(row(t.name, pairs, what))
         print(f"    {t.does}")
-        df = t.query(spark, lake, 1)
-        for name in used(hs, df):
-            rec = _instruction(name, recs, [_local(p) for p in (lake.events, lake.landing)])
+        for name in what.credited:
+            rec = _instruction(name, recs, sources)
             if rec is not None:
                 shown.add(_label(rec))
                 print(f"    answered by {_label(rec)}: {rec['reason']}")
     rest = [r for r in recs if _label(r) not in shown]
     if rest:
-        print("\nused by no template of the replay:")
+        print("\nbuilt, but no template's plan or files read show it used:")
         for rec in rest:
             print(f"    {_label(rec)}: {rec['reason']}")
     return same_all
+
+
+def write_figure(path: Path, measured: dict[str, Pairs], effects: dict[str, Effect],
+                 scale: Scale) -> None:
+    """Writes the before/after figure (SVG) to ``path`` and says where."""
+    title = (f"accelerator demo: {scale.events:,} events, {scale.messages:,} log lines; "
+             f"median of {scale.runs} alternating pairs")
+    path.write_text(figure([(t.name, measured[t.name], effects[t.name]) for t in TEMPLATES],
+                           title))
+    print(f"\nbefore/after figure: {path}")
 
 
 def print_cache(hs: Any) -> None:
@@ -366,7 +414,7 @@ def _fresh_system_path(args: argparse.Namespace, work: Path) -> str | None:
         if path.exists():
             shutil.rmtree(path)
         return str(path)
-    given = Path(_local(args.system_path))
+    given = Path(local_path(args.system_path))
     if urlparse(args.system_path).scheme in ("", "file") and given.exists() \
             and any(given.iterdir()):
         print(f"accelerator demo: error: system path {args.system_path} is not empty; the "
@@ -379,6 +427,8 @@ def lake_demo(args: argparse.Namespace) -> int:
     """The default demo (see the module docstring)."""
     from accelerator import Hyperspace
     from accelerator.commands.session import spark_session
+    from accelerator.query.session import conf_set
+    from accelerator.runtime.settings import RULES_INDEX_BYTES
 
     started = time.perf_counter()
     scale = QUICK if args.quick else FULL
@@ -386,17 +436,21 @@ def lake_demo(args: argparse.Namespace) -> int:
     system_path = _fresh_system_path(args, work)
     if system_path is None:
         return 1
-    with spark_session(args, "accelerator-demo", system_path) as spark:
+    with spark_session(args, "accelerator-demo", system_path) as spark, \
+            conf_set(spark, {RULES_INDEX_BYTES: INDEX_BUDGET}):
         lake = write_lake(spark, work / "lake", scale, started)
         hs = Hyperspace(spark)
         Hyperspace.enable(spark)
-        before = replay(spark, lake, "replay before advising", started)
-        _progress(started, "advise job: recommending from the query history, then applying")
+        replay(spark, lake, "workload (recorded in the query history)", started)
+        _progress(started, f"advise job: recommending from the query history, then applying "
+                           f"(index budget {INDEX_BUDGET}: {RULES_INDEX_BYTES})")
         recs, applied = advise(spark, hs)
         print_advice(recs, applied)
-        after = replay(spark, lake, "replay after advising", started)
-        identical = report(spark, hs, lake, before, after, recs, system_path)
+        measured = measure(spark, lake, started)
+        effects = observe(spark, hs, lake, system_path)
+        identical = report(lake, measured, effects, recs)
         print_cache(hs)
+        write_figure(work / FIGURE, measured, effects, scale)
         _progress(started, "done" if identical else "done: some rows DIFFER (exit code 1)")
     return 0 if identical else 1
 
@@ -491,9 +545,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     d = sub.add_parser("demo", help=demo_help, description=demo_help + (
         ": it writes a sample lake under --work-dir, replays typical queries with the "
         "accelerator on and nothing configured, lets the rule engine build indexes or fill "
-        "the cache from their history, replays them and prints what served each query and "
-        "why. It takes minutes and writes tens of MB; --quick is smaller, --covering shows "
-        "one covering index instead."))
+        "the cache from their history, then runs each query by vanilla Spark and accelerated "
+        "in alternating pairs and prints the median times, what served it as the plans show "
+        "(\"no change\" when nothing did) and why, and writes a before/after figure (SVG) "
+        "into --work-dir. It takes minutes and writes tens of MB; --quick is smaller, "
+        "--covering shows one covering index instead."))
     d.add_argument("--work-dir", default="accelerator-demo", help="where sample data goes")
     d.add_argument("--system-path", help="index system path (default <work-dir>/indexes; "
                    "the lake demo empties the default one, and a given one must be empty)")

@@ -2,7 +2,7 @@
 session. It describes the file source a DataFrame reads (through the JVM's plan helpers), reads
 an index's source again as it was built, tells why a source is gone or how it changed since an
 index was built (for listings), prepares the executors for a kind's builds, suspends the
-rewrite while builds read, lets Ctrl-C cancel a build, and tells the rewriter when the indexes
+rewrite while builds read, lets Ctrl-C cancel a build, names a build's Spark jobs, and tells the rewriter when the indexes
 changed."""
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pyspark.sql.types import StructField, StructType, _parse_datatype_json_valu
 
 from accelerator.query import session
 from accelerator.query.catalog import catalog
-from accelerator.runtime import interrupts, jvm, workers
+from accelerator.runtime import build_progress, interrupts, jvm, workers
 from accelerator.runtime.settings import Settings
 from accelerator.runtime.spark_versions import dataset_class
 from indexes.description import SourceDescription
@@ -47,6 +47,11 @@ class SparkSources:
         """Ctrl-C during the block cancels the session's Spark jobs (from another thread,
         without py4j's tracebacks); the block then raises KeyboardInterrupt."""
         return interrupts.cancel_on_interrupt(self.spark)
+
+    def building(self, what: str) -> ContextManager[None]:
+        """The block's Spark jobs described as building ``what``, a long build's progress
+        logged (:mod:`accelerator.runtime.build_progress`)."""
+        return build_progress.building(self.spark, what)
 
     def changed(self) -> None:
         """Forgets the cached index list and reloads it, so the JVM rule knows at once which
