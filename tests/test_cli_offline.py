@@ -282,7 +282,10 @@ def test_init_writes_a_starter_configuration_and_keeps_existing_files(tmp_path, 
     code, out, err = no_java("indexes", "--json", cwd=target)
     assert (code, out) == (0, ""), err
     code, out, err = no_java("jobs", cwd=target)
-    assert code == 0 and "morning-report" in out, err
+    # the example's jobs and rules over /lake sources are there commented out, the others run
+    assert code == 0 and "advise" in out and "morning-report" not in out, err
+    assert "#   - name: morning-report" in (target / "accelerator.yaml").read_text()
+    assert not config.rules.rules
 
     (target / "rules.yaml").write_text("mine\n")
     code, out, err = no_java("init", str(target))

@@ -38,8 +38,33 @@ def starter_files(directory: Path, system: str) -> dict[str, str]:
     config = config.replace(_EXAMPLE_SYSTEM_PATH, f"systemPath: {json.dumps(system)}").replace(
         _EXAMPLE_SPARK, 'spark: {master: "local[2]", conf: {spark.driver.memory: 4g, '
         f"spark.scheduler.allocation.file: {json.dumps(pools)}}}}}")
-    return {"accelerator.yaml": config, "rules.yaml": example("rules.yaml"),
+    return {"accelerator.yaml": _example_sources_commented(config),
+            "rules.yaml": example("rules.yaml"),
             "fairscheduler.xml": example("fairscheduler.xml")}
+
+
+def _example_sources_commented(config: str) -> str:
+    """``config`` with the example's rules and jobs over its ``/lake/...`` sources commented
+    out (each such list item whole), so that a service started before any edit runs only the
+    jobs that need no source (advise, refresh, optimize, evict, vacuum) instead of failing a
+    warm-up of a source that does not exist every morning."""
+    out, item, sourced = [], [], False
+
+    def flush() -> None:
+        out.extend((f"# {line}" if sourced else line) for line in item)
+        item.clear()
+
+    for line in config.splitlines():
+        if line.startswith("  - ") or not line.startswith("    "):
+            flush()
+            sourced = line.startswith("  - ") and "/lake/" in line
+        sourced = sourced or (bool(item) and line.startswith("    ") and "/lake/" in line)
+        (item if line.startswith(("  - ", "    ")) else out).append(line)
+    flush()
+    text = "\n".join(out) + "\n"
+    return text.replace("\nrules:\n#", "\nrules: []   # examples: uncomment (dropping the []) and name your sources\n#"
+                        ).replace("\njobs:\n#", "\njobs:   # the warm-up example: uncomment and "
+                                  "name your source\n#")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
