@@ -4,33 +4,28 @@ protocol (:class:`indexes.fs.FileSystem`), shared safely by several processes. N
 Layout under the cache path::
 
     _manifest/entries/<key>/<seq>.json      versions of one entry; the highest ``seq`` is current
-    _manifest/usage/<ms>-<uuid>.json        usage records (hits and last use per key, misses,
-                                            bytes served, evictions) not yet folded in
-    _manifest/totals/<seq>.json             versions of the folded usage: the counters of the
-                                            whole cache, hits and last use per key
+    _manifest/usage/, _manifest/totals/     usage (:mod:`accelerator.cache.usage`)
     _manifest/changes/<ms>-<uuid>.json      keys whose served state a writer changed (commits,
                                             evictions, collection), so readers re-read only those
     _manifest/never/<sha256 of root>.json   NEVER markers (:mod:`accelerator.cache.never`)
-    data/<uuid>/...                         Parquet files of warm-ups (an entry names its folder)
+    data/<uuid>/<n>/part-*.parquet          packs: Parquet files of warm-ups, each holding the
+                                            rows of several source files (an entry names its
+                                            pack's folder and the files holding its rows)
 
 Every file is written with ``create_exclusive`` (a temp file renamed into place), so a
 half-written file is never listed under its final name and temp files (``*.tmp``) are ignored.
 A change to an entry writes version ``seq + 1`` from the current one: of two racing writers
 exactly one wins, the loser re-reads the new current version and applies its change again
-(optimistic concurrency), so no update is lost. Usage is appended as small records with unique
-names, never by rewriting the entry, so concurrent queries never lose each other's hits;
-:meth:`CacheManifest.compact_usage` folds them into one new version of the totals (not of each
-entry: one write however many entries were used), which names the records it counted
-(``folded``) so that a reader never counts one twice. A key's folded usage outlives an eviction
-and a re-warm of the same key (the same file version, read the same way) and is dropped when
-:meth:`CacheManifest.collect` deletes the key.
+(optimistic concurrency), so no update is lost. Usage (:attr:`CacheManifest.usage`) is
+appended as records, never by rewriting an entry (see :mod:`accelerator.cache.usage`).
 
 Reading every entry is one listing of the entries' folder, one listing of all key folders and
 one read of all current versions (:meth:`FileSystem.list_each`, :meth:`FileSystem.read_each`),
 not several round trips per entry.
 
 Evicting marks the entry EVICTED at once (it stops being served); its files stay for a grace
-period so that running queries keep their files, and :meth:`CacheManifest.collect` deletes them.
+period so that running queries keep their files, and :meth:`CacheManifest.collect` deletes them
+once no other entry names them (a pack goes with the last of its entries).
 """
 from __future__ import annotations
 
@@ -40,24 +35,19 @@ import re
 import time
 import uuid
 from dataclasses import dataclass, replace
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Iterable
 
 from accelerator.cache.model import CacheEntry, Priority, merge_ttl
+from accelerator.cache.usage import RECORD_NAME, UsageLog, record_name
+from accelerator.cache.versions import (MAX_ATTEMPTS, VERSION, delete_old, is_temp, latest,
+                                        versions_of)
 from indexes.errors import ConcurrentModificationError
 from indexes.fs import FileInfo, FileSystem, in_parallel
 
 logger = logging.getLogger("accelerator.cache.manifest")
 
-_VERSION = re.compile(r"(\d{10})\.json")
-_USAGE = re.compile(r"\d{13}-[0-9a-f]{32}\.json")
-_TOTALS = ("misses", "bytesServed", "evictions")
 _KEY = re.compile(r"[0-9a-f]{64}")
-MAX_ATTEMPTS = 100
 DEFAULT_GRACE_SECONDS = 3600.0
-
-
-def _is_temp(name: str) -> bool:
-    return name.endswith(".tmp")
 
 
 @dataclass(frozen=True)
@@ -70,14 +60,6 @@ class CommitResult:
     committed: bool
 
 
-@dataclass(frozen=True)
-class UsageTotals:
-    """Counters of the whole cache: relation files read from the source although their
-    relation had cached files (``misses``), bytes read from the cache and entries evicted."""
-
-    misses: int = 0
-    bytes_served: int = 0
-    evictions: int = 0
 
 
 class CacheManifest:
@@ -89,8 +71,7 @@ class CacheManifest:
         self.path = cache_path.rstrip("/")
         self._clock = clock
         self._entries = f"{self.path}/_manifest/entries"
-        self._usage = f"{self.path}/_manifest/usage"
-        self._totals = f"{self.path}/_manifest/totals"
+        self.usage = UsageLog(fs, self.path, clock)
         self._changes = f"{self.path}/_manifest/changes"
         self.never_path = f"{self.path}/_manifest/never"
         self._data = f"{self.path}/data"
@@ -106,26 +87,10 @@ class CacheManifest:
         folders below it."""
         return f"{self._data}/{uuid.uuid4().hex}"
 
-    def _versions(self, folder: str) -> list[tuple[int, str]]:
-        return _versions_of(self.fs.list(folder))
-
-    def _latest(self, folder: str) -> tuple[int, str | None]:
-        """The highest version number in ``folder`` and its text (-1, None when there is none)."""
-        for _ in range(MAX_ATTEMPTS):
-            versions = self._versions(folder)
-            if not versions:
-                return -1, None
-            seq, path = versions[-1]
-            try:
-                return seq, self.fs.read_text(path)
-            except FileNotFoundError:   # collected between listing and reading: list again
-                continue
-        raise ConcurrentModificationError(f"{folder} kept changing while read")
-
     def _current(self, key: str) -> tuple[int, CacheEntry | None]:
         """The highest version number of ``key`` and its entry (-1, None when there is none; an
         unreadable version reads as None and is logged, so a new version replaces it)."""
-        seq, text = self._latest(f"{self._entries}/{key}")
+        seq, text = latest(self.fs, f"{self._entries}/{key}")
         return seq, self._parsed(key, seq, text)
 
     def _current_each(self, keys: list[str]
@@ -134,7 +99,7 @@ class CacheManifest:
         (as :meth:`_current`), all listed in one call and read in another; a key whose latest
         version is gone by the time it is read (collected meanwhile) is listed and read again."""
         listings = self.fs.list_each([f"{self._entries}/{k}" for k in keys])
-        versions = [_versions_of(listed) for listed in listings]
+        versions = [versions_of(listed) for listed in listings]
         texts = iter(self.fs.read_each([found[-1][1] for found in versions if found]))
         out = []
         for key, listed, found in zip(keys, listings, versions):
@@ -157,44 +122,11 @@ class CacheManifest:
             logger.warning("unreadable cache entry %s/%s ignored: %s", key, seq, exc)
             return None
 
-    def _usage_records(self) -> dict[str, dict]:
-        """Every usage record not yet deleted, by name (records deleted while they are read are
-        left out: they were folded)."""
-        names = sorted(self._listed_usage())
-        texts = self.fs.read_each([f"{self._usage}/{n}" for n in names])
-        return {n: json.loads(t) for n, t in zip(names, texts) if t is not None}
-
-    def _folded(self) -> tuple[int, dict]:
-        """The current version number of the folded usage (the totals) and its content."""
-        seq, text = self._latest(self._totals)
-        folded = json.loads(text) if text else {}
-        folded.setdefault("folded", [])
-        folded.setdefault("entries", {})
-        return seq, folded
-
-    def _read_usage(self) -> tuple[dict, dict[str, dict]]:
-        """The folded usage, then the records it has not folded yet (read in that order: a
-        record folded and deleted in between is missed once, never counted twice)."""
-        folded = self._folded()[1]
-        done = set(folded["folded"])
-        return folded, {n: r for n, r in self._usage_records().items() if n not in done}
-
-    @staticmethod
-    def _with_usage(entry: CacheEntry, folded: dict, records: dict[str, dict]) -> CacheEntry:
-        """``entry`` with its key's folded usage and that of the ``records`` not folded yet."""
-        uses = [u for u in [folded["entries"].get(entry.key),
-                            *(r.get("entries", {}).get(entry.key) for r in records.values())]
-                if u is not None]
-        if not uses:
-            return entry
-        return replace(entry, hits=entry.hits + sum(int(h) for h, _ in uses),
-                       last_used=max([entry.last_used, *(float(t) for _, t in uses)]))
-
     def get(self, key: str) -> CacheEntry | None:
         """The current entry of ``key`` (any state), with its usage."""
-        folded, records = self._read_usage()
+        usage = self.usage.read()
         entry = self._current(key)[1]
-        return None if entry is None else self._with_usage(entry, folded, records)
+        return None if entry is None else usage.of(entry)
 
     def keys(self) -> list[str]:
         return sorted(f.name for f in self.fs.list(self._entries)
@@ -202,17 +134,9 @@ class CacheManifest:
 
     def entries(self, include_evicted: bool = False) -> list[CacheEntry]:
         """Every current entry (ACTIVE ones only unless ``include_evicted``), with its usage."""
-        folded, records = self._read_usage()
-        out = [self._with_usage(e, folded, records)
-               for _, _, e in self._current_each(self.keys()) if e is not None]
+        usage = self.usage.read()
+        out = [usage.of(e) for _, _, e in self._current_each(self.keys()) if e is not None]
         return [e for e in out if include_evicted or e.active]
-
-    def totals(self) -> UsageTotals:
-        """The cache's counters, usage not yet folded in included."""
-        folded, records = self._read_usage()
-        counts = {k: int(folded.get(k, 0)) + sum(int(r.get(k, 0)) for r in records.values())
-                  for k in _TOTALS}
-        return UsageTotals(counts["misses"], counts["bytesServed"], counts["evictions"])
 
     # ------------------------------------------------------------------ writing
 
@@ -323,20 +247,19 @@ class CacheManifest:
 
         done = [e for e in in_parallel(evict_one, list(given)) if e is not None]
         if done:
-            self.record_usage({}, evictions=len(done), now=now)
+            self.usage.record({}, evictions=len(done), now=now)
         return done
 
     # ------------------------------------------------------------------ changes
 
     def _log_changes(self, keys: set[str]) -> None:
         if keys:
-            name = f"{int(self.now() * 1000):013d}-{uuid.uuid4().hex}.json"
-            self.fs.create_exclusive(f"{self._changes}/{name}", json.dumps(sorted(keys)))
+            self.fs.create_exclusive(f"{self._changes}/{record_name(self.now())}", json.dumps(sorted(keys)))
 
     def change_names(self) -> set[str]:
         """The change records now (one listing: what a reader checks before re-reading)."""
         return {f.name for f in self.fs.list(self._changes)
-                if not f.is_dir and _USAGE.fullmatch(f.name)}
+                if not f.is_dir and RECORD_NAME.fullmatch(f.name)}
 
     def changed_keys(self, names: Iterable[str]) -> set[str] | None:
         """The keys the change records ``names`` list; None when one of them is gone (collected:
@@ -351,59 +274,6 @@ class CacheManifest:
         keys = sorted(keys)
         return {k: entry for k, (_, _, entry) in zip(keys, self._current_each(keys))}
 
-    # ------------------------------------------------------------------ usage
-
-    def record_usage(self, uses: Mapping[str, tuple[int, float]], misses: int = 0,
-                     bytes_served: int = 0, evictions: int = 0,
-                     now: float | None = None) -> None:
-        """Appends one usage record: ``uses`` maps keys to (hits, last use); the counters add
-        to :meth:`totals`. A serving process writes one per flush, not one per query."""
-        now = self.now() if now is None else now
-        name = f"{int(now * 1000):013d}-{uuid.uuid4().hex}.json"
-        self.fs.create_exclusive(f"{self._usage}/{name}", json.dumps({
-            "entries": {k: [int(h), float(t)] for k, (h, t) in uses.items()},
-            "misses": int(misses), "bytesServed": int(bytes_served),
-            "evictions": int(evictions)}))
-
-    def _listed_usage(self) -> set[str]:
-        return {f.name for f in self.fs.list(self._usage)
-                if not f.is_dir and _USAGE.fullmatch(f.name)}
-
-    def compact_usage(self, forget: Iterable[str] = ()) -> None:
-        """Folds every usage record into one new version of the folded usage (the totals, with
-        hits and last use per key), then deletes it; ``forget``: keys whose folded usage is
-        dropped (their entries were deleted). Safe to run in several processes at once and to
-        interrupt."""
-        records = self._usage_records()
-        forget = set(forget)
-        if not records and not forget:
-            return
-        for _ in range(MAX_ATTEMPTS):
-            seq, current = self._folded()
-            # listed after reading ``current``: a record still listed is not deleted yet, so if
-            # ``current`` has not folded it, no version before ours has; names folded before and
-            # no longer listed were deleted, never to be counted again
-            listed = self._listed_usage()
-            new = [n for n in records if n in listed and n not in current["folded"]]
-            gone = forget & set(current["entries"])
-            if not new and not gone:
-                break
-            out = {k: int(current.get(k, 0)) + sum(int(records[n].get(k, 0)) for n in new)
-                   for k in _TOTALS}
-            uses = {k: u for k, u in current["entries"].items() if k not in gone}
-            for n in new:
-                for key, (hits, last) in records[n].get("entries", {}).items():
-                    before = uses.get(key, (0, 0.0))
-                    uses[key] = [int(before[0]) + int(hits), max(float(before[1]), float(last))]
-            out["entries"] = uses
-            out["folded"] = sorted({n for n in current["folded"] if n in listed} | set(new))
-            if self.fs.create_exclusive(f"{self._totals}/{seq + 1:010d}.json", json.dumps(out)):
-                break
-        else:
-            raise ConcurrentModificationError("could not fold the cache's usage")
-        for name in records:
-            self.fs.delete(f"{self._usage}/{name}", recursive=False)
-
     # ------------------------------------------------------------------ collection
 
     def collect(self, now: float | None = None,
@@ -413,7 +283,7 @@ class CacheManifest:
         that long ago, versions older than the current one, data directories no entry names
         that were last written that long ago (warm-ups killed before they committed all their
         entries: keep the grace above the longest warm-up), and temp files left that long ago.
-        Usage records are folded (:meth:`compact_usage`), forgetting the deleted keys'."""
+        Usage records are folded (:meth:`UsageLog.compact`), forgetting the deleted keys'."""
         now = self.now() if now is None else now
         cutoff = now - grace_seconds
         deleted: list[str] = []
@@ -433,7 +303,7 @@ class CacheManifest:
                                 list(zip(keys, self._current_each(keys)))):
             referenced |= used
         self._log_changes(set(removed))
-        self.compact_usage(forget=removed)
+        self.usage.compact(forget=removed)
 
         used = set(referenced)
         for path in referenced:
@@ -458,12 +328,12 @@ class CacheManifest:
                         if sub.is_dir and unused(sub.path) \
                                 and sub.modification_time / 1000.0 <= cutoff:
                             delete(sub.path)
-        for folder in (self._usage, self.never_path):
+        for folder in (self.usage.records_path, self.never_path):
             self._collect_old(folder, cutoff, delete)
         self._collect_old(self._changes, cutoff, delete, lambda name: True)
-        seq, _ = self._latest(self._totals)
-        self._collect_old(self._totals, cutoff, delete, lambda name: name.endswith(".tmp") or (
-            (m := _VERSION.fullmatch(name)) is not None and int(m.group(1)) < seq))
+        seq = self.usage.current_seq()
+        self._collect_old(self.usage.totals_path, cutoff, delete, lambda name: is_temp(name) or (
+            (m := VERSION.fullmatch(name)) is not None and int(m.group(1)) < seq))
         return deleted
 
     def _collect_key(self, key: str, found: tuple[list[FileInfo], int, CacheEntry | None],
@@ -474,8 +344,8 @@ class CacheManifest:
         references."""
         folder = f"{self._entries}/{key}"
         listed, seq, current = found
-        _delete_old(listed, cutoff, delete)
-        versions = _versions_of(listed)
+        delete_old(listed, cutoff, delete)
+        versions = versions_of(listed)
         if current is None:
             return set()
         if not current.active and current.evicted_at is not None \
@@ -503,22 +373,7 @@ class CacheManifest:
         return {current.data_path, *(p for p, _ in current.retired)}
 
     def _collect_old(self, folder: str, cutoff: float, delete: Callable[[str], None],
-                     doomed: Callable[[str], bool] = _is_temp) -> None:
+                     doomed: Callable[[str], bool] = is_temp) -> None:
         """Deletes the files of ``folder`` (temp files unless ``doomed`` says otherwise) last
         written at or before ``cutoff``."""
-        _delete_old(self.fs.list(folder), cutoff, delete, doomed)
-
-
-def _versions_of(listed: list[FileInfo]) -> list[tuple[int, str]]:
-    """The versions (number, path) among the files of a listing, in order."""
-    return sorted((int(m.group(1)), f.path) for f in listed
-                  if not f.is_dir and (m := _VERSION.fullmatch(f.name)))
-
-
-def _delete_old(listed: list[FileInfo], cutoff: float, delete: Callable[[str], None],
-                doomed: Callable[[str], bool] = _is_temp) -> None:
-    """Deletes the files of a listing that ``doomed`` names (temp files) last written at or
-    before ``cutoff``."""
-    for f in listed:
-        if not f.is_dir and doomed(f.name) and f.modification_time / 1000.0 <= cutoff:
-            delete(f.path)
+        delete_old(self.fs.list(folder), cutoff, delete, doomed)

@@ -177,7 +177,7 @@ class CacheTier:
                 slot[0] += hits
                 slot[1] = max(slot[1], last)
         try:
-            self.manifest.record_usage({k: (h, t) for k, (h, t) in uses.items()},
+            self.manifest.usage.record({k: (h, t) for k, (h, t) in uses.items()},
                                        misses=misses, bytes_served=served)
         except Exception:   # usage is best effort: a query must never fail for it
             log.warning("could not record cache usage under %s", self.path, exc_info=True)
