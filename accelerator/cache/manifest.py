@@ -167,7 +167,8 @@ class CacheManifest:
 
         Over no current entry or an EVICTED one, the entry is committed. Over an ACTIVE one, it
         replaces it only if it holds more columns (a warm-up of the union, see
-        :func:`accelerator.cache.model.plan_warmup`), keeping the higher priority, the longer
+        :func:`accelerator.cache.model.plan_warmup`) or as many in a pack where the current one
+        has none (the layout before packs), keeping the higher priority, the longer
         TTL and the usage; otherwise the current entry stays (with the higher priority and the
         longer TTL) and ``committed`` is False. Replaced data paths are retired (deleted by
         :meth:`collect` after the grace period). Once committed, the ``supersedes`` entries of
@@ -185,7 +186,10 @@ class CacheManifest:
                 return replace(entry, retired=retired)
             priority = max(entry.priority, current.priority)
             ttl = merge_ttl(entry.ttl_seconds, current.ttl_seconds)
-            if set(entry.columns) > set(current.columns):
+            wider = set(entry.columns) > set(current.columns)
+            repacked = entry.packed and not current.packed \
+                and set(entry.columns) >= set(current.columns)
+            if wider or repacked:
                 return replace(entry, priority=priority, ttl_seconds=ttl, created=current.created,
                                hits=current.hits, last_used=max(entry.last_used, current.last_used),
                                retired=(*current.retired, (current.data_path, now)))
@@ -297,11 +301,15 @@ class CacheManifest:
         folders = {p: [(d.path, d.modification_time / 1000.0) for d in listed if d.is_dir]
                    for (p, _), listed in zip(batches, self.fs.list_each([p for p, _ in batches]))}
         referenced: set[str] = set()
+        doomed: set[str] = set()
         removed: list[str] = []
         keys = self.keys()
-        for used in in_parallel(lambda a: self._collect_key(*a, cutoff, delete, removed),
-                                list(zip(keys, self._current_each(keys)))):
+        for used, done in in_parallel(lambda a: self._collect_key(*a, cutoff, delete, removed),
+                                      list(zip(keys, self._current_each(keys)))):
             referenced |= used
+            doomed |= done
+        for path in sorted(doomed - referenced):   # a pack goes with the last entry naming it
+            delete(path)
         self._log_changes(set(removed))
         self.usage.compact(forget=removed)
 
@@ -338,20 +346,19 @@ class CacheManifest:
 
     def _collect_key(self, key: str, found: tuple[list[FileInfo], int, CacheEntry | None],
                      cutoff: float, delete: Callable[[str], None],
-                     removed: list[str]) -> set[str]:
+                     removed: list[str]) -> tuple[set[str], set[str]]:
         """Collects one key, ``found`` as :meth:`_current_each` read it (appending the key to
-        ``removed`` when its entry goes), and its old temp files; the data paths it still
-        references."""
+        ``removed`` when its entry goes), and its old temp files; returns the data paths it
+        still references and those it no longer needs (deleted by the caller unless another
+        entry references them: entries of one pack share its folder)."""
         folder = f"{self._entries}/{key}"
         listed, seq, current = found
         delete_old(listed, cutoff, delete)
         versions = versions_of(listed)
         if current is None:
-            return set()
+            return set(), set()
         if not current.active and current.evicted_at is not None \
                 and current.evicted_at <= cutoff:
-            for path in [current.data_path, *(p for p, _ in current.retired)]:
-                delete(path)
             for _, path in versions:   # only those listed: a re-warm's newer version stays
                 delete(path)
             removed.append(key)
@@ -360,17 +367,15 @@ class CacheManifest:
                     self.fs.delete(folder, recursive=False)
             except OSError:   # written to meanwhile
                 pass
-            return set()
+            return set(), {current.data_path, *(p for p, _ in current.retired)}
         for number, path in versions:
             if number < seq:
                 delete(path)
         due = [p for p, t in current.retired if t <= cutoff]
-        for path in due:
-            delete(path)
         if due:
             self.update(key, lambda c: c if c is None else replace(
                 c, retired=tuple(r for r in c.retired if r[0] not in due)))
-        return {current.data_path, *(p for p, _ in current.retired)}
+        return ({current.data_path, *(p for p, t in current.retired if t > cutoff)}, set(due))
 
     def _collect_old(self, folder: str, cutoff: float, delete: Callable[[str], None],
                      doomed: Callable[[str], bool] = is_temp) -> None:
