@@ -356,3 +356,19 @@ def test_change_records_name_the_keys_readers_must_read_again(manifest, fs, cloc
     manifest.collect(now=5.0 + 3600)                     # the evicted entry goes: a change
     assert manifest.changed_keys(manifest.change_names() - names - later) == {KEY}
     assert manifest.changed_keys({"0000000000001-" + "0" * 32 + ".json"}) is None
+
+
+def test_a_commit_that_assumed_a_new_key_still_merges_with_an_existing_entry(manifest):
+    """A warm-up that saw no entry of a key writes its first version without reading; when a
+    concurrent warm-up committed one meanwhile, the merge rule still decides."""
+    first = warmed(manifest, columns=("a", "b"))
+    manifest.commit(first)
+    narrower = warmed(manifest, columns=("a",))
+    [result] = manifest.commit_all([(narrower, ())], new_keys=frozenset({KEY}))
+    assert not result.committed and manifest.get(KEY).data_path == first.data_path
+    wider = warmed(manifest, columns=("a", "b", "c"))
+    [result] = manifest.commit_all([(wider, ())], new_keys=frozenset({KEY}))
+    assert result.committed and manifest.get(KEY).retired[0][0] == first.data_path
+    fresh = warmed(manifest, key=OTHER)
+    [result] = manifest.commit_all([(fresh, ())], new_keys=frozenset({OTHER}))
+    assert result.committed and manifest.get(OTHER) == fresh

@@ -141,12 +141,15 @@ class CacheManifest:
     # ------------------------------------------------------------------ writing
 
     def update(self, key: str,
-               change: Callable[[CacheEntry | None], CacheEntry | None]) -> CacheEntry | None:
+               change: Callable[[CacheEntry | None], CacheEntry | None],
+               absent: bool = False) -> CacheEntry | None:
         """Writes ``change(current)`` as the next version of ``key``, retrying on a lost race with
         the then current version; returns the entry now current. ``change`` returning None or
-        the current entry itself writes nothing."""
-        for _ in range(MAX_ATTEMPTS):
-            seq, current = self._current(key)
+        the current entry itself writes nothing. ``absent``: the caller saw no entry of ``key``
+        (a new file), so the first try writes the first version without reading (a race lost
+        to another writer reads it then)."""
+        for attempt in range(MAX_ATTEMPTS):
+            seq, current = (-1, None) if absent and attempt == 0 else self._current(key)
             new = change(current)
             if new is None or new == current:
                 return current
@@ -162,7 +165,8 @@ class CacheManifest:
         """:meth:`commit_all` of one entry."""
         return self.commit_all([(entry, supersedes)])[0]
 
-    def _commit(self, entry: CacheEntry, supersedes: Iterable[CacheEntry] = ()) -> CommitResult:
+    def _commit(self, entry: CacheEntry, supersedes: Iterable[CacheEntry] = (),
+                absent: bool = False) -> CommitResult:
         """Commits a warmed entry (its data already under ``entry.data_path``).
 
         Over no current entry or an EVICTED one, the entry is committed. Over an ACTIVE one, it
@@ -195,7 +199,7 @@ class CacheManifest:
                                retired=(*current.retired, (current.data_path, now)))
             return replace(current, priority=priority, ttl_seconds=ttl)
 
-        result = self.update(entry.key, change)
+        result = self.update(entry.key, change, absent)
         assert result is not None
         committed = result.data_path == entry.data_path and result.active
         if committed:
@@ -215,12 +219,13 @@ class CacheManifest:
         result = self.update(key, change)
         return result if result is not None and result.active else None
 
-    def commit_all(self, warmed: list[tuple[CacheEntry, Iterable[CacheEntry]]]
-                   ) -> list[CommitResult]:
+    def commit_all(self, warmed: list[tuple[CacheEntry, Iterable[CacheEntry]]],
+                   new_keys: frozenset[str] = frozenset()) -> list[CommitResult]:
         """Commits each (entry, supersedes) pair of a warm-up (see :meth:`_commit`), several at
-        once, then records the keys changed for readers."""
+        once, then records the keys changed for readers. ``new_keys``: keys the warm-up saw no
+        entry of (see :meth:`update`'s ``absent``)."""
         pairs = [(e, tuple(s)) for e, s in warmed]
-        results = in_parallel(lambda pair: self._commit(*pair), pairs)
+        results = in_parallel(lambda pair: self._commit(*pair, pair[0].key in new_keys), pairs)
         self._log_changes({e.key for e, _ in pairs} | {s.key for _, ss in pairs for s in ss})
         return results
 

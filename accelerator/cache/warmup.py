@@ -398,7 +398,9 @@ def warm(spark: Any, tier: CacheTier, settings: Settings, df: DataFrame,
             except CacheCapacityError:
                 tier.fs.delete(batch, recursive=True)
                 raise
-            tier.manifest.commit_all([(entry, plan.supersedes) for entry, plan in new])
+            seen = {e.key for e in known}   # (an EVICTED key, unseen, costs one lost try)
+            tier.manifest.commit_all([(entry, plan.supersedes) for entry, plan in new],
+                                     frozenset(e.key for e, _ in new if e.key not in seen))
             read += sum(int(f.size) for f, _, _ in items)
             written += sum(e.bytes for e, _ in new)
     tier.demote(settings)
