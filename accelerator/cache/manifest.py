@@ -51,6 +51,14 @@ DEFAULT_GRACE_SECONDS = 3600.0
 
 
 @dataclass(frozen=True)
+class ManifestRead:
+    """The manifest read once: per key, its folder's listing, current version number and entry
+    (None when unreadable or gone)."""
+
+    found: dict[str, tuple[list[FileInfo], int, CacheEntry | None]]
+
+
+@dataclass(frozen=True)
 class CommitResult:
     """The current entry after a commit; ``committed`` says whether it is the committed one
     (False: a concurrent warm-up's entry already held those columns, so the caller's data is
@@ -132,11 +140,20 @@ class CacheManifest:
         return sorted(f.name for f in self.fs.list(self._entries)
                       if f.is_dir and _KEY.fullmatch(f.name))
 
-    def entries(self, include_evicted: bool = False) -> list[CacheEntry]:
-        """Every current entry (ACTIVE ones only unless ``include_evicted``), with its usage."""
+    def entries(self, include_evicted: bool = False,
+                read: "ManifestRead | None" = None) -> list[CacheEntry]:
+        """Every current entry (ACTIVE ones only unless ``include_evicted``), with its usage;
+        from ``read`` when given (see :meth:`read`)."""
         usage = self.usage.read()
-        out = [usage.of(e) for _, _, e in self._current_each(self.keys()) if e is not None]
+        read = self.read() if read is None else read
+        out = [usage.of(e) for _, _, e in read.found.values() if e is not None]
         return [e for e in out if include_evicted or e.active]
+
+    def read(self) -> "ManifestRead":
+        """Every key's folder listing, current version number and entry, read once for
+        :meth:`entries` and :meth:`collect` (the demoter's one read of the manifest)."""
+        keys = self.keys()
+        return ManifestRead(dict(zip(keys, self._current_each(keys))))
 
     # ------------------------------------------------------------------ writing
 
@@ -286,13 +303,16 @@ class CacheManifest:
     # ------------------------------------------------------------------ collection
 
     def collect(self, now: float | None = None,
-                grace_seconds: float = DEFAULT_GRACE_SECONDS) -> list[str]:
+                grace_seconds: float = DEFAULT_GRACE_SECONDS, read: "ManifestRead | None" = None,
+                changed: Iterable[str] = ()) -> list[str]:
         """Deletes what no query can still read, returning the deleted paths: the files of
         entries EVICTED more than ``grace_seconds`` ago (data and versions), data paths retired
         that long ago, versions older than the current one, data directories no entry names
         that were last written that long ago (warm-ups killed before they committed all their
         entries: keep the grace above the longest warm-up), and temp files left that long ago.
-        Usage records are folded (:meth:`UsageLog.compact`), forgetting the deleted keys'."""
+        Usage records are folded (:meth:`UsageLog.compact`), forgetting the deleted keys'.
+        ``read``: the manifest as :meth:`read` read it a moment ago, the keys ``changed`` since
+        read again (each deletion is safe against writers racing it, see :meth:`_collect_key`)."""
         now = self.now() if now is None else now
         cutoff = now - grace_seconds
         deleted: list[str] = []
@@ -308,9 +328,13 @@ class CacheManifest:
         referenced: set[str] = set()
         doomed: set[str] = set()
         removed: list[str] = []
-        keys = self.keys()
+        if read is None:
+            found = self.read().found
+        else:
+            again = sorted(set(changed))
+            found = {**read.found, **dict(zip(again, self._current_each(again)))}
         for used, done in in_parallel(lambda a: self._collect_key(*a, cutoff, delete, removed),
-                                      list(zip(keys, self._current_each(keys)))):
+                                      sorted(found.items())):
             referenced |= used
             doomed |= done
         for path in sorted(doomed - referenced):   # a pack goes with the last entry naming it
