@@ -6,9 +6,10 @@ files (uncache, NEVER). The decisions (keys, merging, priorities) are
 A warm-up reads the files through the query's own relation (same format, options, schema and
 partitioning, so the copy holds exactly what Spark would read), tags each row with its file's
 tag (the pack's random number and a hash of the file's name, see
-:mod:`accelerator.cache.serving`) and writes a pack in one job: each task one Parquet file of
-the rows it read (one per partition it read, under the partition's folder), sorted by tag and
-keeping the order in which it read each file's rows. So many small files make few cache files.
+:mod:`accelerator.cache.serving`) and writes a pack in one job, coalesced to one task per
+``maxPartitionBytes`` of source (at least one per core): each task one Parquet file of the rows
+it read (one per partition it read, under the partition's folder, sorted by tag), each file's
+rows together in the order read. So many small files make few cache files.
 A second small job reads the pack's tags back: which pack files hold which file's rows. Entries
 are committed after the jobs; a crash before a commit leaves only files that no entry names,
 which the demoter deletes after the grace period.
@@ -241,6 +242,16 @@ def chunks(group: list[int], sizes: list[int], limit: int) -> list[list[int]]:
     return out
 
 
+def _tasks(spark: Any, source_bytes: int) -> int:
+    """The tasks a warm-up job over ``source_bytes`` of files writes with: one per
+    ``spark.sql.files.maxPartitionBytes`` of them, at least one per core. Spark reads small
+    files in many more tasks (it counts ``openCostInBytes`` per file), each writing a file of
+    its own; coalesced, 5,000 small files make a few cache files and the job runs faster than a
+    scan of them in Spark's tasks."""
+    per_task = spark._jsparkSession.sessionState().conf().filesMaxPartitionBytes()
+    return max(spark.sparkContext.defaultParallelism, -(-source_bytes // max(1, per_task)))
+
+
 def _quoted(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
@@ -307,17 +318,17 @@ def _write(spark: Any, tier: CacheTier, scan: Scan, files: list[ScanFile],
         number = _pack_number()
         source = DataFrame(helpers.cache.read(scan.jscan, "\n".join(paths[i] for i in group)),
                            spark)
-        if slots is not None:
-            source = source.coalesce(slots)
+        source = source.coalesce(slots or _tasks(spark, sum(int(files[i].size) for i in group)))
         tagged = source.select(
             *[F.col(_quoted(c)) for c in [*columns, *partitions]],
             (F.lit(number << PACK_SHIFT)
              + F.crc32(F.input_file_name().cast("binary"))).alias(FILE_ID),
             F.monotonically_increasing_id().alias(_ROW))
-        writer = tagged.sortWithinPartitions(*[_quoted(p) for p in partitions], FILE_ID, _ROW) \
-            .drop(_ROW).write
         if partitions:   # a pack file holds rows of one partition (listed under its values)
-            writer = writer.partitionBy(*partitions)
+            writer = tagged.sortWithinPartitions(*[_quoted(p) for p in partitions], FILE_ID,
+                                                 _ROW).drop(_ROW).write.partitionBy(*partitions)
+        else:   # a task reads file after file: each file's rows are together, in read order
+            writer = tagged.drop(_ROW).write
         with session.suspended(spark), session.conf_set(spark, _WRITE_CONF):
             writer.mode("errorifexists").parquet(target)
             members = _members(spark, tier, target)
