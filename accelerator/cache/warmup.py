@@ -322,13 +322,13 @@ def _write(spark: Any, tier: CacheTier, scan: Scan, files: list[ScanFile],
         tagged = source.select(
             *[F.col(_quoted(c)) for c in [*columns, *partitions]],
             (F.lit(number << PACK_SHIFT)
-             + F.crc32(F.input_file_name().cast("binary"))).alias(FILE_ID),
-            F.monotonically_increasing_id().alias(_ROW))
+             + F.crc32(F.input_file_name().cast("binary"))).alias(FILE_ID))
         if partitions:   # a pack file holds rows of one partition (listed under its values)
-            writer = tagged.sortWithinPartitions(*[_quoted(p) for p in partitions], FILE_ID,
-                                                 _ROW).drop(_ROW).write.partitionBy(*partitions)
+            writer = tagged.withColumn(_ROW, F.monotonically_increasing_id()) \
+                .sortWithinPartitions(*[_quoted(p) for p in partitions], FILE_ID, _ROW) \
+                .drop(_ROW).write.partitionBy(*partitions)
         else:   # a task reads file after file: each file's rows are together, in read order
-            writer = tagged.drop(_ROW).write
+            writer = tagged.write
         with session.suspended(spark), session.conf_set(spark, _WRITE_CONF):
             writer.mode("errorifexists").parquet(target)
             members = _members(spark, tier, target)
