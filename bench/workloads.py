@@ -33,6 +33,7 @@ class Context:
     scale: float
     many_files: int = 1000
     cache_files: int = 10_000
+    warmup_files: int = 5000
 
 
 def read_parquet(spark: Any, path: str, facts: dict) -> DataFrame:
@@ -132,6 +133,7 @@ class CacheWarmupCost:
     description: str
     workload: "Workload"
     max_ratio: float
+    max_seconds: float | None = None   # a target on the median warm-up itself, if any
 
 
 @dataclass(frozen=True)
@@ -571,6 +573,17 @@ CACHE_WARMUPS: list[CacheWarmupCost] = [
                     "scan of them (write.format('noop'))",
         workload=_by_name("tpch_lineitem_csv_cached_q6"),
         max_ratio=1.5,
+    ),
+    CacheWarmupCost(
+        name="many_small_files_cache_warmup",
+        description="hs.cache of every column of many small Parquet files (--warmup-files, "
+                    "5,000 by default, 100 rows each) into an empty cache vs one vanilla scan",
+        workload=Workload(
+            name="many_small_files", description="every small file, every column",
+            prepare=lambda ctx: datasets.many_files(ctx.data_dir, ctx.warmup_files),
+            query=lambda df, facts: df, cache=lambda df, facts: df),
+        max_ratio=1.5,
+        max_seconds=15.0,
     ),
 ]
 

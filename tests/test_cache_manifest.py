@@ -158,10 +158,10 @@ def test_concurrent_updates_and_usage_are_not_lost(manifest, fs, clock, tight_sw
 
     def work(i):
         for j in range(10):
-            others[i].record_usage({KEY: (1, 100.0 + i * 10 + j)}, misses=2,
+            others[i].usage.record({KEY: (1, 100.0 + i * 10 + j)}, misses=2,
                                    now=100.0 + i * 10 + j)
             if j % 3 == 0:
-                others[i].compact_usage()
+                others[i].usage.compact()
             if i == 0 and j == 5:
                 others[i].raise_terms(KEY, Priority.HIGH, None)
 
@@ -169,32 +169,32 @@ def test_concurrent_updates_and_usage_are_not_lost(manifest, fs, clock, tight_sw
     current = manifest.get(KEY)
     assert current.hits == 80 and current.last_used == 179.0
     assert current.priority is Priority.HIGH
-    assert manifest.totals().misses == 160
-    manifest.compact_usage()
+    assert manifest.usage.totals().misses == 160
+    manifest.usage.compact()
     folded = manifest.get(KEY)
     assert (folded.hits, folded.last_used) == (80, 179.0)
     assert names(fs, f"{CACHE}/_manifest/usage") == []
-    assert manifest.totals().misses == 160
-    manifest.compact_usage()
+    assert manifest.usage.totals().misses == 160
+    manifest.usage.compact()
     assert manifest.get(KEY) == folded
 
 
 def test_usage_folding_counts_each_record_once(manifest, fs):
     manifest.commit(warmed(manifest))
-    manifest.record_usage({KEY: (2, 5.0), OTHER: (1, 5.0)}, bytes_served=10, now=5.0)
-    manifest.record_usage({KEY: (1, 7.0)}, bytes_served=5, now=7.0)
+    manifest.usage.record({KEY: (2, 5.0), OTHER: (1, 5.0)}, bytes_served=10, now=5.0)
+    manifest.usage.record({KEY: (1, 7.0)}, bytes_served=5, now=7.0)
     assert (manifest.get(KEY).hits, manifest.get(KEY).last_used) == (3, 7.0)
     # a compaction that died after committing, before deleting its records
     real_delete = fs.delete
     fs.delete = lambda path, recursive=True: False
-    manifest.compact_usage()
-    assert manifest.get(KEY).hits == 3 and manifest.totals().bytes_served == 15
+    manifest.usage.compact()
+    assert manifest.get(KEY).hits == 3 and manifest.usage.totals().bytes_served == 15
     fs.delete = real_delete
-    manifest.record_usage({KEY: (1, 9.0)}, bytes_served=1, now=9.0)
+    manifest.usage.record({KEY: (1, 9.0)}, bytes_served=1, now=9.0)
     assert manifest.get(KEY).hits == 4
-    manifest.compact_usage()
+    manifest.usage.compact()
     assert manifest.get(KEY).hits == 4 and manifest.get(KEY).last_used == 9.0
-    assert manifest.totals().bytes_served == 16
+    assert manifest.usage.totals().bytes_served == 16
     assert names(fs, f"{CACHE}/_manifest/usage") == []
 
 
@@ -216,7 +216,7 @@ def test_collect_waits_for_the_grace_period(manifest, fs, clock):
     second = warmed(manifest, columns=("a", "b"))
     manifest.commit(second)          # retires first's data at t0
     t0 = clock.now / 1000.0
-    manifest.record_usage({KEY: (1, t0)}, now=t0)
+    manifest.usage.record({KEY: (1, t0)}, now=t0)
     # the replaced version only: usage is folded into the totals, not into a version
     assert manifest.collect(now=t0 + 10) == [f"{CACHE}/_manifest/entries/{KEY}/0000000000.json"]
     assert fs.exists(first.data_path) and manifest.get(KEY).hits == 1
@@ -247,7 +247,7 @@ def test_collect_removes_orphan_data_and_old_temp_files(manifest, fs, clock):
     temp = f"{CACHE}/_manifest/entries/{KEY}/0000000001.json.abc.tmp"
     fs.write_text(temp, "{")
     t0 = clock.now / 1000.0
-    manifest.record_usage({OTHER: (1, t0)}, now=t0)   # usage of a key that has no entry
+    manifest.usage.record({OTHER: (1, t0)}, now=t0)   # usage of a key that has no entry
     assert manifest.collect(now=t0 + 100) == []
     assert names(fs, f"{CACHE}/_manifest/usage") == []   # folded (into the totals) at once
     deleted = [p for p in manifest.collect(now=t0 + 3600) if "/_manifest/changes/" not in p]
@@ -351,8 +351,24 @@ def test_change_records_name_the_keys_readers_must_read_again(manifest, fs, cloc
     manifest.evict([first], now=5.0)
     later = manifest.change_names() - names
     assert manifest.changed_keys(later) == {KEY}
-    manifest.record_usage({KEY: (1, 6.0)}, now=6.0)     # usage changes nothing a reader serves
+    manifest.usage.record({KEY: (1, 6.0)}, now=6.0)     # usage changes nothing a reader serves
     assert manifest.change_names() - names == later
     manifest.collect(now=5.0 + 3600)                     # the evicted entry goes: a change
     assert manifest.changed_keys(manifest.change_names() - names - later) == {KEY}
     assert manifest.changed_keys({"0000000000001-" + "0" * 32 + ".json"}) is None
+
+
+def test_a_commit_that_assumed_a_new_key_still_merges_with_an_existing_entry(manifest):
+    """A warm-up that saw no entry of a key writes its first version without reading; when a
+    concurrent warm-up committed one meanwhile, the merge rule still decides."""
+    first = warmed(manifest, columns=("a", "b"))
+    manifest.commit(first)
+    narrower = warmed(manifest, columns=("a",))
+    [result] = manifest.commit_all([(narrower, ())], new_keys=frozenset({KEY}))
+    assert not result.committed and manifest.get(KEY).data_path == first.data_path
+    wider = warmed(manifest, columns=("a", "b", "c"))
+    [result] = manifest.commit_all([(wider, ())], new_keys=frozenset({KEY}))
+    assert result.committed and manifest.get(KEY).retired[0][0] == first.data_path
+    fresh = warmed(manifest, key=OTHER)
+    [result] = manifest.commit_all([(fresh, ())], new_keys=frozenset({OTHER}))
+    assert result.committed and manifest.get(OTHER) == fresh

@@ -22,7 +22,9 @@ def entry(key: str = "k1", priority: Priority = Priority.MEDIUM, nbytes: int = 1
           last_used: float = 0.0, ttl: int | None = None, columns=("a",),
           path: str = "/lake/t/f1.parquet", size: int = 10, mtime: int = 1000,
           **more) -> CacheEntry:
-    """An entry with defaults for what a test does not care about (shared by the cache tests)."""
+    """An entry with defaults for what a test does not care about (shared by the cache tests):
+    packed (tag 1) unless ``tag`` says otherwise."""
+    more.setdefault("tag", 1)
     return CacheEntry(key=key, source_root="/lake/t", file_path=path, file_size=size,
                       file_mtime=mtime, columns=tuple(columns), priority=priority,
                       ttl_seconds=ttl, bytes=nbytes, data_path=f"/cache/data/{key}/d0",

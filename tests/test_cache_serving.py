@@ -3,14 +3,15 @@ read key, and the columns a relation must keep, over plans captured as JSON."""
 from __future__ import annotations
 
 import json
+import zlib
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from accelerator.cache.model import CacheEntry, EntryState, Priority
-from accelerator.cache.serving import (EVICTED, MISSING_COLUMNS, NOT_CACHED, OTHER_READ, STALE,
-                                       CacheView, parent_dirs, plan_serving, read_key_of,
+from accelerator.cache.serving import (EVICTED, MISSING_COLUMNS, NOT_CACHED, OTHER_READ,
+                                       PACK_CLASH, PACK_SHIFT, STALE, UNPACKED, CacheView, parent_dirs, plan_serving, read_key_of,
                                        required_columns)
 from indexes.description import SourceDescription
 from indexes.plan import parse_plan
@@ -23,13 +24,16 @@ SETTINGS = {"spark.sql.session.timeZone": "UTC"}
 RK = read_key_of(DESCRIPTION, SETTINGS)
 
 
-def entry(path, size=10, mtime=1, columns=("a", "b"), read_key=RK, state=EntryState.ACTIVE):
+def entry(path, size=10, mtime=1, columns=("a", "b"), read_key=RK, state=EntryState.ACTIVE,
+          pack=7, data_path="file:/c/data/x"):
+    """An entry of ``path`` in the pack ``data_path`` numbered ``pack`` (None: unpacked)."""
+    tag = None if pack is None else (pack << PACK_SHIFT) + zlib.crc32(path.encode())
     return CacheEntry(key=f"{hash((path, size, mtime, read_key, state)) & (1 << 64) - 1:064x}",
                       source_root="file:/lake/t", file_path=path, file_size=size,
                       file_mtime=mtime, columns=columns, priority=Priority.HIGH, ttl_seconds=None,
-                      bytes=5, data_path="file:/c/data/x", created=0.0, last_used=0.0,
-                      read_key=read_key, files=(("file:/c/data/x/part-0.parquet", 5),),
-                      state=state)
+                      bytes=5, data_path=data_path, created=0.0, last_used=0.0,
+                      read_key=read_key, files=((f"{data_path}/part-0.parquet", 5),),
+                      state=state, tag=tag)
 
 
 def test_read_key_ignores_options_that_only_choose_files():
@@ -79,6 +83,23 @@ def test_an_evicted_entry_next_to_a_current_one_does_not_hide_it():
     view = CacheView.of([old, current], 2, 0.0)
     assert list(plan_serving(view, RK, [["file:/lake/t/f", 10, 1]], {"a"}).served) == [
         "file:/lake/t/f"]
+
+
+def test_only_packed_entries_are_served_and_packs_read_together_have_distinct_numbers():
+    """A pack's rows are kept by tag, so two packs read by one relation must not share the
+    number a tag starts with: the second pack's files are read from the source instead, and
+    an entry of the layout before packs (no tag) is not served."""
+    files = [[f"file:/lake/t/f{i}", 10, 1] for i in range(4)]
+    entries = [entry("file:/lake/t/f0"), entry("file:/lake/t/f1"),
+               entry("file:/lake/t/f2", pack=7, data_path="file:/c/data/y"),
+               entry("file:/lake/t/f3", pack=None)]
+    plan = plan_serving(CacheView.of(entries, 1, 0.0), RK, files, {"a"})
+    assert sorted(plan.served) == ["file:/lake/t/f0", "file:/lake/t/f1"]
+    assert plan.reasons == {PACK_CLASH: 1, UNPACKED: 1}
+    # another pack under another number is read with the first
+    entries[2] = entry("file:/lake/t/f2", pack=8, data_path="file:/c/data/y")
+    plan = plan_serving(CacheView.of(entries, 1, 0.0), RK, files, {"a"})
+    assert sorted(plan.served) == [f"file:/lake/t/f{i}" for i in range(3)]
 
 
 @pytest.mark.parametrize("shape,expected", [

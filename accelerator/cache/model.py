@@ -133,11 +133,14 @@ def normalize_columns(columns: Iterable[str]) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class CacheEntry:
-    """One committed cache entry: the given columns of one source file, as Parquet under
-    ``data_path``.
+    """One committed cache entry: the given columns of one source file, as rows of a pack under
+    ``data_path`` (Parquet files a warm-up wrote holding the rows of several source files, each
+    row tagged with its file's ``tag``).
 
-    ``read_key`` is the key's :attr:`CacheKey.read_key`; ``files`` are the entry's Parquet files
-    (names under ``data_path`` with their sizes; none for a file without rows).
+    ``read_key`` is the key's :attr:`CacheKey.read_key`; ``files`` are the pack's Parquet files
+    holding the entry's rows (paths with their sizes; none for a file without rows); ``bytes``
+    the entry's share of them. ``tag``: its rows' value of the pack's hidden column; None for an
+    entry of the layout before packs (a folder of its own), which is not served.
     ``ttl_seconds`` counts from ``last_used`` (None: no TTL). ``retired`` lists data paths this
     entry replaced (with when), deleted after the grace period. ``hits`` and ``last_used`` as
     written are the entry's own; the manifest adds the usage recorded since (see
@@ -162,6 +165,7 @@ class CacheEntry:
     state: EntryState = EntryState.ACTIVE
     evicted_at: float | None = None
     retired: tuple[tuple[str, float], ...] = ()
+    tag: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "columns", normalize_columns(self.columns))
@@ -173,6 +177,11 @@ class CacheEntry:
     @property
     def active(self) -> bool:
         return self.state is EntryState.ACTIVE
+
+    @property
+    def packed(self) -> bool:
+        """Whether the entry's rows are in a pack (tagged), the layout served."""
+        return self.tag is not None
 
     def expired(self, now: float) -> bool:
         """Whether the TTL has run out: ``now - last_used >= ttl_seconds``. ALWAYS entries and
@@ -236,8 +245,8 @@ def plan_warmup(key: CacheKey, columns: Iterable[str], priority: Priority,
 
     ``entries`` are the manifest's entries (any; only ACTIVE ones of this key or this file
     count). A request never lowers an entry's priority (the higher wins) nor shortens its TTL
-    (:func:`merge_ttl`). If the ACTIVE entry of the key holds every requested column, nothing is
-    written. Otherwise one new entry holds the union of the requested columns and the current
+    (:func:`merge_ttl`). If the ACTIVE entry of the key holds every requested column in a pack,
+    nothing is written (one of the layout before packs is written again, superseded). Otherwise one new entry holds the union of the requested columns and the current
     entry's, superseding it. ACTIVE entries of the same file path under another version of the
     file (another size or modification time) are superseded as well: they can never be served
     again. Entries of the same file version read with other options are left alone.
@@ -253,7 +262,7 @@ def plan_warmup(key: CacheKey, columns: Iterable[str], priority: Priority,
         return WarmupPlan(tuple(sorted(wanted)), priority, ttl_seconds, True, None, stale)
     merged_priority = max(priority, current.priority)
     merged_ttl = merge_ttl(ttl_seconds, current.ttl_seconds)
-    if wanted <= set(current.columns):
+    if wanted <= set(current.columns) and current.packed:
         return WarmupPlan(current.columns, merged_priority, merged_ttl, False, current, stale)
     return WarmupPlan(tuple(sorted(wanted | set(current.columns))), merged_priority, merged_ttl,
                       True, None, (current, *stale))

@@ -3,8 +3,15 @@ snapshot of the manifest (:class:`CacheView`), no JVM.
 
 A file is served when the view holds an ACTIVE entry for exactly this version of it (path,
 size, modification time) read exactly this way (:func:`accelerator.cache.model.relation_read_key`)
-that holds every column the query reads from the relation. Anything else is read from the
-source, with a stable reason code for ``whyNot``.
+that holds every column the query reads from the relation, in a pack. Anything else is read from
+the source, with a stable reason code for ``whyNot``.
+
+A pack holds the rows of several source files, each row tagged with its file's tag: the pack's
+number (the high 32 bits, drawn at random by its warm-up) and a hash of the file's name unique in
+the pack (the low 32 bits). The JVM reads the packs of the served files and keeps the rows whose
+tag is a served file's; so that no other row passes, the packs one relation reads have distinct
+numbers: a file whose pack's number another pack read with it has already (two warm-ups drew the
+same number) is read from the source.
 """
 from __future__ import annotations
 
@@ -21,6 +28,8 @@ STALE = "STALE"                      # entries hold another version (size, mtime
 OTHER_READ = "OTHER_READ"            # an entry holds the file read with other options/schema
 MISSING_COLUMNS = "MISSING_COLUMNS"  # the entry lacks a column the query reads
 EVICTED = "EVICTED"                  # the file's entry was evicted
+UNPACKED = "UNPACKED"                # the entry has the layout before packs
+PACK_CLASH = "PACK_CLASH"            # its pack's number is another pack's read with it
 
 REASONS = {
     NOT_CACHED: "not cached",
@@ -28,7 +37,12 @@ REASONS = {
     OTHER_READ: "cached as read with other options, schema or read settings",
     MISSING_COLUMNS: "cached without some column the query reads",
     EVICTED: "its entry was evicted",
+    UNPACKED: "cached in the layout before packs (warm it again)",
+    PACK_CLASH: "its pack's number is that of another pack read with it",
 }
+
+#: the bits of a tag below its pack's number
+PACK_SHIFT = 32
 
 #: read options that choose files rather than change what is read from one
 FILE_SELECTING_OPTIONS = frozenset({"path", "paths", "basepath", "pathglobfilter",
@@ -147,14 +161,21 @@ def plan_serving(view: CacheView, read_key: str, files: Iterable[SourceFile],
     needed = set(required)
     served: dict[str, CacheEntry] = {}
     reasons: dict[str, int] = {}
+    packs: dict[int, str] = {}   # pack number -> the pack read under it
     source_bytes = 0
     for f in source_files(files):
         path, size, mtime = f.path, f.size, f.mtime
         entry = view.active.get((read_key, path, int(size), int(mtime)))
         if entry is not None and needed.issubset(entry.columns):
-            served[path] = entry
-            continue
-        code = view._reason(read_key, path, int(size), int(mtime), entry)
+            if not entry.packed:
+                code = UNPACKED
+            elif packs.setdefault(entry.tag >> PACK_SHIFT, entry.data_path) != entry.data_path:
+                code = PACK_CLASH
+            else:
+                served[path] = entry
+                continue
+        else:
+            code = view._reason(read_key, path, int(size), int(mtime), entry)
         reasons[code] = reasons.get(code, 0) + 1
         source_bytes += int(size)
     return ServingPlan(served, reasons, source_bytes)

@@ -177,7 +177,7 @@ class CacheTier:
                 slot[0] += hits
                 slot[1] = max(slot[1], last)
         try:
-            self.manifest.record_usage({k: (h, t) for k, (h, t) in uses.items()},
+            self.manifest.usage.record({k: (h, t) for k, (h, t) in uses.items()},
                                        misses=misses, bytes_served=served)
         except Exception:   # usage is best effort: a query must never fail for it
             log.warning("could not record cache usage under %s", self.path, exc_info=True)
@@ -196,12 +196,13 @@ class CacheTier:
         :mod:`accelerator.cache.policy`), then files whose grace period is over."""
         self.flush()
         now = self._clock() if now is None else now
-        chosen = choose_evictions(self.manifest.entries(), now,
+        read = self.manifest.read()   # once, for both the choice and the collection
+        chosen = choose_evictions(self.manifest.entries(read=read), now,
                                   self.max_bytes(settings.cache_max_bytes),
                                   settings.cache_max_usage_percent,
                                   settings.cache_cleanup_percent)
         done = {e.key for e in self.manifest.evict([c.entry for c in chosen], now)}
-        deleted = self.manifest.collect(now, settings.cache_grace_seconds)
+        deleted = self.manifest.collect(now, settings.cache_grace_seconds, read, done)
         self.refresh()
         return DemoterRun([c for c in chosen if c.entry.key in done], deleted)
 

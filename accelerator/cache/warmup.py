@@ -4,10 +4,15 @@ files (uncache, NEVER). The decisions (keys, merging, priorities) are
 :mod:`accelerator.cache.model`'s; this module reads and writes.
 
 A warm-up reads the files through the query's own relation (same format, options, schema and
-partitioning, so the copy holds exactly what Spark would read), tags each row with a hash of its
-file's name, and writes one Parquet directory per file in one job, each task keeping the order
-in which it read the rows. Entries are committed one by one after the job; a crash before a
-commit leaves only files that no entry names, which the demoter deletes after the grace period.
+partitioning, so the copy holds exactly what Spark would read), tags each row with its file's
+tag (the pack's random number and a hash of the file's name, see
+:mod:`accelerator.cache.serving`) and writes a pack in one job, coalesced to one task per
+``maxPartitionBytes`` of source (at least one per core): each task one Parquet file of the rows
+it read (one per partition it read, under the partition's folder, sorted by tag), each file's
+rows together in the order read. So many small files make few cache files.
+A second small job reads the pack's tags back: which pack files hold which file's rows. Entries
+are committed after the jobs; a crash before a commit leaves only files that no entry names,
+which the demoter deletes after the grace period.
 
 Under the scheduler's FAIR pool (:data:`accelerator.runtime.settings.JOBS_POOL`, the local property
 ``spark.scheduler.pool``), a warm-up runs in the background of interactive queries, which Spark
@@ -19,6 +24,7 @@ one task); what each job writes, and the entries, are the same as in one job.
 from __future__ import annotations
 
 import json
+import secrets
 import time
 import zlib
 from collections import defaultdict
@@ -30,7 +36,7 @@ from pyspark.sql import DataFrame, functions as F
 from accelerator.cache.model import (CacheCapacityError, CacheEntry, CacheKey, Priority,
                                      parse_duration, parse_priority, plan_warmup)
 from accelerator.cache.policy import check_always_fits
-from accelerator.cache.serving import FILE_SELECTING_OPTIONS
+from accelerator.cache.serving import FILE_SELECTING_OPTIONS, PACK_SHIFT
 from accelerator.cache.tier import CacheTier
 from accelerator.query import session
 from accelerator.runtime import build_progress, jvm, spark_versions
@@ -237,20 +243,72 @@ def chunks(group: list[int], sizes: list[int], limit: int) -> list[list[int]]:
     return out
 
 
+def _tasks(spark: Any, source_bytes: int) -> int:
+    """The tasks a warm-up job over ``source_bytes`` of files writes with: one per
+    ``spark.sql.files.maxPartitionBytes`` of them, at least one per core. Spark reads small
+    files in many more tasks (it counts ``openCostInBytes`` per file), each writing a file of
+    its own; coalesced, 5,000 small files make a few cache files and the job runs faster than a
+    scan of them in Spark's tasks."""
+    per_task = spark._jsparkSession.sessionState().conf().filesMaxPartitionBytes()
+    return max(spark.sparkContext.defaultParallelism, -(-source_bytes // max(1, per_task)))
+
+
 def _quoted(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
+@dataclass(frozen=True)
+class Packed:
+    """Where a warm-up wrote one source file's rows: its pack's folder, its rows' tag, the pack
+    files holding them (path, size) and its share of their bytes."""
+
+    folder: str
+    tag: int
+    files: tuple[tuple[str, int], ...]
+    bytes: int
+
+
+def _pack_number() -> int:
+    """A fresh pack number: random, positive, below 2**31 (see :mod:`accelerator.cache.serving`
+    for why a clash of two is harmless)."""
+    return secrets.randbelow((1 << 31) - 1) + 1
+
+
+def _members(spark: Any, tier: CacheTier, target: str) -> dict[int, list[tuple[str, int, int]]]:
+    """Per tag, the pack files under ``target`` holding rows of it: (path, size, rows), read
+    back from the pack's hidden column (one small job over that column alone; a source file's
+    rows may be split between tasks, and a task's file holds the rows of all its files)."""
+    written: dict[str, int] = {}
+    folders = [target]
+    while folders:   # the pack's folder and its partition folders
+        listed = [f for found in tier.fs.list_each(folders) for f in found]
+        written.update((f.path, f.size) for f in listed
+                       if not f.is_dir and not f.name.startswith((".", "_")))
+        folders = [f.path for f in listed if f.is_dir]
+    if not written:
+        return {}
+    jvm_path, uri = spark._jvm.org.apache.hadoop.fs.Path, spark._jvm.java.net.URI
+    counts = spark.read.option("recursiveFileLookup", "true").parquet(target) \
+        .groupBy(F.input_file_name().alias("f"), F.col(FILE_ID)).count().collect()
+    paths = {name: jvm_path(uri(name)).toString() for name in {r["f"] for r in counts}}
+    out: dict[int, list[tuple[str, int, int]]] = defaultdict(list)
+    for r in counts:
+        path = paths[r["f"]]
+        out[int(r[FILE_ID])].append((path, int(written[path]), int(r["count"])))
+    return out
+
+
 def _write(spark: Any, tier: CacheTier, scan: Scan, files: list[ScanFile],
-           columns: list[str]) -> tuple[str, dict[str, tuple[str, list[tuple[str, int]]]]]:
-    """Copies ``columns`` of ``files`` in one job (several under the scheduler's pool: see the
-    module docstring); returns the batch's directory and, per source path, its entry's
-    directory and Parquet files (name, size)."""
+           columns: list[str]) -> tuple[str, dict[str, Packed]]:
+    """Copies ``columns`` of ``files`` into packs in one job (several under the scheduler's
+    pool: see the module docstring); returns the batch's directory and, per source path, where
+    its rows went."""
     helpers = jvm.helpers(spark)
     paths = [f.path for f in files]
     names = [f.name for f in files]
+    partitions = list(scan.description.partition_columns or [])
     batch = tier.manifest.new_data_path()
-    out: dict[str, tuple[str, list[tuple[str, int]]]] = {}
+    out: dict[str, Packed] = {}
     groups = _unique_id_groups(names)
     slots = background_slots(spark)
     if slots is not None:
@@ -258,21 +316,32 @@ def _write(spark: Any, tier: CacheTier, scan: Scan, files: list[ScanFile],
                   chunks(group, [int(files[i].size) for i in group], slots * POOL_TASK_BYTES)]
     for n, group in enumerate(groups):
         target = f"{batch}/{n}"
+        number = _pack_number()
         source = DataFrame(helpers.cache.read(scan.jscan, "\n".join(paths[i] for i in group)),
                            spark)
-        if slots is not None:
-            source = source.coalesce(slots)
+        source = source.coalesce(slots or _tasks(spark, sum(int(files[i].size) for i in group)))
         tagged = source.select(
-            *[F.col(_quoted(c)) for c in columns],
-            F.crc32(F.input_file_name().cast("binary")).alias(FILE_ID),
-            F.monotonically_increasing_id().alias(_ROW))
+            *[F.col(_quoted(c)) for c in [*columns, *partitions]],
+            (F.lit(number << PACK_SHIFT)
+             + F.crc32(F.input_file_name().cast("binary"))).alias(FILE_ID))
+        if partitions:   # a pack file holds rows of one partition (listed under its values)
+            writer = tagged.withColumn(_ROW, F.monotonically_increasing_id()) \
+                .sortWithinPartitions(*[_quoted(p) for p in partitions], FILE_ID, _ROW) \
+                .drop(_ROW).write.partitionBy(*partitions)
+        else:   # a task reads file after file: each file's rows are together, in read order
+            writer = tagged.write
         with session.suspended(spark), session.conf_set(spark, _WRITE_CONF):
-            tagged.sortWithinPartitions(FILE_ID, _ROW).drop(_ROW) \
-                .write.partitionBy(FILE_ID).mode("errorifexists").parquet(target)
-        folders = [f"{target}/{FILE_ID}={zlib.crc32(names[i].encode('utf-8'))}" for i in group]
-        for i, folder, listed in zip(group, folders, tier.fs.list_each(folders)):
-            out[paths[i]] = folder, sorted((f.name, f.size) for f in listed
-                                           if not f.is_dir and not f.name.startswith((".", "_")))
+            writer.mode("errorifexists").parquet(target)
+            members = _members(spark, tier, target)
+        rows_in: dict[str, int] = defaultdict(int)
+        for held in members.values():
+            for path, _, rows in held:
+                rows_in[path] += rows
+        for i in group:
+            tag = (number << PACK_SHIFT) + zlib.crc32(names[i].encode("utf-8"))
+            held = members.get(tag, [])
+            share = sum(size * rows // rows_in[path] for path, size, rows in held)
+            out[paths[i]] = Packed(target, tag, tuple(sorted((p, b) for p, b, _ in held)), share)
     return batch, out
 
 
@@ -332,21 +401,23 @@ def warm(spark: Any, tier: CacheTier, settings: Settings, df: DataFrame,
                 now = tier.manifest.now()
                 new = []
                 for f, key, plan in items:
-                    folder, parts = written_files[f.path]
+                    packed = written_files[f.path]
                     new.append((CacheEntry(
                         key=key.hex, source_root=root_of(f.path), file_path=f.path,
                         file_size=int(f.size), file_mtime=int(f.mtime), columns=cols,
                         priority=plan.priority, ttl_seconds=plan.ttl_seconds,
-                        bytes=sum(b for _, b in parts), data_path=folder, created=now,
-                        last_used=now, read_key=key.read_key,
-                        files=tuple((f"{folder}/{n}", b) for n, b in parts)), plan))
+                        bytes=packed.bytes, data_path=packed.folder, created=now,
+                        last_used=now, read_key=key.read_key, files=packed.files,
+                        tag=packed.tag), plan))
                 always += sum(e.bytes for e, p in new if p.priority is Priority.ALWAYS)
                 try:   # against the entries read at the start (a concurrent warm-up may add more)
                     check_always_fits(known, always, max_bytes)
                 except CacheCapacityError:
                     tier.fs.delete(batch, recursive=True)
                     raise
-                tier.manifest.commit_all([(entry, plan.supersedes) for entry, plan in new])
+                seen = {e.key for e in known}   # (an EVICTED key, unseen, costs one lost try)
+                tier.manifest.commit_all([(entry, plan.supersedes) for entry, plan in new],
+                                         frozenset(e.key for e, _ in new if e.key not in seen))
                 read += sum(int(f.size) for f, _, _ in items)
                 written += sum(e.bytes for e, _ in new)
     tier.demote(settings)

@@ -69,7 +69,7 @@ class CacheOperations:
         tier = self.tier(settings)
         tier.flush()
         active = tier.manifest.entries()
-        totals = tier.manifest.totals()
+        totals = tier.manifest.usage.totals()
         return CacheStats(tier.max_bytes(settings.cache_max_bytes), sum(e.bytes for e in active),
                           len(active), sum(e.hits for e in active), totals.misses,
                           totals.bytes_served, totals.evictions)

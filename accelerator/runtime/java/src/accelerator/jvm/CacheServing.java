@@ -16,7 +16,9 @@ import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.AttributeReference;
 import org.apache.spark.sql.catalyst.expressions.DynamicPruning;
 import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.InSet;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
+import org.apache.spark.sql.catalyst.expressions.NamedExpression$;
 import org.apache.spark.sql.catalyst.expressions.PlanExpression;
 import org.apache.spark.sql.catalyst.plans.logical.Filter;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
@@ -32,6 +34,8 @@ import org.apache.spark.sql.execution.datasources.LogicalRelation;
 import org.apache.spark.sql.execution.datasources.PartitionDirectory;
 import org.apache.spark.sql.execution.datasources.PartitioningAwareFileIndex;
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.Metadata;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 
@@ -47,26 +51,35 @@ public final class CacheServing {
    * built once per decision, reused by every query over those files. */
   public static final class CachedFiles {
     private final Map<String, FileStatus[]> cached = new HashMap<>();
+    private final Map<String, Long> tags = new HashMap<>();
 
     private CachedFiles(String lines) {
+      Map<String, FileStatus> packFiles = new HashMap<>();   // one FileStatus per pack file
       for (String line : lines.split("\n")) {
         if (line.isEmpty()) {
           continue;
         }
         String[] parts = line.split("\t", -1);
-        FileStatus[] files = new FileStatus[(parts.length - 1) / 2];
+        FileStatus[] files = new FileStatus[(parts.length - 2) / 2];
         for (int i = 0; i < files.length; i++) {
-          long size = Long.parseLong(parts[2 + 2 * i]);
-          files[i] = new FileStatus(size, false, 1, 128L << 20, 0L, new Path(parts[1 + 2 * i]));
+          String path = parts[2 + 2 * i];
+          long size = Long.parseLong(parts[3 + 2 * i]);
+          files[i] = packFiles.computeIfAbsent(path,
+              p -> new FileStatus(size, false, 1, 128L << 20, 0L, new Path(p)));
         }
         cached.put(parts[0], files);
+        tags.put(parts[0], Long.parseLong(parts[1]));
       }
     }
   }
 
+  /** The hidden column of the cache's packs: which source file each row comes from. */
+  public static final String FILE_ID = "__accelerator_file";
+
   /**
    * {@code lines}: one line per cached source file, tab-separated: the source file's path (as
-   * {@code FileStatus.getPath().toString()}), then pairs of an entry file's path and size.
+   * {@code FileStatus.getPath().toString()}), its rows' value of {@link #FILE_ID} in its pack,
+   * then pairs of a pack file's path and size (the pack files holding its rows).
    */
   public CachedFiles files(String lines) {
     return new CachedFiles(lines);
@@ -74,7 +87,9 @@ public final class CacheServing {
 
   /**
    * The plan with its {@code ordinal}-th file relation read as the union of the relation
-   * without the {@code files} the cache serves and a Parquet relation over their entries' files, both projected
+   * without the {@code files} the cache serves and a Parquet relation over the packs holding
+   * them, filtered to their rows by {@link #FILE_ID} (a pack may hold rows of files not served:
+   * changed, evicted, pruned by an index, or never read by this relation), both projected
    * to the data columns {@code requiredLines} names (newline-separated) and the partition
    * columns, under the original attribute ids; a Filter right above the relation is applied to
    * both branches. When every file of the relation is cached, the Parquet relation alone. Null when the relation cannot be served this way (it is bucketed, exposes
@@ -124,16 +139,26 @@ public final class CacheServing {
     Map<FileStatus, String> paths = pathsOf(listing);
     PrunedFileIndex restIndex = new PrunedFileIndex(fs.location(), cached.keySet(), false, paths);
     Object rest = CaseClasses.copy(fs, 0, restIndex, session);
-    Object cache = CaseClasses.copy(fs, 0, new CachedFileIndex(fs.location(), cached, paths),
-        session);
+    CachedFileIndex cachedIndex = new CachedFileIndex(fs.location(), cached, paths);
+    Object cache = CaseClasses.copy(fs, 0, cachedIndex, session);
+    keptFields.add(new StructField(FILE_ID, DataTypes.LongType, true, Metadata.empty()));
     cache = CaseClasses.copy(cache, 2, new StructType(keptFields.toArray(new StructField[0])),
         session);
     cache = CaseClasses.copy(cache, 4, new ParquetFileFormat(), session);
     cache = CaseClasses.copy(cache, 5, scala.collection.immutable.Map$.MODULE$.empty(),
         session);
-    LogicalPlan cacheRel = (LogicalPlan) CaseClasses.copy(
-        CaseClasses.copy(rel, 0, cache), 1, Scala.seq(kept));
+    AttributeReference fileId = new AttributeReference(FILE_ID, DataTypes.LongType, true,
+        Metadata.empty(), NamedExpression$.MODULE$.newExprId(), Scala.seq(List.<String>of()));
+    List<AttributeReference> read = new ArrayList<>(kept);
+    read.add(keptFields.size() - 1, fileId);   // after the data columns, before the partitions
+    List<Object> wanted = new ArrayList<>();
+    for (String path : cachedIndex.servedPaths()) {
+      wanted.add(files.tags.get(path));
+    }
     List<NamedExpression> projection = new ArrayList<>(kept);
+    LogicalPlan cacheRel = new Project(Scala.seq(projection), new Filter(
+        new InSet(fileId, Scala.seq(wanted).toSet()),
+        (LogicalPlan) CaseClasses.copy(CaseClasses.copy(rel, 0, cache), 1, Scala.seq(read))));
     LogicalPlan restRel = new Project(Scala.seq(projection),
         (LogicalPlan) CaseClasses.copy(rel, 0, rest));
     if (listing != null && cached.keySet().containsAll(Arrays.asList(listing.paths))) {
