@@ -159,6 +159,10 @@ def main(argv: list[str] | None = None) -> int:
         "formats", help="the covering and Bloom lookups over Parquet directories and the same "
                         "data as Delta and Iceberg tables, and planning over many files "
                         "(bench/formats.py)"))
+    from bench import planning as planning_bench
+    planning_bench.add_arguments(sub.add_parser(
+        "planning", help="the planning a data-skipping index adds at 10,000 to 1,000,000 "
+                         "files, synthesized, without Spark (bench/planning.py)"))
     from bench import star as star_bench
     star_bench.add_arguments(sub.add_parser(
         "star", help="a star-schema decision-support workload with zero configuration: record, "
@@ -178,6 +182,8 @@ def main(argv: list[str] | None = None) -> int:
         return formats_bench.run(args)
     if args.command == "star":
         return star_bench.run(args)
+    if args.command == "planning":
+        return planning_bench.run(args)
 
     from bench import datasets
     from bench.harness import (build_cost, cache_planning_cost, cache_warmup_cost, claim_work_dir,

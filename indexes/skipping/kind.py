@@ -15,7 +15,7 @@ from indexes.skipping import ir, match
 from indexes.skipping.build import compute_stats, resolve_sketches, session_ansi, sketch_specs
 from indexes.skipping.config import (KIND, SKETCH_CLASSES, BloomFilterSketch,
                                      DataSkippingIndexConfig, MinMaxSketch, ValueListSketch)
-from indexes.skipping.store import FileEntry, read_table, write_table
+from indexes.skipping.store import DATASET, FileEntry, write_table
 from indexes.skipping.table import StatsTable
 from indexes.source import file_uri
 
@@ -84,11 +84,12 @@ class SkippingKind(IndexKind):
         ansi = session_ansi(job.spark)
         sketches = match.sketches_of(job.config)
         specs = sketch_specs(sketches)
-        previous: dict[str, FileEntry] = ({} if job.previous is None else
-                                          read_table(job.fs, job.previous.content["path"], specs))
         files = job.source.files
-        reused = {f.path: previous[f.path] for f in files if f.path in previous and
-                  (previous[f.path].size, previous[f.path].mtime) == (f.size, f.mtime)}
+        reused: dict[str, FileEntry] = {}
+        if job.previous is not None:
+            previous = _stats_table(job.fs, job.previous, specs)
+            same = previous.listing(files).judged
+            reused = dict(zip(previous.paths(same), previous.entries(same)))
         todo = [f for f in files if f.path not in reused]
         if reused:
             _check_same_ansi(job.previous, ansi)
@@ -102,7 +103,7 @@ class SkippingKind(IndexKind):
         job.read, job.written = IoStats.of_files(todo), IoStats(1, size, len(entries))
         content = {"numFiles": 1, "sizeInBytes": size, "numRows": len(entries),
                    "indexedFiles": len(entries), "sketchedFiles": len(todo),
-                   "reusedFiles": len(reused), "ansi": ansi, **facts}
+                   "reusedFiles": len(reused), "ansi": ansi, "statsLayout": DATASET, **facts}
         return job.source, content
 
     def session_difference(self, entry: Any, spark: Any) -> str | None:
@@ -112,8 +113,7 @@ class SkippingKind(IndexKind):
 
     def load(self, entry: Any, fs: Any, settings: Any) -> StatsTable:
         """The per-file statistics of the index version."""
-        return StatsTable(read_table(fs, entry.content["path"],
-                                     sketch_specs(match.sketches_of(entry.config))))
+        return _stats_table(fs, entry, sketch_specs(match.sketches_of(entry.config)))
 
     def match(self, root: PlanNode, relation: PlanNode, description: SourceDescription,
               entry: Any, state: Any, ctx: MatchContext) -> Any:
@@ -132,6 +132,11 @@ class SkippingKind(IndexKind):
         if any(k is None for k in keys):
             return None
         return frozenset(c.lower() for k in keys for c in ir.key_columns(k))
+
+
+def _stats_table(fs: Any, entry: Any, specs: list) -> StatsTable:
+    """The statistics of the version ``entry`` names (either layout)."""
+    return StatsTable.read(fs, entry.content["path"], specs, entry.content.get("statsLayout"))
 
 
 def _check_same_ansi(previous: Any, ansi: bool) -> None:
