@@ -12,10 +12,11 @@ from indexes.errors import InvalidIndexConfigError
 from indexes.kind import BuildJob, IndexKind, IoStats, MatchContext, Serving, SpecCheck
 from indexes.plan import PlanNode
 from indexes.skipping import ir, match
-from indexes.skipping.build import compute_stats, resolve_sketches, session_ansi, sketch_specs
+from indexes.skipping.build import resolve_sketches, session_ansi, sketch_specs
 from indexes.skipping.config import (KIND, SKETCH_CLASSES, BloomFilterSketch,
                                      DataSkippingIndexConfig, MinMaxSketch, ValueListSketch)
-from indexes.skipping.store import DATASET, FileEntry, write_table
+from indexes.skipping.store import DATASET
+from indexes.skipping.write import reused_stats, stats_size, unchanged_files, write_stats
 from indexes.skipping.table import StatsTable
 from indexes.source import file_uri
 
@@ -85,25 +86,20 @@ class SkippingKind(IndexKind):
         sketches = match.sketches_of(job.config)
         specs = sketch_specs(sketches)
         files = job.source.files
-        reused: dict[str, FileEntry] = {}
-        if job.previous is not None:
-            previous = _stats_table(job.fs, job.previous, specs)
-            same = previous.listing(files).judged
-            reused = dict(zip(previous.paths(same), previous.entries(same)))
-        todo = [f for f in files if f.path not in reused]
-        if reused:
+        same = set() if job.previous is None else unchanged_files(job.fs, job.previous, files)
+        todo = [f for f in files if f.path not in same]
+        if same:
             _check_same_ansi(job.previous, ansi)
-        entries, facts = dict(reused), {}
-        if todo:
-            scope = job.df if not reused else job.df.where(
-                F.col("_metadata.file_path").isin([file_uri(f.path) for f in todo]))
-            computed, facts = compute_stats(scope, job.source, sketches, todo)
-            entries.update(computed)
-        size = write_table(job.fs, job.data_path, specs, entries)
-        job.read, job.written = IoStats.of_files(todo), IoStats(1, size, len(entries))
-        content = {"numFiles": 1, "sizeInBytes": size, "numRows": len(entries),
-                   "indexedFiles": len(entries), "sketchedFiles": len(todo),
-                   "reusedFiles": len(reused), "ansi": ansi, "statsLayout": DATASET, **facts}
+        scope = job.df if not same else job.df.where(
+            F.col("_metadata.file_path").isin([file_uri(f.path) for f in todo]))
+        reused = (reused_stats(job.spark, job.previous, specs, [f for f in files if f.path in same])
+                  if same else None)
+        facts = write_stats(scope, job.source, sketches, todo, job.data_path, reused)
+        parts, size = stats_size(job.fs, job.data_path)
+        job.read, job.written = IoStats.of_files(todo), IoStats(parts, size, len(files))
+        content = {"numFiles": parts, "sizeInBytes": size, "numRows": len(files),
+                   "indexedFiles": len(files), "sketchedFiles": len(todo),
+                   "reusedFiles": len(same), "ansi": ansi, "statsLayout": DATASET, **facts}
         return job.source, content
 
     def session_difference(self, entry: Any, spark: Any) -> str | None:

@@ -195,16 +195,6 @@ def stats_dir(data_path: str) -> str:
     return data_path.rstrip("/") + "/" + STATS_DIR
 
 
-def write_table(fs: Any, data_path: str, specs: list[SketchSpec],
-                files: dict[str, FileEntry]) -> int:
-    """Writes the statistics of ``files`` as a dataset of one file into the data version
-    ``data_path`` (builds without a Spark job); returns the bytes written."""
-    data = encode(specs, files)
-    fs.mkdirs(stats_dir(data_path))
-    fs.write_bytes(stats_dir(data_path) + "/part-00000.parquet", data)
-    return len(data)
-
-
 class StoredStats:
     """The statistics files of one index version, read by column: the Parquet files of its
     dataset (or its single file), in a fixed order, each with the row ranges of its row groups,

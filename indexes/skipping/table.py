@@ -17,7 +17,7 @@ from cachetools import LRUCache
 from indexes.description import source_files
 from indexes.skipping.prefilter import BloomSlices, Bounds
 from indexes.skipping.stats import FileStats, SketchSpec
-from indexes.skipping.store import (BASE_COLUMNS, FileEntry, RowGroup, StoredStats, column_stats,
+from indexes.skipping.store import (BASE_COLUMNS, arrow_schema, FileEntry, RowGroup, StoredStats, column_stats,
                                     entry_rows, record_batch)
 
 _LISTINGS_KEPT = 8
@@ -86,6 +86,8 @@ class StatsTable:
         stored = StoredStats(fs, data_path, layout)
         names = list(BASE_COLUMNS) + [f"s{i}_{p}" for i in range(len(specs)) for p in _STAT_PARTS]
         columns = stored.read(names)
+        if columns.num_columns == 0:   # no statistics file: no file indexed
+            columns = arrow_schema(specs).empty_table().select(names)
         ordered = _in_file_order(columns)
         moved = None if ordered is columns else ordered.column("__row").to_numpy()
 
