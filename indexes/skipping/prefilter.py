@@ -228,9 +228,15 @@ class BloomSlices:
         if blooms.null_count:
             valid &= blooms.is_valid().to_numpy(zero_copy_only=False)
         first = int(np.flatnonzero(valid)[0])
+        self.header = data[offsets[first]:offsets[first] + header - 8].tobytes()  # but count
         dims = data[offsets[first] + 8:offsets[first] + 24].copy().view("<u8")
         self.slices_, self.bits = int(dims[0]), int(dims[1])
+        self.valid = valid
+        self.counts = np.zeros(self.count, dtype="<u8")
+        at = np.flatnonzero(valid)
+        self.counts[at] = data[offsets[at, None] + np.arange(header - 8, header)].copy().view("<u8")[:, 0]
         width = int(offsets[first + 1] - offsets[first]) - header
+        self.width = width
         nbits = self.slices_ * self.bits
         self.map = np.empty((nbits, (self.count + 7) // 8), dtype=np.uint8)
         step = 1 << 16
@@ -261,8 +267,21 @@ class BloomSlices:
         some = np.flatnonzero(valid)
         if not len(some) or (lengths[some] != lengths[some[0]]).any():
             return None
-        heads = data[offsets[some, None] + np.arange(8, 24)].copy().view("<u8").reshape(-1, 2)
+        heads = data[offsets[some, None] + np.arange(header - 8)]     # all but the count
         return BloomSlices(blooms) if (heads == heads[0]).all() else None
+
+    def stored(self, files: Any) -> list:
+        """The stored bytes of the filters of ``files`` (numpy; None where a file has none),
+        as they were before slicing."""
+        import numpy as np
+
+        if not len(files):
+            return []
+        bits = (self.map[:, files >> 3] >> (files & 7).astype(np.uint8)) & 1
+        packed = np.packbits(bits.T, axis=1, bitorder="little")[:, :self.width]
+        counts = self.counts[files]
+        return [self.header + counts[j:j + 1].tobytes() + packed[j].tobytes()
+                if self.valid[f] else None for j, f in enumerate(files.tolist())]
 
     def holding(self, keys: tuple[str, ...]) -> Any:
         """A numpy mask of the files whose filter may hold one of ``keys``."""

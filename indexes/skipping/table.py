@@ -61,10 +61,11 @@ class StatsTable:
         import pyarrow.compute as pc
 
         self.specs = specs
-        self._columns = columns
+        self._columns = columns.combine_chunks()     # one chunk per column: take() is fast
         self._blooms = blooms
         self._entries = entries
         self._index = {spec.key: i for i, spec in enumerate(specs)}
+        columns = self._columns
         groups = columns.column("row_group") if "row_group" in columns.column_names else None
         is_file = (np.ones(columns.num_rows, dtype=bool) if groups is None
                    else pc.is_null(groups).to_numpy(zero_copy_only=False))
@@ -202,6 +203,11 @@ class StatsTable:
         blooms = {}
         for i, spec in enumerate(self.specs):
             if spec.bloom_capacity and (keys is None or spec.key in keys):
+                with self._lock:
+                    sliced = self._slices.get(f"s{i}_bloom")
+                if sliced is not None and len(rows) == len(files):   # no row groups
+                    blooms[i] = sliced.stored(files)
+                    continue
                 found, at = self._blooms(f"s{i}_bloom", rows)
                 blooms[i] = (found.take(at) if at is not None else found).to_pylist()
         none = [None] * len(rows)
