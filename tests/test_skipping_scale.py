@@ -8,6 +8,7 @@ import contextlib
 from pyspark.sql import functions as F
 
 from accelerator import BloomFilterSketch, DataSkippingIndexConfig, MinMaxSketch
+from indexes.description import SourceFile
 from indexes.fs.memory import MemoryFs
 from indexes.skipping.ir import Cmp, Lit, Sketched
 from indexes.skipping.match import kept_files
@@ -80,3 +81,28 @@ def test_statistics_of_the_single_file_layout_read_as_the_dataset():
         StatsTable.read(fs, "memory:///old", specs, None),
         StatsTable.read(fs, "memory:///new", specs, DATASET))]
     assert kept[0] == kept[1] == [f"file:/t/{i}" for i in range(45, 50)]
+
+
+def test_an_incremental_refresh_reuses_rows_of_the_single_file_layout(spark, tmp_path):
+    """The previous version's rows of unchanged files, read by Spark from the layout of before
+    (one stats.parquet, older ones without the row-group columns), in the columns written now."""
+    import pyarrow.parquet as pq
+
+    from indexes.skipping.write import reused_stats
+
+    specs = [SketchSpec("k", "long", minmax=True), SketchSpec("s", "string", max_values=4)]
+    entries = {f"file:/t/{i}": FileEntry(10, 1, FileStats(5, {
+        "k": ColumnStats("long", i, i + 9, 0), "s": ColumnStats("string", "a", "b", 1, frozenset({"a", "b"}))}))
+        for i in range(3)}
+    version = tmp_path / "v__=0"
+    version.mkdir()
+    (version / "stats.parquet").write_bytes(encode(specs, entries))
+    old = pq.read_table(version / "stats.parquet").drop_columns(["row_group", "start", "end"])
+    pq.write_table(old, version / "older.parquet")
+    for name in ("stats.parquet", "older.parquet"):
+        (version / "stats.parquet").write_bytes((version / name).read_bytes())
+        previous = type("Entry", (), {"content": {"path": f"file:{version}"}})()
+        keep = [SourceFile("file:/t/0", 10, 1), SourceFile("file:/t/2", 10, 2)]  # /t/2 changed
+        found = reused_stats(spark, previous, specs, keep).collect()
+        assert [(r.file, r.s0_min, r.s0_max, r.row_group, sorted(r.s1_values)) for r in found] == [
+            ("file:/t/0", 0, 9, None, ["a", "b"])]
