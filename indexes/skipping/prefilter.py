@@ -209,66 +209,74 @@ def _without_keys(blooms: Any, at: Any, keys: tuple[str, ...]) -> Any:
     return out
 
 
+def _filters(blooms: Any) -> tuple[Any, Any]:
+    """``(matrix, valid)``: the stored filters of an Arrow binary array as the rows of one
+    numpy matrix (files × bytes; the rows of files without one are zeros) and which files have
+    one; matrix None when there is none or they differ in length."""
+    import numpy as np
+
+    if isinstance(blooms, (list, tuple)) or blooms.buffers()[2] is None:
+        return None, None
+    n = len(blooms)
+    offsets = np.frombuffer(blooms.buffers()[1], dtype=np.int32)[
+        blooms.offset:blooms.offset + n + 1].astype(np.int64)
+    data = np.frombuffer(blooms.buffers()[2], dtype=np.uint8)
+    lengths = offsets[1:] - offsets[:-1]
+    valid = lengths > 0
+    if blooms.null_count:
+        valid &= blooms.is_valid().to_numpy(zero_copy_only=False)
+    some = np.flatnonzero(valid)
+    if not len(some) or (lengths[some] != lengths[some[0]]).any():
+        return None, valid
+    width = int(lengths[some[0]])
+    if len(some) == n:          # one run of equal filters: the buffer itself
+        return data[offsets[0]:offsets[0] + n * width].reshape(n, width), valid
+    matrix = np.zeros((n, width), dtype=np.uint8)
+    for lo in range(0, len(some), 1 << 16):
+        rows = some[lo:lo + (1 << 16)]
+        matrix[rows] = data[offsets[rows, None] + np.arange(width)]
+    return matrix, valid
+
+
 class BloomSlices:
     """Every file's Bloom filter of one sketch, bit-sliced: for each bit of the filters (all of
     one size), a bitmap over the files, so a lookup ANDs a few bitmaps instead of reading every
     filter. Files without a filter have every bit set (never ruled out)."""
 
-    def __init__(self, blooms: Any):
-        """``blooms``: an Arrow binary array of stored filters, one per file (null: none), of
-        equal dimensions (else :meth:`of` gives None)."""
+    def __init__(self, matrix: Any, valid: Any):
+        """``matrix``: each file's stored filter as a row (:func:`_filters`), all of equal
+        dimensions (else :meth:`of` gives None); ``valid``: the files that have one."""
         import numpy as np
 
-        self.count = len(blooms)
         _, header = _bloom_header()
-        offsets = np.frombuffer(blooms.buffers()[1], dtype=np.int32)[
-            blooms.offset:blooms.offset + len(blooms) + 1].astype(np.int64)
-        data = np.frombuffer(blooms.buffers()[2], dtype=np.uint8)
-        valid = offsets[1:] - offsets[:-1] >= header
-        if blooms.null_count:
-            valid &= blooms.is_valid().to_numpy(zero_copy_only=False)
+        self.count, self.valid = len(matrix), valid
         first = int(np.flatnonzero(valid)[0])
-        self.header = data[offsets[first]:offsets[first] + header - 8].tobytes()  # but count
-        dims = data[offsets[first] + 8:offsets[first] + 24].copy().view("<u8")
+        self.header = matrix[first, :header - 8].tobytes()     # all but the count
+        dims = matrix[first, 8:24].copy().view("<u8")
         self.slices_, self.bits = int(dims[0]), int(dims[1])
-        self.valid = valid
-        self.counts = np.zeros(self.count, dtype="<u8")
-        at = np.flatnonzero(valid)
-        self.counts[at] = data[offsets[at, None] + np.arange(header - 8, header)].copy().view("<u8")[:, 0]
-        width = int(offsets[first + 1] - offsets[first]) - header
-        self.width = width
-        nbits = self.slices_ * self.bits
-        self.map = np.empty((nbits, (self.count + 7) // 8), dtype=np.uint8)
-        step = 1 << 16
+        self.counts = np.ascontiguousarray(matrix[:, header - 8:header]).view("<u8")[:, 0].copy()
+        self.width = matrix.shape[1] - header
+        self.map = np.empty((self.width * 8, (self.count + 7) // 8), dtype=np.uint8)
+        step = 1 << 18
         for lo in range(0, self.count, step):
-            hi = min(self.count, lo + step)
-            ok = valid[lo:hi]
-            at = np.where(ok, offsets[lo:hi] + header, 0)
-            block = data[at[:, None] + np.arange(width)]
-            block[~ok] = 0xFF
-            bits = np.unpackbits(block, axis=1, bitorder="little")[:, :nbits]
-            self.map[:, lo // 8:(hi + 7) // 8] = np.packbits(bits.T, axis=1, bitorder="little")
+            block = np.ascontiguousarray(matrix[lo:lo + step, header:].T)   # width × files
+            block[:, ~valid[lo:lo + step]] = 0xFF
+            for b in range(8):
+                self.map[b::8, lo // 8:(lo + block.shape[1] + 7) // 8] = np.packbits(
+                    (block >> b) & 1, axis=1, bitorder="little")
 
     @staticmethod
     def of(blooms: Any) -> "BloomSlices | None":
-        """The slices of ``blooms`` when they are filters of equal dimensions, else None."""
+        """The slices of ``blooms`` (an Arrow binary array of stored filters, one per file,
+        null for none) when they are filters of equal dimensions, else None."""
         import numpy as np
 
         _, header = _bloom_header()
-        if blooms.buffers()[2] is None:
+        matrix, valid = _filters(blooms)
+        if matrix is None or matrix.shape[1] < header:
             return None
-        offsets = np.frombuffer(blooms.buffers()[1], dtype=np.int32)[
-            blooms.offset:blooms.offset + len(blooms) + 1].astype(np.int64)
-        data = np.frombuffer(blooms.buffers()[2], dtype=np.uint8)
-        lengths = offsets[1:] - offsets[:-1]
-        valid = lengths >= header
-        if blooms.null_count:
-            valid &= blooms.is_valid().to_numpy(zero_copy_only=False)
-        some = np.flatnonzero(valid)
-        if not len(some) or (lengths[some] != lengths[some[0]]).any():
-            return None
-        heads = data[offsets[some, None] + np.arange(header - 8)]     # all but the count
-        return BloomSlices(blooms) if (heads == heads[0]).all() else None
+        heads = matrix[:, :header - 8][valid]
+        return BloomSlices(matrix, valid) if (heads == heads[0]).all() else None
 
     def stored(self, files: Any) -> list:
         """The stored bytes of the filters of ``files`` (numpy; None where a file has none),

@@ -267,7 +267,7 @@ class StoredStats:
                 parts.append(pa.nulls(count, pa.binary()))
                 continue
             values = pf.read_row_group(group, columns=[column]).column(0)
-            parts.append(values if wanted is None else values.take(wanted))
+            parts += values.chunks if wanted is None else [values.take(wanted).combine_chunks()]
         if not parts:
             return pa.array([], pa.binary())
         return pa.chunked_array(parts, pa.binary()).combine_chunks()

@@ -104,8 +104,10 @@ class StatsTable:
         def slices(column: str, rows: Any) -> Any:
             if stored.column_bytes(column) > BLOOMS_KEPT_BYTES:
                 return None
-            found, at = blooms(column, rows)
-            return BloomSlices.of(found.take(at))
+            every = stored.read_rows(column, None)
+            rows = rows if moved is None else moved[rows]
+            return BloomSlices.of(every if len(rows) == len(every) and moved is None
+                                  else every.take(rows))
         return StatsTable(specs, ordered, blooms, slicer=slices)
 
     @staticmethod
