@@ -6,6 +6,8 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
+import pytest
+
 from indexes.skipping import prefilter
 from indexes.skipping.evaluator import may_match
 from indexes.skipping.ir import And, Cast, Cmp, In, IsNotNull, Lit, Or, Sketched
@@ -14,6 +16,7 @@ from indexes.fs.memory import MemoryFs
 from indexes.skipping.ir import sketched_keys
 from indexes.skipping.stats import ColumnStats, FileStats, SketchSpec, bloom_to_bytes
 from indexes.skipping.store import DATASET, FileEntry, decode, encode
+from indexes.skipping import table as table_module
 from indexes.skipping.table import StatsTable
 from tests import test_skipping_evaluator as cases
 
@@ -111,9 +114,13 @@ def _comparable(entry, keys):
         for k, cs in entry.stats.columns.items()}
 
 
-def test_stored_statistics_with_bloom_filters_keep_exactly_what_the_evaluator_keeps():
+@pytest.mark.parametrize("sliced", [True, False])
+def test_stored_statistics_with_bloom_filters_keep_exactly_what_the_evaluator_keeps(sliced, monkeypatch):
     """The same over statistics read back from their Parquet dataset (several files of several
-    row groups), Bloom filters on the string sketch, which the first pass checks vectorized."""
+    row groups), Bloom filters on the string sketch, which the first pass checks vectorized:
+    bit-sliced, or (over the size kept in memory) read for the files the bounds leave."""
+    if not sliced:
+        monkeypatch.setattr(table_module, "BLOOMS_KEPT_BYTES", 0)
     rng = random.Random(11)
     entries, files = many_files(rng, 600)
     spec_s = SketchSpec(S.key, "string", minmax=True, bloom_capacity=8, bloom_fpp=0.01)
@@ -135,7 +142,6 @@ def test_stored_statistics_with_bloom_filters_keep_exactly_what_the_evaluator_ke
     listing = table.listing(files)
     conditions = _conditions(rng) + [Cmp("=", S, Lit("k500", "string")),
                                      In(S, (Lit("k001", "string"), Lit("k777", "string")))]
-    ruled_out_by_bloom = 0
     for condition in conditions:
         kept, found, _ = kept_files(condition, table, listing)
         assert kept == _expected(condition, stored, files), condition
@@ -145,6 +151,7 @@ def test_stored_statistics_with_bloom_filters_keep_exactly_what_the_evaluator_ke
     mask = prefilter.candidates(bloom_only, table)
     bounds = table.bounds(S.key, "string").passing(prefilter.tests(bloom_only)[0])
     assert mask.sum() < bounds.sum()        # the filters ruled out files the bounds kept
+    assert (table.bloom_slices(S.key) is not None) == sliced
 
 
 def test_the_listing_is_split_once_per_listing():

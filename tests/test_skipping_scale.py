@@ -11,7 +11,7 @@ from accelerator import BloomFilterSketch, DataSkippingIndexConfig, MinMaxSketch
 from indexes.description import SourceFile
 from indexes.fs.memory import MemoryFs
 from indexes.skipping.ir import Cmp, Lit, Sketched
-from indexes.skipping.match import kept_files
+from indexes.skipping.match import kept_files, kept_row_groups
 from indexes.skipping.stats import ColumnStats, FileStats, SketchSpec
 from indexes.skipping.store import DATASET, FileEntry, encode
 from indexes.skipping.table import StatsTable
@@ -106,3 +106,45 @@ def test_an_incremental_refresh_reuses_rows_of_the_single_file_layout(spark, tmp
         found = reused_stats(spark, previous, specs, keep).collect()
         assert [(r.file, r.s0_min, r.s0_max, r.row_group, sorted(r.s1_values)) for r in found] == [
             ("file:/t/0", 0, 9, None, ["a", "b"])]
+
+
+def test_statistics_rows_in_any_order_read_with_each_file_s_row_groups():
+    """Rows of a dataset whose writer left a file's row groups apart from its row are put back
+    in order, their Bloom filters with them."""
+    import random
+
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from indexes.skipping.store import RowGroup, decode, parquet_bytes
+
+    spec = SketchSpec("k", "long", minmax=True, bloom_capacity=4, bloom_fpp=0.01)
+
+    def stats(lo, hi):
+        bloom = spec.new_bloom()
+        bloom.add(str(lo))
+        return FileStats(5, {"k": ColumnStats("long", lo, hi, 0, None, bloom)})
+    entries = {f"file:/t/{i}": FileEntry(10, 1, stats(i * 10, i * 10 + 9),
+                                         (RowGroup(4, 6, stats(i * 10, i * 10 + 4)),
+                                          RowGroup(6, 10, stats(i * 10 + 5, i * 10 + 9))))
+               for i in range(30)}
+    data = encode([spec], entries)
+    table = pq.read_table(pa.BufferReader(data))
+    order = list(range(table.num_rows))
+    random.Random(5).shuffle(order)
+    fs = MemoryFs()
+    fs.mkdirs("memory:///v/stats")
+    fs.write_bytes("memory:///v/stats/part-0.parquet", parquet_bytes(table.take(order)))
+    read = StatsTable.read(fs, "memory:///v", [spec], DATASET)
+    files = np.arange(len(read))
+    got = dict(zip(read.paths(files), read.entries(files)))
+    want = decode([spec], data)
+    shown = lambda e: repr((e.size, e.mtime, e.stats.rows, [(g.start, g.end) for g in e.row_groups],  # noqa: E731
+                            [(s.columns["k"].min, s.columns["k"].max, s.columns["k"].bloom.bitarray.tobytes())
+                             for s in [e.stats] + [g.stats for g in e.row_groups]]))
+    assert {p: shown(e) for p, e in got.items()} == {p: shown(e) for p, e in want.items()}
+    condition = Cmp("=", Sketched("k", "long"), Lit(120, "long"))   # in 12's filter
+    kept, found, _ = kept_files(condition, read, read.listing([[p, 10, 1] for p in entries]))
+    assert kept == ["file:/t/12"] and len(found["file:/t/12"].row_groups) == 2
+    assert len(kept_row_groups(condition, found, kept)["file:/t/12"]) == 1   # 125..129's filter

@@ -4,6 +4,7 @@ relation's file list for the kept files."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -31,7 +32,7 @@ class Pruning:
     kept_bytes: int
     unindexed: int                      # files the index has no (current) statistics for
     condition: Any = field(repr=False, default=None)   # the IR the files were judged by
-    judged: dict[str, FileEntry] = field(repr=False, default_factory=dict)
+    judged: Mapping[str, FileEntry] = field(repr=False, default_factory=dict)
     #: of kept files whose row groups the index describes, those that may match, when not all
     row_groups: dict[str, tuple[RowGroup, ...]] = field(repr=False, default_factory=dict)
     #: the joins whose other side's keys pruned too, each with its condition (IR)

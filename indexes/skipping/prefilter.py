@@ -269,8 +269,6 @@ class BloomSlices:
     def of(blooms: Any) -> "BloomSlices | None":
         """The slices of ``blooms`` (an Arrow binary array of stored filters, one per file,
         null for none) when they are filters of equal dimensions, else None."""
-        import numpy as np
-
         _, header = _bloom_header()
         matrix, valid = _filters(blooms)
         if matrix is None or matrix.shape[1] < header:

@@ -17,8 +17,8 @@ from cachetools import LRUCache
 from indexes.description import source_files
 from indexes.skipping.prefilter import BloomSlices, Bounds
 from indexes.skipping.stats import FileStats, SketchSpec
-from indexes.skipping.store import (BASE_COLUMNS, arrow_schema, FileEntry, RowGroup, StoredStats, column_stats,
-                                    entry_rows, record_batch)
+from indexes.skipping.store import (BASE_COLUMNS, FileEntry, RowGroup, StoredStats, arrow_schema,
+                                    column_stats)
 
 _LISTINGS_KEPT = 8
 #: a sketch's Bloom filters (of every file of a version) are kept in memory, once read, up to
