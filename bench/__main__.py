@@ -163,6 +163,10 @@ def main(argv: list[str] | None = None) -> int:
     warmups_bench.add_arguments(sub.add_parser(
         "warmups", help="the cache warm-ups alone: hs.cache into an empty cache vs one vanilla "
                         "scan, alternating, and the cache files written (bench/warmups.py)"))
+    from bench import planning as planning_bench
+    planning_bench.add_arguments(sub.add_parser(
+        "planning", help="the planning a data-skipping index adds at 10,000 to 1,000,000 "
+                         "files, synthesized, without Spark (bench/planning.py)"))
     from bench import star as star_bench
     star_bench.add_arguments(sub.add_parser(
         "star", help="a star-schema decision-support workload with zero configuration: record, "
@@ -184,6 +188,8 @@ def main(argv: list[str] | None = None) -> int:
         return star_bench.run(args)
     if args.command == "warmups":
         return warmups_bench.run(args)
+    if args.command == "planning":
+        return planning_bench.run(args)
 
     from bench import datasets
     from bench.harness import (build_cost, cache_planning_cost, cache_warmup_cost, claim_work_dir,

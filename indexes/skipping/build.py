@@ -20,7 +20,7 @@ from indexes.skipping import values as V
 from indexes.skipping.config import DataSkippingIndexConfig, MinMaxSketch, sketchable
 from indexes.skipping.stats import ColumnStats, FileStats, SketchSpec, StatsAccumulator, bounded
 from indexes.skipping.store import FileEntry, RowGroup
-from indexes.source import file_uri, hadoop_path, local_path
+from indexes.source import file_uri, local_path
 from indexes.spark_logs import quiet_query_context
 
 log = logging.getLogger("accelerator.indexes.skipping.build")
@@ -333,10 +333,14 @@ def session_ansi(spark: Any) -> bool:
     return str(spark.conf.get("spark.sql.ansi.enabled")).lower() == "true"
 
 
-def scan_stats(df: DataFrame, sketches: list[ResolvedSketch], specs: list[SketchSpec],
-               layouts: dict[str, "Layout"]) -> Scanned:
-    """Statistics of ``specs`` for every file that holds rows, and for each row group of the
-    files ``layouts`` describes, by one Spark job."""
+PARTIALS_SCHEMA = "file string, grp int, sketch int, partial binary"
+
+
+def scan_partials(df: DataFrame, sketches: list[ResolvedSketch], specs: list[SketchSpec],
+                  layouts: dict[str, "Layout"]) -> DataFrame:
+    """The partial statistics (:data:`PARTIALS_SCHEMA`, see :func:`scan_partition`) of
+    ``specs`` of every file that holds rows, and of each row group of the files ``layouts``
+    describes, as a DataFrame (one job, when it runs)."""
     expr_of = {s.key: s.expression for s in sketches}
     ansi = session_ansi(df.sparkSession)
     columns = [F.col("_metadata.file_path").alias(FILE_COLUMN)]
@@ -345,12 +349,7 @@ def scan_stats(df: DataFrame, sketches: list[ResolvedSketch], specs: list[Sketch
     columns += [F.expr(computed_expression(expr_of[spec.key], ansi)).alias(f"s{i}")
                 for i, spec in enumerate(specs)]
     bounds = {file_uri(p): [*layout.first_rows, layout.rows] for p, layout in layouts.items()}
-    rows = (df.select(*columns)
-            .mapInArrow(scan_partition(specs, bounds),
-                        "file string, grp int, sketch int, partial binary")
-            .collect())
-    return fold_partials(specs, [(hadoop_path(r.file), r.grp, r.sketch, bytes(r.partial))
-                                 for r in rows], set(layouts))
+    return df.select(*columns).mapInArrow(scan_partition(specs, bounds), PARTIALS_SCHEMA)
 
 
 def fold_partials(specs: list[SketchSpec], partials: list[tuple[str, int, int, bytes]],
@@ -550,34 +549,30 @@ def read_footers(df: DataFrame, files: Sequence[SourceFile], sketches: list[Reso
     return out, {specs[i].key for i in answered}, layouts
 
 
-def compute_stats(df: DataFrame, source: SourceDescription, sketches: list[ResolvedSketch],
-                  files: Sequence[SourceFile]) -> tuple[dict[str, FileEntry], dict]:
-    """Statistics of every file of ``files`` ([path, size, mtime]) that ``df`` reads, and of
-    the row groups of its Parquet files that have several; returns the entries and build facts
-    (which sketches came from footers, which from the scan)."""
+def footer_facts(df: DataFrame, source: SourceDescription, sketches: list[ResolvedSketch],
+                 files: Sequence[SourceFile]) -> tuple[Scanned, set[str], dict[str, Layout], list[SketchSpec]]:
+    """What the footers of ``files`` tell (see :func:`read_footers`; nothing for a source
+    other than Parquet) and the specs the scan job computes (the others)."""
     specs = sketch_specs(sketches)
     from_footers, footer_keys, layouts = (Scanned({}, {}), set(), {})
     if source.read_format == "parquet":
         from_footers, footer_keys, layouts = read_footers(df, files, sketches, specs)
-    rest = [s for s in specs if s.key not in footer_keys]
-    scanned = (scan_stats(df, sketches, rest, layouts) if rest or not from_footers.files
-               else Scanned({}, {}))
-    entries: dict[str, FileEntry] = {}
-    for f in files:
-        path, size, mtime = f.path, f.size, f.mtime
-        stats = _merged([from_footers.files.get(path), scanned.files.get(path)])
-        if stats is None:   # the scan read the file and found no rows
-            stats = FileStats(0 if rest or not from_footers.files else None, {})
-        layout = layouts.get(path)
-        groups = () if layout is None else tuple(
-            RowGroup(start, end, _merged([from_footers.groups.get(path, {}).get(g),
-                                          scanned.groups.get(path, {}).get(g)])
-                     or FileStats(None, {}))
-            for g, (start, end) in enumerate(layout.ranges))
-        entries[path] = FileEntry(int(size), int(mtime), stats, groups)
-    facts = {"footerSketches": sorted(footer_keys), "scannedSketches": [s.key for s in rest],
-             "rowGroupFiles": len(layouts)}
-    return entries, facts
+    return from_footers, footer_keys, layouts, [s for s in specs if s.key not in footer_keys]
+
+
+def file_entry(size: int, mtime: int, footers: tuple[FileStats | None, dict[int, FileStats]],
+               scanned: tuple[FileStats | None, dict[int, FileStats]],
+               ranges: Sequence[tuple[int, int]] | None, empty_rows: int | None) -> FileEntry:
+    """A file's entry from what its footer and the scan found (each: the file's statistics and
+    its row groups' by ordinal), its row groups' byte ``ranges`` (None: not several), and its
+    row count when neither found anything (``empty_rows``: 0 when the scan read it)."""
+    stats = _merged([footers[0], scanned[0]])
+    if stats is None:   # the scan read the file and found no rows
+        stats = FileStats(empty_rows, {})
+    groups = () if ranges is None else tuple(
+        RowGroup(start, end, _merged([footers[1].get(g), scanned[1].get(g)]) or FileStats(None, {}))
+        for g, (start, end) in enumerate(ranges))
+    return FileEntry(int(size), int(mtime), stats, groups)
 
 
 def _merged(parts: list[FileStats | None]) -> FileStats | None:

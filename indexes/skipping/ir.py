@@ -7,6 +7,7 @@ becomes :class:`Sketched`, what the IR does not model becomes :class:`Unknown`.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Callable
@@ -290,6 +291,21 @@ def key_columns(key: str) -> set[str]:
     """The relation columns an :func:`expression_key` names (a superset: a string literal
     spelling ``col("x")`` adds ``x``)."""
     return {json.loads(m) for m in _KEY_COLUMN.findall(key)}
+
+
+def sketched_keys(node: Any) -> set[str]:
+    """The keys of the sketched expressions an IR tree reads (guards included)."""
+    out: set[str] = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, Sketched):
+            out.add(n.key)
+        if isinstance(n, tuple):
+            stack.extend(n)
+        elif dataclasses.is_dataclass(n):
+            stack.extend(getattr(n, f.name) for f in dataclasses.fields(n))
+    return out
 
 
 # --- translation -----------------------------------------------------------------------------

@@ -12,10 +12,11 @@ from indexes.errors import InvalidIndexConfigError
 from indexes.kind import BuildJob, IndexKind, IoStats, MatchContext, Serving, SpecCheck
 from indexes.plan import PlanNode
 from indexes.skipping import ir, match
-from indexes.skipping.build import compute_stats, resolve_sketches, session_ansi, sketch_specs
+from indexes.skipping.build import resolve_sketches, session_ansi, sketch_specs
 from indexes.skipping.config import (KIND, SKETCH_CLASSES, BloomFilterSketch,
                                      DataSkippingIndexConfig, MinMaxSketch, ValueListSketch)
-from indexes.skipping.store import FileEntry, read_table, write_table
+from indexes.skipping.store import DATASET
+from indexes.skipping.write import reused_stats, stats_size, unchanged_files, write_stats
 from indexes.skipping.table import StatsTable
 from indexes.source import file_uri
 
@@ -84,25 +85,21 @@ class SkippingKind(IndexKind):
         ansi = session_ansi(job.spark)
         sketches = match.sketches_of(job.config)
         specs = sketch_specs(sketches)
-        previous: dict[str, FileEntry] = ({} if job.previous is None else
-                                          read_table(job.fs, job.previous.content["path"], specs))
         files = job.source.files
-        reused = {f.path: previous[f.path] for f in files if f.path in previous and
-                  (previous[f.path].size, previous[f.path].mtime) == (f.size, f.mtime)}
-        todo = [f for f in files if f.path not in reused]
-        if reused:
+        same = set() if job.previous is None else unchanged_files(job.fs, job.previous, files)
+        todo = [f for f in files if f.path not in same]
+        if same:
             _check_same_ansi(job.previous, ansi)
-        entries, facts = dict(reused), {}
-        if todo:
-            scope = job.df if not reused else job.df.where(
-                F.col("_metadata.file_path").isin([file_uri(f.path) for f in todo]))
-            computed, facts = compute_stats(scope, job.source, sketches, todo)
-            entries.update(computed)
-        size = write_table(job.fs, job.data_path, specs, entries)
-        job.read, job.written = IoStats.of_files(todo), IoStats(1, size, len(entries))
-        content = {"numFiles": 1, "sizeInBytes": size, "numRows": len(entries),
-                   "indexedFiles": len(entries), "sketchedFiles": len(todo),
-                   "reusedFiles": len(reused), "ansi": ansi, **facts}
+        scope = job.df if not same else job.df.where(
+            F.col("_metadata.file_path").isin([file_uri(f.path) for f in todo]))
+        reused = (reused_stats(job.spark, job.previous, specs, [f for f in files if f.path in same])
+                  if same else None)
+        facts = write_stats(scope, job.source, sketches, todo, job.data_path, reused)
+        parts, size = stats_size(job.fs, job.data_path)
+        job.read, job.written = IoStats.of_files(todo), IoStats(parts, size, len(files))
+        content = {"numFiles": parts, "sizeInBytes": size, "numRows": len(files),
+                   "indexedFiles": len(files), "sketchedFiles": len(todo),
+                   "reusedFiles": len(same), "ansi": ansi, "statsLayout": DATASET, **facts}
         return job.source, content
 
     def session_difference(self, entry: Any, spark: Any) -> str | None:
@@ -112,8 +109,7 @@ class SkippingKind(IndexKind):
 
     def load(self, entry: Any, fs: Any, settings: Any) -> StatsTable:
         """The per-file statistics of the index version."""
-        return StatsTable(read_table(fs, entry.content["path"],
-                                     sketch_specs(match.sketches_of(entry.config))))
+        return _stats_table(fs, entry, sketch_specs(match.sketches_of(entry.config)))
 
     def match(self, root: PlanNode, relation: PlanNode, description: SourceDescription,
               entry: Any, state: Any, ctx: MatchContext) -> Any:
@@ -132,6 +128,11 @@ class SkippingKind(IndexKind):
         if any(k is None for k in keys):
             return None
         return frozenset(c.lower() for k in keys for c in ir.key_columns(k))
+
+
+def _stats_table(fs: Any, entry: Any, specs: list) -> StatsTable:
+    """The statistics of the version ``entry`` names (either layout)."""
+    return StatsTable.read(fs, entry.content["path"], specs, entry.content.get("statsLayout"))
 
 
 def _check_same_ansi(previous: Any, ansi: bool) -> None:

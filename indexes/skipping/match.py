@@ -4,6 +4,7 @@ relation's file list for the kept files."""
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -15,7 +16,7 @@ from indexes.skipping.join_keys import JoinKeys, JoinNotUsed
 from indexes.skipping.mismatch import mismatch_reason
 from indexes.skipping.stats import ColumnStats, FileStats
 from indexes.skipping.store import FileEntry, RowGroup
-from indexes.skipping.table import Listing, StatsTable
+from indexes.skipping.table import JudgedFiles, Listing, StatsTable
 from indexes.source import NotApplicable, relation_schema, source_mismatch
 
 
@@ -31,7 +32,7 @@ class Pruning:
     kept_bytes: int
     unindexed: int                      # files the index has no (current) statistics for
     condition: Any = field(repr=False, default=None)   # the IR the files were judged by
-    judged: dict[str, FileEntry] = field(repr=False, default_factory=dict)
+    judged: Mapping[str, FileEntry] = field(repr=False, default_factory=dict)
     #: of kept files whose row groups the index describes, those that may match, when not all
     row_groups: dict[str, tuple[RowGroup, ...]] = field(repr=False, default_factory=dict)
     #: the joins whose other side's keys pruned too, each with its condition (IR)
@@ -180,12 +181,12 @@ def evaluate(relation: PlanNode, source: SourceDescription, entry: Any, table: S
     condition = functools.reduce(ir.And, parts)
     files = source.files or ()
     listing = table.listing(files)
-    kept = kept_files(condition, table, listing)
+    kept, entries, sizes = kept_files(condition, table, listing)
     kept, groups, kept_bytes = read_in_part(
-        kept, kept_row_groups(condition, listing.judged, kept), listing.size)
+        kept, kept_row_groups(condition, entries, kept), sizes)
     total_bytes, unindexed = listing.total_bytes, len(listing.unindexed)
     result = Pruning(entry, kept, len(files), total_bytes, kept_bytes, unindexed, condition,
-                     listing.judged, groups, joined, unused)
+                     JudgedFiles(table, listing), groups, joined, unused)
     if result.skipped == 0 and not groups:
         mismatch = mismatch_reason(condition, sketches_of(entry.config))
         if mismatch:
@@ -197,15 +198,29 @@ def evaluate(relation: PlanNode, source: SourceDescription, entry: Any, table: S
     return result
 
 
-def kept_files(condition: Any, table: StatsTable, listing: Listing) -> list[str]:
+def kept_files(condition: Any, table: StatsTable,
+               listing: Listing) -> tuple[list[str], dict[str, FileEntry], dict[str, int]]:
     """The files of ``listing`` a filter (IR ``condition``) may match rows of, in listing
     order: those the statistics ``table`` does not describe, and those the evaluator keeps
-    among the ones the first pass (:mod:`indexes.skipping.prefilter`) leaves to it."""
+    among the ones the first pass (:mod:`indexes.skipping.prefilter`) leaves to it; with the
+    entries of the indexed ones kept and every kept file's size."""
+    import numpy as np
+
     passing = prefilter.candidates(condition, table)
     judged = listing.judged
-    survivors = [p for p in (judged if passing is None else passing & judged.keys())
-                 if evaluator.may_match(condition, judged[p].stats)]
-    return sorted(listing.unindexed + survivors, key=listing.position.__getitem__)
+    chosen = np.arange(len(judged)) if passing is None else np.flatnonzero(passing[judged])
+    order = np.argsort(judged[chosen], kind="stable")      # the table's order, for reading
+    chosen = chosen[order]
+    entries = table.entries(judged[chosen], ir.sketched_keys(condition))
+    keep = [i for i, e in enumerate(entries) if evaluator.may_match(condition, e.stats)]
+    chosen = chosen[keep]
+    paths = table.paths(judged[chosen])
+    found = dict(zip(paths, (entries[i] for i in keep)))
+    positions = np.concatenate([listing.judged_positions[chosen], listing.unindexed_positions])
+    named = paths + listing.unindexed
+    kept = [named[i] for i in np.argsort(positions, kind="stable").tolist()]
+    sizes = dict(zip(named, listing.sizes[positions].tolist()))
+    return kept, found, sizes
 
 
 def kept_row_groups(condition: Any, judged: dict[str, FileEntry],

@@ -1,7 +1,8 @@
 """A first pass of the data-skipping rule that scales to many files: the conjuncts of a filter
 that compare a sketched expression with literals, checked against the files' min/max bounds
-sorted once per index version (a point lookup reads a few of them, not every file), before the
-evaluator judges the files that pass one by one.
+sorted once per index version (a point lookup reads a few of them, not every file), then, for
+equality and IN, against the Bloom filters of the files the bounds leave (vectorized over the
+filters' stored bytes), before the evaluator judges the files that pass one by one.
 
 Contract: it rules out only files :func:`evaluator.may_match` rules out too, so pruning keeps
 exactly the files the evaluator alone keeps (tested on random filters and statistics). It
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import struct
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +36,7 @@ class Test:
     type: str
     op: str
     value: Any
+    bloom_keys: tuple[str, ...] = ()    # for = and in: the literals' V.bloom_key
 
 
 def _conjuncts(node: Node) -> list[Node]:
@@ -64,14 +67,19 @@ def _test(node: Node) -> Test | None:
             lit = _literal(other, s.type) if s is not None else None
             if lit is not None:
                 return Test(s.key, s.type, "=" if op == "<=>" else op,
-                            V.order_key(lit.value, s.type))
+                            V.order_key(lit.value, s.type), _bloom_keys([lit.value], s.type))
     if isinstance(node, In):
         s = _sketched(node.value)
         if s is not None and node.items and all(
                 isinstance(i, Lit) and i.type == s.type for i in node.items):
-            return Test(s.key, s.type, "in", tuple(V.order_key(i.value, s.type)
-                                                    for i in node.items if i.value is not None))
+            present = [i.value for i in node.items if i.value is not None]
+            return Test(s.key, s.type, "in", tuple(V.order_key(v, s.type) for v in present),
+                        _bloom_keys(present, s.type))
     return None
+
+
+def _bloom_keys(values: list, type_: str) -> tuple[str, ...]:
+    return tuple(V.bloom_key(V.normalize(v, type_), type_) for v in values)
 
 
 def tests(condition: Node) -> list[Test]:
@@ -84,60 +92,243 @@ def tests(condition: Node) -> list[Test]:
 
 class Bounds:
     """Every file's bounds of one sketched expression, as order keys, from an index's table
-    (path → FileEntry), sorted so a test reads only the files that may pass it: files with
-    both bounds of the type by lower bound (with the running maximum of the upper bounds) and
-    by upper bound; the other paths (never ruled out here) in ``unbounded``."""
+    (a :class:`indexes.skipping.table.StatsTable`, files numbered 0..n-1), sorted so a test
+    reads only the files that may pass it: files with both bounds of the type by lower bound
+    (with the running maximum of the upper bounds) and by upper bound; the other files (never
+    ruled out here) in ``unbounded``."""
 
-    def __init__(self, table: dict, key: str, type_: str):
-        ranges, self.unbounded = [], []
-        for path, entry in table.items():
-            cs = entry.stats.columns.get(key)
-            if cs is None or cs.type != type_ or cs.min is None or cs.max is None:
-                self.unbounded.append(path)
+    def __init__(self, table: Any, key: str, type_: str):
+        import numpy as np
+
+        self.count = len(table)
+        ranges, unbounded = [], []
+        for f, (lo, hi) in enumerate(zip(*table.bound_values(key, type_))):
+            if lo is None or hi is None:
+                unbounded.append(f)
             else:
-                ranges.append((V.order_key(cs.min, type_), V.order_key(cs.max, type_), path))
+                ranges.append((V.order_key(lo, type_), V.order_key(hi, type_), f))
+        self.unbounded = np.array(unbounded, dtype=np.int64)
         ranges.sort(key=lambda r: r[0])
         self._lo = [r[0] for r in ranges]
         self._hi = [r[1] for r in ranges]
-        self._paths = [r[2] for r in ranges]
+        self._files = np.array([r[2] for r in ranges], dtype=np.int64)
         self._hi_so_far = list(itertools.accumulate(self._hi, max))
         by_hi = sorted(ranges, key=lambda r: r[1])
         self._hi_sorted = [r[1] for r in by_hi]
-        self._paths_by_hi = [r[2] for r in by_hi]
+        self._files_by_hi = np.array([r[2] for r in by_hi], dtype=np.int64)
 
-    def _holding(self, v: Any, out: set[str]) -> None:
-        """Adds the paths whose [lo, hi] holds ``v``: among the files with lo <= v, from the
+    def _holding(self, v: Any, out: Any) -> None:
+        """Marks the files whose [lo, hi] holds ``v``: among the files with lo <= v, from the
         last one back while some file that far has hi >= v."""
         i = bisect.bisect_right(self._lo, v) - 1
         while i >= 0 and not self._hi_so_far[i] < v:
             if not self._hi[i] < v:
-                out.add(self._paths[i])
+                out[self._files[i]] = True
             i -= 1
 
-    def passing(self, test: Test) -> set[str]:
-        """The paths whose bounds may hold a value passing ``test``."""
+    def passing(self, test: Test) -> Any:
+        """A numpy mask of the files whose bounds may hold a value passing ``test``."""
+        import numpy as np
+
         v, op = test.value, test.op
-        found = set(self.unbounded)
+        found = np.zeros(self.count, dtype=bool)
+        found[self.unbounded] = True
         if op in ("=", "in"):
             for x in (v if op == "in" else (v,)):
                 self._holding(x, found)
         elif op == "<":
-            found.update(self._paths[:bisect.bisect_left(self._lo, v)])
+            found[self._files[:bisect.bisect_left(self._lo, v)]] = True
         elif op == "<=":
-            found.update(self._paths[:bisect.bisect_right(self._lo, v)])
+            found[self._files[:bisect.bisect_right(self._lo, v)]] = True
         elif op == ">":
-            found.update(self._paths_by_hi[bisect.bisect_right(self._hi_sorted, v):])
+            found[self._files_by_hi[bisect.bisect_right(self._hi_sorted, v):]] = True
         else:
-            found.update(self._paths_by_hi[bisect.bisect_left(self._hi_sorted, v):])
+            found[self._files_by_hi[bisect.bisect_left(self._hi_sorted, v):]] = True
         return found
 
 
-def candidates(condition: Node, table: Any) -> set[str] | None:
-    """The paths of ``table`` (a :class:`indexes.skipping.table.StatsTable`) the first pass
-    leaves to the evaluator (it would rule the others out too), or None when it checks no
-    conjunct of ``condition``."""
-    found: set[str] | None = None
-    for test in tests(condition):
+#: an equality or IN test is checked against Bloom filters up to this many literals
+BLOOM_POINTS = 64
+
+
+def _bloom_header() -> tuple[str, int]:
+    from pybloom_live import BloomFilter
+
+    return BloomFilter.FILE_FMT, struct.calcsize(BloomFilter.FILE_FMT)
+
+
+def bloom_positions(num_slices: int, bits_per_slice: int, key: str) -> list[int]:
+    """The bits a filter of these dimensions sets for ``key`` (as pybloom_live's)."""
+    from pybloom_live.pybloom import make_hashfuncs
+
+    hashes, _ = make_hashfuncs(num_slices, bits_per_slice)
+    return [s * bits_per_slice + k for s, k in enumerate(hashes(key))]
+
+
+def _without_keys(blooms: Any, at: Any, keys: tuple[str, ...]) -> Any:
+    """A numpy mask of the filters (``blooms`` at ``at``, all of it when None: an Arrow binary
+    array of stored filters, nulls for none, or a list of filters) that hold none of ``keys``."""
+    import numpy as np
+    import pyarrow as pa
+
+    if not isinstance(blooms, (pa.Array, pa.ChunkedArray)):
+        return np.array([b is not None and not any(k in b for k in keys) for b in blooms],
+                        dtype=bool)
+    if isinstance(blooms, pa.ChunkedArray):
+        blooms = blooms.combine_chunks()
+    at = np.arange(len(blooms)) if at is None else at
+    out = np.zeros(len(at), dtype=bool)
+    _, header = _bloom_header()
+    offsets = np.frombuffer(blooms.buffers()[1], dtype=np.int32)[
+        blooms.offset:blooms.offset + len(blooms) + 1]
+    if blooms.buffers()[2] is None:
+        return out
+    data = np.frombuffer(blooms.buffers()[2], dtype=np.uint8)
+    starts = offsets[:-1][at].astype(np.int64)
+    valid = offsets[1:][at] - starts >= header        # a null's length is 0
+    if blooms.null_count:
+        valid &= blooms.is_valid().to_numpy(zero_copy_only=False)[at]
+    some = np.flatnonzero(valid)
+    if not len(some):
+        return out
+    heads = data[starts[some, None] + np.arange(8, 24)].copy()
+    dims = heads.view("<u8").reshape(-1, 2)            # num_slices, bits_per_slice
+    uniform = bool((dims == dims[0]).all())
+    pairs = [tuple(dims[0].tolist())] if uniform else \
+        [tuple(p) for p in np.unique(dims, axis=0).tolist()]
+    for slices, bits in pairs:
+        these = some if uniform else some[(dims[:, 0] == slices) & (dims[:, 1] == bits)]
+        base = starts[these] + header
+        held = np.zeros(len(these), dtype=bool)
+        for key in keys:
+            has = np.ones(len(these), dtype=bool)
+            for p in bloom_positions(slices, bits, key):
+                has &= (data[base + p // 8] >> (p % 8)) & 1 == 1
+            held |= has
+        out[these] = ~held
+    return out
+
+
+def _filters(blooms: Any) -> tuple[Any, Any]:
+    """``(matrix, valid)``: the stored filters of an Arrow binary array as the rows of one
+    numpy matrix (files × bytes; the rows of files without one are zeros) and which files have
+    one; matrix None when there is none or they differ in length."""
+    import numpy as np
+
+    if isinstance(blooms, (list, tuple)) or blooms.buffers()[2] is None:
+        return None, None
+    n = len(blooms)
+    offsets = np.frombuffer(blooms.buffers()[1], dtype=np.int32)[
+        blooms.offset:blooms.offset + n + 1].astype(np.int64)
+    data = np.frombuffer(blooms.buffers()[2], dtype=np.uint8)
+    lengths = offsets[1:] - offsets[:-1]
+    valid = lengths > 0
+    if blooms.null_count:
+        valid &= blooms.is_valid().to_numpy(zero_copy_only=False)
+    some = np.flatnonzero(valid)
+    if not len(some) or (lengths[some] != lengths[some[0]]).any():
+        return None, valid
+    width = int(lengths[some[0]])
+    if len(some) == n:          # one run of equal filters: the buffer itself
+        return data[offsets[0]:offsets[0] + n * width].reshape(n, width), valid
+    matrix = np.zeros((n, width), dtype=np.uint8)
+    for lo in range(0, len(some), 1 << 16):
+        rows = some[lo:lo + (1 << 16)]
+        matrix[rows] = data[offsets[rows, None] + np.arange(width)]
+    return matrix, valid
+
+
+class BloomSlices:
+    """Every file's Bloom filter of one sketch, bit-sliced: for each bit of the filters (all of
+    one size), a bitmap over the files, so a lookup ANDs a few bitmaps instead of reading every
+    filter. Files without a filter have every bit set (never ruled out)."""
+
+    def __init__(self, matrix: Any, valid: Any):
+        """``matrix``: each file's stored filter as a row (:func:`_filters`), all of equal
+        dimensions (else :meth:`of` gives None); ``valid``: the files that have one."""
+        import numpy as np
+
+        _, header = _bloom_header()
+        self.count, self.valid = len(matrix), valid
+        first = int(np.flatnonzero(valid)[0])
+        self.header = matrix[first, :header - 8].tobytes()     # all but the count
+        dims = matrix[first, 8:24].copy().view("<u8")
+        self.slices_, self.bits = int(dims[0]), int(dims[1])
+        self.counts = np.ascontiguousarray(matrix[:, header - 8:header]).view("<u8")[:, 0].copy()
+        self.width = matrix.shape[1] - header
+        self.map = np.empty((self.width * 8, (self.count + 7) // 8), dtype=np.uint8)
+        step = 1 << 18
+        for lo in range(0, self.count, step):
+            block = np.ascontiguousarray(matrix[lo:lo + step, header:].T)   # width × files
+            block[:, ~valid[lo:lo + step]] = 0xFF
+            for b in range(8):
+                self.map[b::8, lo // 8:(lo + block.shape[1] + 7) // 8] = np.packbits(
+                    (block >> b) & 1, axis=1, bitorder="little")
+
+    @staticmethod
+    def of(blooms: Any) -> "BloomSlices | None":
+        """The slices of ``blooms`` (an Arrow binary array of stored filters, one per file,
+        null for none) when they are filters of equal dimensions, else None."""
+        _, header = _bloom_header()
+        matrix, valid = _filters(blooms)
+        if matrix is None or matrix.shape[1] < header:
+            return None
+        heads = matrix[:, :header - 8][valid]
+        return BloomSlices(matrix, valid) if (heads == heads[0]).all() else None
+
+    def stored(self, files: Any) -> list:
+        """The stored bytes of the filters of ``files`` (numpy; None where a file has none),
+        as they were before slicing."""
+        import numpy as np
+
+        if not len(files):
+            return []
+        bits = (self.map[:, files >> 3] >> (files & 7).astype(np.uint8)) & 1
+        packed = np.packbits(bits.T, axis=1, bitorder="little")[:, :self.width]
+        counts = self.counts[files]
+        return [self.header + counts[j:j + 1].tobytes() + packed[j].tobytes()
+                if self.valid[f] else None for j, f in enumerate(files.tolist())]
+
+    def holding(self, keys: tuple[str, ...]) -> Any:
+        """A numpy mask of the files whose filter may hold one of ``keys``."""
+        import numpy as np
+
+        out = np.zeros(self.map.shape[1], dtype=np.uint8)
+        for key in keys:
+            acc = np.full(self.map.shape[1], 0xFF, dtype=np.uint8)
+            for p in bloom_positions(self.slices_, self.bits, key):
+                acc &= self.map[p]
+            out |= acc
+        return np.unpackbits(out, bitorder="little")[:self.count].astype(bool)
+
+
+def _bloom_passing(table: Any, test: Test, found: Any) -> Any:
+    """``found`` (a numpy mask of files) without the files whose Bloom filter of the test's
+    expression holds none of its literals."""
+    import numpy as np
+
+    if test.op not in ("=", "in") or not test.bloom_keys or len(test.bloom_keys) > BLOOM_POINTS \
+            or not table.has_blooms(test.key, test.type):
+        return found
+    slices = table.bloom_slices(test.key)
+    if slices is not None:
+        return found & slices.holding(test.bloom_keys)
+    files = np.flatnonzero(found)
+    if len(files):
+        found = found.copy()
+        found[files[_without_keys(*table.blooms(test.key, files), test.bloom_keys)]] = False
+    return found
+
+
+def candidates(condition: Node, table: Any) -> Any:
+    """A numpy mask of the files of ``table`` (a :class:`indexes.skipping.table.StatsTable`)
+    the first pass leaves to the evaluator (it would rule the others out too), or None when it
+    checks no conjunct of ``condition``."""
+    found = None
+    checked = tests(condition)
+    for test in checked:
         passing = table.bounds(test.key, test.type).passing(test)
         found = passing if found is None else found & passing
+    for test in checked:
+        found = _bloom_passing(table, test, found)
     return found
