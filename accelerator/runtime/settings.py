@@ -109,6 +109,12 @@ DFP_MAX_KEYS = _declare(
     "spark.accelerator.dynamicFilePruning.maxKeys", "1000",
     "the most distinct keys of the other side listed for dynamic file pruning; past it, files "
     "are pruned by the keys' range")
+DFP_MIN_SCAN_BYTES = _declare(
+    "spark.accelerator.dynamicFilePruning.minScanBytes", "32m",
+    "the other side of a join is collected for dynamic file pruning only when the relation "
+    "it would prune reads at least this many bytes of files after its own filters (and no "
+    "covering index replaces it): pruning less saves less than the collection's Spark job "
+    "costs")
 HISTORY_ENABLED = _declare(
     "spark.accelerator.history.enabled", "true",
     "record query history")
@@ -236,6 +242,7 @@ class Settings:
     join_pruning: bool            # dynamic file pruning
     join_side_bytes: int          # the largest other side collected (estimated); negative: none
     join_keys: int                # the most keys listed; past it, their range
+    join_min_scan_bytes: int      # the least a relation reads for its joins to prune it
 
     @staticmethod
     def read(get: Callable[[str, str], str]) -> "Settings":
@@ -279,6 +286,7 @@ class Settings:
             join_pruning=flag(DFP_ENABLED),
             join_side_bytes=byte_size(value(DFP_MAX_BYTES) or get(BROADCAST_THRESHOLD, "10MB")),
             join_keys=int(value(DFP_MAX_KEYS)),
+            join_min_scan_bytes=byte_size(value(DFP_MIN_SCAN_BYTES)),
         )
 
     @property
