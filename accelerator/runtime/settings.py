@@ -178,6 +178,10 @@ RULES_BUILD_SECONDS = _declare(
     "spark.accelerator.rules.budget.buildSecondsPerRun", "600",
     "estimated build seconds one `applyRecommendations` run may spend on the engine's "
     "instructions")
+RULES_MIN_SECONDS_SAVED = _declare(
+    "spark.accelerator.rules.minSecondsSaved", "0.05",
+    "the rule engine proposes no index or cache saving less than this many seconds a query "
+    "(an index's own costs in a query are some tens of milliseconds)")
 ENABLED = _declare(
     "spark.accelerator.enabled", "false",
     "whether the rule rewrites plans; `Hyperspace.enable`/`disable` set it")
@@ -324,6 +328,7 @@ class RuleSettings:
     cache_bytes: int | None
     max_indexes_per_source: int
     build_seconds_per_run: float
+    min_seconds_saved: float = 0.05
 
     @staticmethod
     def read(get: Callable[[str, str], str]) -> "RuleSettings":
@@ -343,7 +348,8 @@ class RuleSettings:
             index_bytes=parsed(RULES_INDEX_BYTES, lambda v: byte_size(v) if v else None),
             cache_bytes=parsed(RULES_CACHE_BYTES, lambda v: byte_size(v) if v else None),
             max_indexes_per_source=parsed(RULES_MAX_INDEXES, int),
-            build_seconds_per_run=parsed(RULES_BUILD_SECONDS, float))
+            build_seconds_per_run=parsed(RULES_BUILD_SECONDS, float),
+            min_seconds_saved=parsed(RULES_MIN_SECONDS_SAVED, float))
 
     @staticmethod
     def of_session(spark: Any) -> "RuleSettings":
