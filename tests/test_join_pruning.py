@@ -114,6 +114,16 @@ def test_a_dimension_too_large_to_collect_prunes_nothing(spark, hs, star):
         check(spark, lambda: joined(spark, fact, dim, "d_moy = 3"), fact, FILES)
 
 
+def test_without_constraint_propagation_the_join_still_prunes(spark, hs, star):
+    """No isnotnull(key) Filter is inferred above the fact: the join alone sends its plan to
+    the rewriter."""
+    fact, dim = star
+    indexed(spark, hs, fact)
+    with session_conf(spark, spark__sql__constraintPropagation__enabled="false"):
+        check(spark, lambda: joined(spark, fact, dim, "d_moy = 3"), fact, 1)
+        check(spark, lambda: joined(spark, fact, dim, "d_moy = 3", "left_semi"), fact, 1)
+
+
 def collections(spark) -> int:
     """The other-side queries dynamic file pruning ran so far in this driver."""
     from accelerator.query import session
