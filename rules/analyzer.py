@@ -300,8 +300,8 @@ def _pair(sides: Sequence[Demand], profiles: Mapping[str, SourceProfile],
     if not todo or any(_target(c) in cooldown for c, _, _ in todo):
         return None
     keep = sum(e.keep_fraction for _, e, _ in found) / len(found)
-    # each side's share of its queries' time: together, the time of the join's queries
-    sp = sum(seconds_per_query(profiles[s.source], s) for s in sides)
+    # each source's share of its queries' time: together, the time of the join's queries
+    sp = sum({s.source: seconds_per_query(profiles[s.source], s) for s in sides}.values())
     saved = sp * (1 - keep)
     score = min(s.weight for s in sides) * saved - sum(_cost(e) for _, e, _ in todo)
     queries = min(s.queries for s in sides)

@@ -184,16 +184,20 @@ def _source_reads(record: QueryRecord) -> dict[str, tuple[int, int, int]]:
 
 def _time_share(record: QueryRecord, source: str) -> float:
     """The share of a query's time that goes with ``source``: the share of the bytes its scans
-    read that came from the source's files, when the query read several sources and the bytes
-    of each were recorded (a join of a large fact with a small dimension spends its time on
-    the fact, not the dimension); else all of it."""
+    read that came from the source's files, when the query read several sources and some of
+    the source's bytes were recorded (a join of a large fact with a small dimension spends its
+    time on the fact, not the dimension; a relation read again from a reused exchange records
+    none); else all of it."""
     read: dict[str, int] = defaultdict(int)
+    known: set[str] = set()
     for r in record.relations:
-        if r.bytes_read is None:
-            return 1.0
-        read[r.source] += r.bytes_read
+        read[r.source] += r.bytes_read or 0
+        if r.bytes_read is not None:
+            known.add(r.source)
     total = sum(read.values())
-    return read[source] / total if len(read) > 1 and total > 0 else 1.0
+    if len(read) < 2 or source not in known or total <= 0:
+        return 1.0
+    return read[source] / total
 
 
 def _joined_by(record: QueryRecord, source: str, column: str) -> set[tuple[str, str]]:
