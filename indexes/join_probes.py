@@ -16,7 +16,9 @@ holds when:
 - the condition holds ``fact = other`` among its conjuncts, ``fact`` over the relation's own
   columns (the Projects' aliases on the way replaced by what they stand for), ``other`` a
   column of the other side (or a cast of one) of a type whose values compare exactly and come
-  back from ``collect()`` as they are (integers, dates, strings without collation, booleans).
+  back from the keys' query as they are (integers, decimals, dates, strings without collation,
+  booleans; timestamps, which that query reads as microseconds since the epoch, so the
+  session's time zone never shifts them).
 """
 from __future__ import annotations
 
@@ -47,7 +49,9 @@ UNREPEATABLE_EXPRESSIONS = ("Rand", "Uniform", "Uuid", "Shuffle", "Monotonically
 #: the leaves of an other side whose rows are known from the plan and the files it reads
 SHAPED_LEAVES = frozenset({"LogicalRelation", "Range", "OneRowRelation"})
 #: the types of join keys whose values the other side's query returns exactly as compared
-KEY_TYPES = ("byte", "short", "integer", "long", "string", "date", "boolean")
+#: (and any ``decimal(p,s)``)
+KEY_TYPES = ("byte", "short", "integer", "long", "string", "date", "boolean", "timestamp",
+             "timestamp_ntz")
 
 
 @dataclass(frozen=True)
@@ -168,11 +172,16 @@ def _probe(kind: str, equality: Expr, ids: set[int], defined: dict[int, Expr], o
         if (refs and refs <= ids and not refs & produced and column is not None
                 and column.cls == "AttributeReference" and column.expr_id in produced
                 and not _refs(key) - {column.expr_id}
-                and _type(fact) == _type(key) and _type(key) in KEY_TYPES
-                and _type(column) in KEY_TYPES):
+                and _type(fact) == _type(key) and key_type(_type(key))
+                and key_type(_type(column))):
             return JoinProbe(kind, fact, key, _type(key), _path(root, other),
                              f"{_text(fact)} = {_text(key)}")
     return None
+
+
+def key_type(data_type: str | None) -> bool:
+    """Whether join keys of ``data_type`` may prune (:data:`KEY_TYPES`, decimals)."""
+    return data_type in KEY_TYPES or (data_type or "").startswith("decimal(")
 
 
 def _substituted(expr: Expr, defined: dict[int, Expr]) -> Expr:

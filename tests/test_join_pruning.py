@@ -124,6 +124,31 @@ def test_without_constraint_propagation_the_join_still_prunes(spark, hs, star):
         check(spark, lambda: joined(spark, fact, dim, "d_moy = 3", "left_semi"), fact, 1)
 
 
+@pytest.mark.parametrize("key_type", ["timestamp", "timestamp_ntz", "decimal(12,2)"])
+def test_timestamp_and_decimal_keys_prune_in_any_time_zone(spark, hs, tmp_path, key_type):
+    """A fact keyed by timestamps (or decimals), a file per day, joined with a dimension of
+    one day's keys: one file read, in a session time zone far from UTC (the keys' query reads
+    timestamps as microseconds, never as local times)."""
+    fact, dim = str(tmp_path / "ts_fact"), str(tmp_path / "ts_dim")
+    as_key = (lambda e: f"cast({e} as {key_type})") if key_type.startswith("decimal") else \
+        (lambda e: f"cast(timestamp_seconds({e}) as {key_type})")
+    with session_conf(spark, spark__sql__session__timeZone="America/Los_Angeles"):
+        for day in range(6):
+            spark.range(day * 86400, day * 86400 + 86400, 3600, 1).selectExpr(
+                f"{as_key('id')} AS k", "id AS amt").write.mode("append").parquet(fact)
+        spark.range(3 * 86400, 4 * 86400, 3600, 1).selectExpr(
+            f"{as_key('id')} AS d_k", "cast(id div 86400 as int) AS d_day") \
+            .write.parquet(dim)
+        hs.createIndex(spark.read.parquet(fact),
+                       DataSkippingIndexConfig(f"ds_{key_type[:4]}", MinMaxSketch("k")))
+
+        def build():
+            s, d = spark.read.parquet(fact), spark.read.parquet(dim).where("d_day = 3")
+            return s.join(d, s.k == d.d_k)
+        assert bag(build()) == vanilla(spark, build, of=bag)
+        assert sum(1 for f in build().inputFiles() if "/ts_fact/" in f) == 1
+
+
 def collections(spark) -> int:
     """The other-side queries dynamic file pruning ran so far in this driver."""
     from accelerator.query import session

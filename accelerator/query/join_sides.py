@@ -111,6 +111,8 @@ class JoinSides:
         key = F.col(f"c{position}")
         if probe.other.cls == "Cast":
             key = key.cast(probe.type)
+        if probe.type == "timestamp":    # as microseconds: collect() would shift to local time
+            key = F.unix_micros(key)
         keys = df.select(key.alias("k")).where(F.col("k").isNotNull())
         rows = max_keys * ROWS_PER_KEY
         with self._suspended():
