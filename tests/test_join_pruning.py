@@ -149,6 +149,20 @@ def test_timestamp_and_decimal_keys_prune_in_any_time_zone(spark, hs, tmp_path, 
         assert sum(1 for f in build().inputFiles() if "/ts_fact/" in f) == 1
 
 
+def test_an_uncorrelated_in_subquery_on_the_fact_does_not_stop_the_join_pruning(spark, hs,
+                                                                                  star):
+    """Spark rewrites ``amt IN (SELECT ...)`` into a semi join only after the accelerator's
+    rule ran: until then it is a Filter right above the fact, which never raises."""
+    fact, dim = star
+    indexed(spark, hs, fact)
+    spark.read.parquet(fact).createOrReplaceTempView("dfp_sales")
+    spark.read.parquet(dim).createOrReplaceTempView("dfp_dates")
+    spark.createDataFrame([(1.0,), (3.0,)], "a double").createOrReplaceTempView("dfp_amounts")
+    sql = ("SELECT d_moy, sum(amt) FROM dfp_sales JOIN dfp_dates ON ss_sold_date_sk = d_date_sk "
+           "WHERE d_moy = 3 AND amt IN (SELECT a FROM dfp_amounts) GROUP BY d_moy")
+    check(spark, lambda: spark.sql(sql), fact, 1)
+
+
 def collections(spark) -> int:
     """The other-side queries dynamic file pruning ran so far in this driver."""
     from accelerator.query import session
