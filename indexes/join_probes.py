@@ -16,11 +16,15 @@ holds when:
 - the condition holds ``fact = other`` among its conjuncts, ``fact`` over the relation's own
   columns (the Projects' aliases on the way replaced by what they stand for), ``other`` a
   column of the other side (or a cast of one) of a type whose values compare exactly and come
-  back from ``collect()`` as they are (integers, dates, strings without collation, booleans).
+  back from the keys' query as they are (integers, decimals, dates, strings without collation,
+  booleans; timestamps, which that query reads as microseconds since the epoch, so the
+  session's time zone never shifts them).
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from typing import Any
 
 from indexes.plan import Expr, PlanNode, conjuncts, output_attributes
 
@@ -42,8 +46,12 @@ REPEATABLE_NODES = frozenset({
 UNREPEATABLE_EXPRESSIONS = ("Rand", "Uniform", "Uuid", "Shuffle", "MonotonicallyIncreasingID",
                             "SparkPartitionID", "InputFile", "UDF", "UDTF", "Subquery",
                             "Exists", "ListQuery")
+#: the leaves of an other side whose rows are known from the plan and the files it reads
+SHAPED_LEAVES = frozenset({"LogicalRelation", "Range", "OneRowRelation"})
 #: the types of join keys whose values the other side's query returns exactly as compared
-KEY_TYPES = ("byte", "short", "integer", "long", "string", "date", "boolean")
+#: (and any ``decimal(p,s)``)
+KEY_TYPES = ("byte", "short", "integer", "long", "string", "date", "boolean", "timestamp",
+             "timestamp_ntz")
 
 
 @dataclass(frozen=True)
@@ -110,6 +118,44 @@ def repeatable(side: PlanNode) -> bool:
                for n in side.walk())
 
 
+def side_shape(side: PlanNode, key: int) -> str | None:
+    """The plan ``side`` and its attribute of exprId ``key`` as a text equal for any two plans
+    that compute the same rows from the same sources (the attributes' ids renumbered in the
+    order they appear, so the same query planned again gives the same text), or None when
+    ``key`` is not among them, or when a leaf's rows are not known from the plan
+    and its files alone (a local relation, whose rows its JSON omits; a cached or an RDD
+    relation; a table of another catalog) or an expression's (``InSet``, whose values ``toJSON``
+    drops). Two sides of equal shape over relations of equal
+    descriptions (their fingerprints among them) hold the same keys."""
+    if any((not n.children and n.cls not in SHAPED_LEAVES)
+           or any(e.cls == "InSet" for tree in n.all_exprs() for e in tree.walk())
+           for n in side.walk()):
+        return None
+    ids: dict[int, int] = {}
+
+    def renumbered(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: ids.setdefault(int(v["id"]), len(ids))
+                    if k == "exprId" and isinstance(v, dict) else renumbered(v)
+                    for k, v in sorted(value.items())}
+        if isinstance(value, list):
+            return [renumbered(v) for v in value]
+        return value
+
+    def expr(e: Expr) -> list:
+        return [e.cls, renumbered(e.fields), [expr(c) for c in e.children]]
+
+    def node(n: PlanNode) -> list:
+        return [n.cls, renumbered(n.fields),
+                {k: [expr(e) for e in trees] for k, trees in sorted(n.exprs.items())},
+                [node(c) for c in n.children]]
+
+    shape = node(side)
+    if key not in ids:
+        return None
+    return json.dumps([shape, ids[key]], sort_keys=True, default=str)
+
+
 def _equalities(join: PlanNode) -> list[Expr]:
     conditions = join.exprs.get("condition", [])
     return [c for tree in conditions for c in conjuncts(tree) if c.cls == "EqualTo"]
@@ -126,11 +172,16 @@ def _probe(kind: str, equality: Expr, ids: set[int], defined: dict[int, Expr], o
         if (refs and refs <= ids and not refs & produced and column is not None
                 and column.cls == "AttributeReference" and column.expr_id in produced
                 and not _refs(key) - {column.expr_id}
-                and _type(fact) == _type(key) and _type(key) in KEY_TYPES
-                and _type(column) in KEY_TYPES):
+                and _type(fact) == _type(key) and key_type(_type(key))
+                and key_type(_type(column))):
             return JoinProbe(kind, fact, key, _type(key), _path(root, other),
                              f"{_text(fact)} = {_text(key)}")
     return None
+
+
+def key_type(data_type: str | None) -> bool:
+    """Whether join keys of ``data_type`` may prune (:data:`KEY_TYPES`, decimals)."""
+    return data_type in KEY_TYPES or (data_type or "").startswith("decimal(")
 
 
 def _substituted(expr: Expr, defined: dict[int, Expr]) -> Expr:

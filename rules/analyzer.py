@@ -12,7 +12,9 @@ proposed; when an index serving a column's lookups exists, no other is proposed 
 A candidate's score is its decayed demand (the summed weight of the demand rows it serves)
 times the seconds it saves a query, minus its amortized cost ((build seconds + storage cost) /
 :data:`AMORTIZATION_RUNS`). Candidates saving less than :data:`MIN_IMPROVEMENT` of their
-queries' time, or scoring ≤ 0, are dropped; the rest are taken greedily by score within the
+queries' time or less than :data:`MIN_SECONDS_SAVED` a query, or scoring ≤ 0, are dropped (a
+query's time goes to the sources it reads by their share of its bytes read:
+:mod:`rules.extractor`); the rest are taken greedily by score within the
 budgets. Engine indexes no demand row names any more are proposed for dropping.
 """
 from __future__ import annotations
@@ -34,6 +36,11 @@ from rules.whatif import CACHE_SPEEDUP, Candidate, Estimate, column_share, estim
 
 #: a candidate must save at least this share of its queries' time (Azure's minimum improvement)
 MIN_IMPROVEMENT = 0.2
+#: by default, a candidate must save at least this many seconds a query: an index's own costs
+#: in a query (matching it while planning, opening its files, a covering index's buckets) are
+#: some tens of milliseconds, so a smaller saving may be none (an index on a small dimension of
+#: a join whose time goes with the fact table); spark.accelerator.rules.minSecondsSaved
+MIN_SECONDS_SAVED = 0.05
 #: runs (of the analysis, each seeing the demand again) a candidate's cost is spread over
 AMORTIZATION_RUNS = 10
 #: the cost of storing a GiB, in seconds (a made-up exchange rate between bytes and time)
@@ -293,7 +300,8 @@ def _pair(sides: Sequence[Demand], profiles: Mapping[str, SourceProfile],
     if not todo or any(_target(c) in cooldown for c, _, _ in todo):
         return None
     keep = sum(e.keep_fraction for _, e, _ in found) / len(found)
-    sp = sum(seconds_per_query(profiles[s.source], s) for s in sides) / len(sides)
+    # each source's share of its queries' time: together, the time of the join's queries
+    sp = sum({s.source: seconds_per_query(profiles[s.source], s) for s in sides}.values())
     saved = sp * (1 - keep)
     score = min(s.weight for s in sides) * saved - sum(_cost(e) for _, e, _ in todo)
     queries = min(s.queries for s in sides)
@@ -390,7 +398,8 @@ def analyze(demands: list[Demand], profiles: Mapping[str, SourceProfile], rules:
             existing: Sequence[ExistingIndex] = (), *,
             cache_capacity_bytes: int | None = None,
             cooldown: Collection[Target] = (),
-            now_ms: int | None = None, broadcasts: bool = True) -> list[Instruction]:
+            now_ms: int | None = None, broadcasts: bool = True,
+            min_seconds_saved: float = MIN_SECONDS_SAVED) -> list[Instruction]:
     """The instructions the demand calls for: creations (and the cache) by score, highest first,
     within the budgets of ``rules.budget`` (defaults: indexes 25% of the profiled sources'
     bytes, the cache ``cache_capacity_bytes`` (none when both are None), 8 indexes per source
@@ -400,7 +409,8 @@ def analyze(demands: list[Demand], profiles: Mapping[str, SourceProfile], rules:
     used". An instruction's ``estimated_seconds_saved`` is per query, its ``queries`` the
     queries it serves. A join gets a pair of covering indexes when its recorded executions
     shuffled (see :func:`_shuffles`); without any, ``broadcasts`` says whether Spark may
-    broadcast a join's small side (then a side filtered in every join gets no pair)."""
+    broadcast a join's small side (then a side filtered in every join gets no pair). Nothing
+    saving less than ``min_seconds_saved`` a query is proposed."""
     existing = list(existing)
     have = {e.target for e in existing}
     cooling = {target_of(*t) for t in cooldown}
@@ -418,6 +428,7 @@ def analyze(demands: list[Demand], profiles: Mapping[str, SourceProfile], rules:
             units.append(cache)
     units += _join_units(demands, profiles, rules, have, cooling, now_ms, broadcasts)
     units += _pruning_units(demands, profiles, rules, have, cooling, now_ms)
+    units = [u for u in units if u.saved >= min_seconds_saved]
     drops = _drops(demands, existing)
     dropped = {i.name for i in drops}
     kept = [e for e in existing if e.name not in dropped]

@@ -43,7 +43,9 @@ class Demand:
     """How much the history asks for one column of one source, used one way.
 
     ``seconds`` and ``bytes_read`` sum what the ``timed`` queries among ``queries`` (those whose
-    execution was recorded) spent and the sizes of the source's files they read;
+    execution was recorded) spent on the source (of a query reading several, the share of its
+    time its bytes read were: :func:`_time_share`) and the sizes of the source's files they
+    read;
     ``scanned_bytes`` and ``scanned_rows`` sum, over those of them that read the source itself
     (no index or cache served it) and whose scans counted their rows, the sizes of the files
     scanned and the rows the scans gave (for Parquet, the rows of the row groups its own
@@ -180,6 +182,24 @@ def _source_reads(record: QueryRecord) -> dict[str, tuple[int, int, int]]:
     return read
 
 
+def _time_share(record: QueryRecord, source: str) -> float:
+    """The share of a query's time that goes with ``source``: the share of the bytes its scans
+    read that came from the source's files, when the query read several sources and some of
+    the source's bytes were recorded (a join of a large fact with a small dimension spends its
+    time on the fact, not the dimension; a relation read again from a reused exchange records
+    none); else all of it."""
+    read: dict[str, int] = defaultdict(int)
+    known: set[str] = set()
+    for r in record.relations:
+        read[r.source] += r.bytes_read or 0
+        if r.bytes_read is not None:
+            known.add(r.source)
+    total = sum(read.values())
+    if len(read) < 2 or source not in known or total <= 0:
+        return 1.0
+    return read[source] / total
+
+
 def _joined_by(record: QueryRecord, source: str, column: str) -> set[tuple[str, str]]:
     """(partner source, strategy) of each executed join of ``record`` between a relation of
     ``source`` joined on ``column`` and another relation."""
@@ -219,8 +239,9 @@ class _Tally:
         """What one query adds to the tally of ``key``."""
         source, column, use = key
         timed = record.duration_ms is not None
-        one = cls(1, weight, int(record.timestamp), int(timed),
-                  record.duration_ms / 1000.0 if timed else 0.0, *(read if timed else (0, 0, 0)),
+        seconds = record.duration_ms / 1000.0 * _time_share(record, source) if timed else 0.0
+        one = cls(1, weight, int(record.timestamp), int(timed), seconds,
+                  *(read if timed else (0, 0, 0)),
                   samples=[(int(record.timestamp), op, v, t) for op, v, t in found],
                   templates={record.template} if record.template else set(), window=window)
         for i, r in enumerate(record.relations):

@@ -84,16 +84,28 @@ def from_user_rule(rule: UserRule, source: str) -> Instruction | None:
                        reason=f"user rule at {rule.file}:{rule.line}")
 
 
+def _what(i: Instruction) -> tuple[str, str, tuple[str, ...]]:
+    """What a creation or cache instruction makes, whatever else it holds: the source's cache
+    (one entry per file, any columns), else an index of its kind keyed on its columns."""
+    if i.kind == "cache":
+        return scheme_less(i.source), "cache", ()
+    return scheme_less(i.source), i.kind, tuple(i.columns)
+
+
 def merge(user: Iterable[Instruction], engine: Iterable[Instruction], rules: RuleSet,
           engine_indexes: Iterable[str] = ()) -> list[Instruction]:
     """The instructions to carry out: every user instruction, then the engine's that no NEVER
-    rule forbids, that no user instruction already covers, and that drop only indexes named in
-    ``engine_indexes`` (those the engine created)."""
+    rule forbids, that no user instruction already covers (the same target; or a user's
+    cache of the same source, or index of the same kind on the same key columns, whatever
+    columns each holds besides: one cache entry per file, one index, not two), and that drop
+    only indexes named in ``engine_indexes`` (those the engine created)."""
     kept = list(user)
     taken = {i.target for i in kept}
+    asked = {_what(i) for i in kept if i.action in ("create", "cache")}
     mine = set(engine_indexes)
     for i in engine:
-        if rules.never(i.source) is not None or i.target in taken:
+        if rules.never(i.source) is not None or i.target in taken or (
+                i.action in ("create", "cache") and _what(i) in asked):
             continue
         if i.action == "drop" and i.name not in mine:
             continue

@@ -47,6 +47,8 @@ def spark(request, tmp_path_factory):
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.maxMetadataStringLength", "1000")
         .config("spark.accelerator.index.numBuckets", "4")
+        # the tests' sources are KB: what an index saves their queries is milliseconds
+        .config("spark.accelerator.rules.minSecondsSaved", "0")
     )
     confs = []
     if any(item.get_closest_marker("s3") for item in request.session.items):

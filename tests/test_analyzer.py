@@ -422,3 +422,19 @@ def test_json_paths_get_skipping_sketches_and_never_covering_text_or_cached_name
     cached = [i for i in analyze(demands, by_day, RuleSet(), cache_capacity_bytes=100 * GiB)
               if i.kind == "cache"]
     assert [i.columns for i in cached] == [("payload",)]
+
+
+def test_nothing_saving_under_min_seconds_a_query_is_proposed():
+    """A small dimension's share of star joins' time (its bytes read against the fact's: a
+    few ms a query) gets no covering index, even though the index would halve it; a lookup
+    saving less than MIN_SECONDS_SAVED neither; the same demand with seconds to save does."""
+    [me] = [dataclasses.replace(d, partners=frozenset({(ORDERS, "customer_id")}))
+            for d in join_setup()[0] if d.source == ORDERS]
+    profiles = join_setup()[1]
+    assert len(analyze([me], profiles, RuleSet())) == 1
+    small = dataclasses.replace(me, seconds=0.04 * me.timed)
+    assert analyze([small], profiles, RuleSet()) == []
+    fast = demand("id", "lookup", seconds=0.04, samples=LOOKUPS)
+    assert analyze([fast], {EVENTS: profile(unique_id(100))}, RuleSet()) == []
+    assert len(analyze([demand("id", "lookup", seconds=0.2, samples=LOOKUPS)],
+                       {EVENTS: profile(unique_id(100))}, RuleSet())) == 1

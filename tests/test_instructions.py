@@ -55,6 +55,29 @@ def test_never_beats_user_beats_engine():
     ]
 
 
+def test_a_user_rule_and_the_engine_on_the_same_source_give_one_cache_or_index():
+    """The user caches /lake/raw/eu's ts and the engine would cache ts and msg; the user keys
+    a covering index on id including a, the engine on id including a and b: the user's win,
+    alone; an index of another kind or key is still the engine's to add."""
+    rules = load_rules("\n".join([
+        "version: 1", "rules:",
+        "  - {source: /lake/raw/eu, kind: cache, columns: [ts]}",
+        "  - {source: /lake/t, kind: covering, columns: [id], includedColumns: [a]}",
+    ]), "rules.yaml")
+    user = [from_user_rule(rules.rules[0], "file:/lake/raw/eu"),
+            from_user_rule(rules.rules[1], "file:/lake/t")]
+    engine = [Instruction("cache", "cache", "hdfs://nn/lake/raw/eu", ("msg", "ts")),
+              Instruction("create", "covering", "file:/lake/t", ("id",), ("a", "b")),
+              Instruction("create", "covering", "file:/lake/t", ("k",), ("id",)),
+              Instruction("create", "minmax", "file:/lake/t", ("id",))]
+    kept = merge(user, engine, rules)
+    assert [(i.action, i.kind, i.columns, i.included_columns, i.origin) for i in kept] == [
+        ("cache", "cache", ("ts",), (), "user"),
+        ("create", "covering", ("id",), ("a",), "user"),
+        ("create", "covering", ("k",), ("id",), "engine"),
+        ("create", "minmax", ("id",), (), "engine")]
+
+
 def test_bad_instructions_are_refused():
     with pytest.raises(ValueError, match="unknown action 'build'"):
         Instruction("build", "bloom", "/a", ("x",))

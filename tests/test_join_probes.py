@@ -9,7 +9,7 @@ import datetime
 
 import pytest
 
-from indexes.join_probes import probes
+from indexes.join_probes import probes, side_shape
 from indexes.plan import Expr, PlanNode
 from indexes.skipping.evaluator import may_match
 from indexes.skipping.ir import And, Cmp, In, IsNotNull, Lit, Sketched
@@ -174,6 +174,30 @@ def file(lo, hi, nulls=0, rows=10, type_="integer"):
 def probe_of(type_: str = "integer"):
     root, fact = star("Inner")
     return dataclasses.replace(probes(root, fact)[0], type=type_)
+
+
+def _dimension(first_id: int, month: int, leaf: PlanNode | None = None) -> PlanNode:
+    """Filter(d_moy = month) over the date dimension, its attributes' ids from ``first_id``."""
+    key, moy = attr("d_date_sk", first_id), attr("d_moy", first_id + 1)
+    return linked(node("Filter", leaf or relation(key, moy),
+                       condition=eq(moy, Expr("Literal", {"value": str(month)}, []))))
+
+
+def test_the_same_other_side_planned_again_has_the_same_shape():
+    """The keys are remembered by the side's shape: equal for the same side with other
+    attribute ids, different for another filter, another key column, or a leaf whose rows the
+    plan does not show (a local relation, an InSet's values)."""
+    shape = side_shape(_dimension(2, 3), 2)
+    assert shape is not None
+    assert side_shape(_dimension(72, 3), 72) == shape
+    assert side_shape(_dimension(2, 4), 2) != shape
+    assert side_shape(_dimension(2, 3), 3) != shape
+    assert side_shape(_dimension(2, 3), 99) is None
+    local = PlanNode("LocalRelation", {}, [], {"output": [attr("d_date_sk", 2)]})
+    assert side_shape(_dimension(2, 3, local), 2) is None
+    in_set = linked(node("Filter", relation(attr("d_date_sk", 2)),
+                         condition=Expr("InSet", {"hset": None}, [attr("d_date_sk", 2)])))
+    assert side_shape(in_set, 2) is None
 
 
 def test_listed_keys_drop_nulls_and_sort():

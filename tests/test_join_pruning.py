@@ -2,7 +2,9 @@
 one file of null keys) with a MinMax index on its key, joined with a filtered date dimension,
 reads only the files that may hold the dimension's keys, with results equal to vanilla Spark
 in ANSI mode on and off; outer joins never prune their preserved side; an empty dimension
-prunes every file of an inner join; one too large to collect prunes nothing, and says so."""
+prunes every file of an inner join; one too large to collect prunes nothing, and says so; a
+relation its own filter already prunes below ``minScanBytes`` collects nothing; the keys are
+collected once per other side while its files are unchanged."""
 from __future__ import annotations
 
 import pytest
@@ -12,6 +14,14 @@ from accelerator import DataSkippingIndexConfig, MinMaxSketch
 from tests.helpers import bag, row_groups_of, session_conf, vanilla
 
 FILES = 10           # fact files of keys 10i .. 10i+9; one more holds only null keys
+
+
+@pytest.fixture(autouse=True)
+def small_facts_prune(spark):
+    """The facts here are a few KB: below the default minScanBytes they would never be
+    pruned through their joins (its own test sets it)."""
+    with session_conf(spark, spark__accelerator__dynamicFilePruning__minScanBytes="0"):
+        yield
 
 
 @pytest.fixture
@@ -102,6 +112,105 @@ def test_a_dimension_too_large_to_collect_prunes_nothing(spark, hs, star):
         check(spark, lambda: joined(spark, fact, dim, "d_moy = 3"), fact, FILES)
     with session_conf(spark, spark__accelerator__dynamicFilePruning__enabled="false"):
         check(spark, lambda: joined(spark, fact, dim, "d_moy = 3"), fact, FILES)
+
+
+def test_without_constraint_propagation_the_join_still_prunes(spark, hs, star):
+    """No isnotnull(key) Filter is inferred above the fact: the join alone sends its plan to
+    the rewriter."""
+    fact, dim = star
+    indexed(spark, hs, fact)
+    with session_conf(spark, spark__sql__constraintPropagation__enabled="false"):
+        check(spark, lambda: joined(spark, fact, dim, "d_moy = 3"), fact, 1)
+        check(spark, lambda: joined(spark, fact, dim, "d_moy = 3", "left_semi"), fact, 1)
+
+
+@pytest.mark.parametrize("key_type", ["timestamp", "timestamp_ntz", "decimal(12,2)"])
+def test_timestamp_and_decimal_keys_prune_in_any_time_zone(spark, hs, tmp_path, key_type):
+    """A fact keyed by timestamps (or decimals), a file per day, joined with a dimension of
+    one day's keys: one file read, in a session time zone far from UTC (the keys' query reads
+    timestamps as microseconds, never as local times)."""
+    fact, dim = str(tmp_path / "ts_fact"), str(tmp_path / "ts_dim")
+    as_key = (lambda e: f"cast({e} as {key_type})") if key_type.startswith("decimal") else \
+        (lambda e: f"cast(timestamp_seconds({e}) as {key_type})")
+    with session_conf(spark, spark__sql__session__timeZone="America/Los_Angeles"):
+        for day in range(6):
+            spark.range(day * 86400, day * 86400 + 86400, 3600, 1).selectExpr(
+                f"{as_key('id')} AS k", "id AS amt").write.mode("append").parquet(fact)
+        spark.range(3 * 86400, 4 * 86400, 3600, 1).selectExpr(
+            f"{as_key('id')} AS d_k", "cast(id div 86400 as int) AS d_day") \
+            .write.parquet(dim)
+        hs.createIndex(spark.read.parquet(fact),
+                       DataSkippingIndexConfig(f"ds_{key_type[:4]}", MinMaxSketch("k")))
+
+        def build():
+            s, d = spark.read.parquet(fact), spark.read.parquet(dim).where("d_day = 3")
+            return s.join(d, s.k == d.d_k)
+        assert bag(build()) == vanilla(spark, build, of=bag)
+        assert sum(1 for f in build().inputFiles() if "/ts_fact/" in f) == 1
+
+
+def test_an_uncorrelated_in_subquery_on_the_fact_does_not_stop_the_join_pruning(spark, hs,
+                                                                                  star):
+    """Spark rewrites ``amt IN (SELECT ...)`` into a semi join only after the accelerator's
+    rule ran: until then it is a Filter right above the fact, which never raises."""
+    fact, dim = star
+    indexed(spark, hs, fact)
+    spark.read.parquet(fact).createOrReplaceTempView("dfp_sales")
+    spark.read.parquet(dim).createOrReplaceTempView("dfp_dates")
+    spark.createDataFrame([(1.0,), (3.0,)], "a double").createOrReplaceTempView("dfp_amounts")
+    sql = ("SELECT d_moy, sum(amt) FROM dfp_sales JOIN dfp_dates ON ss_sold_date_sk = d_date_sk "
+           "WHERE d_moy = 3 AND amt IN (SELECT a FROM dfp_amounts) GROUP BY d_moy")
+    check(spark, lambda: spark.sql(sql), fact, 1)
+
+
+def collections(spark) -> int:
+    """The other-side queries dynamic file pruning ran so far in this driver."""
+    from accelerator.query import session
+    return session.rewriter(spark).join_sides.collected
+
+
+def test_a_relation_its_own_filter_prunes_below_min_scan_bytes_collects_nothing(spark, hs,
+                                                                                  star):
+    fact, dim = star
+    indexed(spark, hs, fact)
+
+    def own():     # the fact's own filter keeps one file; the dimension's month would too
+        return joined(spark, fact, dim, "d_moy = 3").where("ss_sold_date_sk = 31")
+    with session_conf(spark, spark__accelerator__dynamicFilePruning__minScanBytes="1m"):
+        before = collections(spark)
+        check(spark, own, fact, 1)
+        assert collections(spark) == before
+        text = hs.explain(own(), redirectFunc=lambda s: None)
+        assert "after its own filters, under spark.accelerator.dynamicFilePruning." \
+               "minScanBytes (1048576)" in text, text
+        # unfiltered, the whole fact is under 1 MB too: read whole, nothing collected
+        check(spark, lambda: joined(spark, fact, dim, "d_moy = 3"), fact, FILES)
+        assert collections(spark) == before
+    check(spark, lambda: joined(spark, fact, dim, "d_moy = 3"), fact, 1)
+    assert collections(spark) > before
+
+
+def test_the_keys_of_an_unchanged_other_side_are_collected_once(spark, hs, star, tmp_path):
+    fact, dim = star
+    indexed(spark, hs, fact)
+    check(spark, lambda: joined(spark, fact, dim, "d_moy = 4"), fact, 1)
+    before = collections(spark)
+    # planned again (new DataFrames, new attribute ids), and explained
+    check(spark, lambda: joined(spark, fact, dim, "d_moy = 4"), fact, 1)
+    hs.explain(joined(spark, fact, dim, "d_moy = 4"), redirectFunc=lambda s: None)
+    assert collections(spark) == before
+    # a union of two such joins reading one column (a side of another shape): once for both
+    twice = lambda: joined(spark, fact, dim, "d_moy = 4").select("amt").union(  # noqa: E731
+        joined(spark, fact, dim, "d_moy = 4").select("amt"))
+    check(spark, twice, fact, 1)
+    assert collections(spark) == before + 1
+    # another month is another side; a changed dimension file is another source version
+    check(spark, lambda: joined(spark, fact, dim, "d_moy = 5"), fact, 1)
+    assert collections(spark) == before + 2
+    spark.createDataFrame([(55, 2001, 4)], "d_date_sk int, d_year int, d_moy int") \
+        .coalesce(1).write.mode("append").parquet(dim)
+    check(spark, lambda: joined(spark, fact, dim, "d_moy = 4"), fact, 2)
+    assert collections(spark) == before + 3
 
 
 def test_past_max_keys_the_range_of_keys_prunes(spark, hs, star):

@@ -168,7 +168,8 @@ class Advisor:
         rules = self.rules()
         records = self.records(since)
         now = int(time.time() * 1000)
-        demand = extract(records, now, RuleSettings.of_session(self.spark).half_life_seconds)
+        settings = RuleSettings.of_session(self.spark)
+        demand = extract(records, now, settings.half_life_seconds)
         self._usages.update(_latest_usages(records))
         sources = _ranked_sources(demand, rules)[:MAX_SOURCES]
         self._profiles = {s: p for s in sources if (p := self._profile(s, demand)) is not None}
@@ -183,7 +184,8 @@ class Advisor:
                   for i in analyze(demand, self._profiles, rules, existing,
                                    cache_capacity_bytes=self._cache_capacity(),
                                    cooldown=cooling_down(actions, now), now_ms=now,
-                                   broadcasts=self._broadcasts())]
+                                   broadcasts=self._broadcasts(),
+                                   min_seconds_saved=settings.min_seconds_saved)]
         unused = _unused(existing, entries, records, rules, now)
         user = list(self._user_instructions(rules, existing))
         return merge(user, reverts + unused + engine, rules,

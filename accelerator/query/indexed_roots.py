@@ -78,7 +78,10 @@ class IndexedRoots:
         uses = []
         for e in active:
             kind = kinds.kind_of(e)
-            use = RootUse(kind.serving is Serving.PRUNE, kind.joins, kind.filter_columns(e))
+            # a kind pruning through joins may serve a join whatever is filtered: without
+            # constraint propagation no isnotnull(key) Filter names its key
+            use = RootUse(kind.serving is Serving.PRUNE, kind.joins or kind.prunes_through_joins,
+                          kind.filter_columns(e))
             uses.extend((p, use) for p in e.source.root_paths or [])
         with self._lock:
             self._roots[system_path] = uses

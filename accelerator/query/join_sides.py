@@ -5,47 +5,75 @@ sketches.
 
 The other side is the optimized plan's own subtree, read as a DataFrame with the rewrite
 suspended (it is never rewritten, nor recorded). It is collected only when Spark estimates it
-at most ``spark.accelerator.dynamicFilePruning.maxSideBytes``; its distinct non-null keys are
-listed up to ``maxKeys``, past which only their range is kept. Any failure leaves the join
-unused, with the reason explain shows: the query itself is never failed.
+at most ``spark.accelerator.dynamicFilePruning.maxSideBytes``; its non-null keys are read in
+one pass when they are few rows (else a distinct query lists them), up to ``maxKeys`` distinct
+ones, past which only their range is kept. The keys are remembered per other side (its shape,
+:func:`indexes.join_probes.side_shape`, and the descriptions of the relations it reads, their
+files' fingerprints among them), so planning the same query again (explain's second rewrite, a
+CTE read twice, a dashboard's refresh) collects nothing while the files are unchanged. Any
+failure leaves the join unused, with the reason explain shows: the query itself is never
+failed.
 """
 from __future__ import annotations
 
+import json
 import logging
+import threading
 from typing import Any, Callable, ContextManager
 
+from cachetools import LRUCache
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from accelerator.runtime.settings import DFP_ENABLED, DFP_MAX_BYTES, Settings
 from accelerator.runtime.spark_versions import dataset_class
-from indexes.join_probes import JoinProbe, probes
+from indexes.description import SourceDescription
+from indexes.join_probes import JoinProbe, probes, side_shape
 from indexes.plan import PlanNode
 from indexes.skipping.ir import expression_key, key_columns
 from indexes.skipping.join_keys import JoinKeys, JoinNotUsed
 
 log = logging.getLogger("accelerator.query.join_sides")
 
+#: other sides whose keys are remembered (least recently used dropped first)
+SIDES_REMEMBERED = 256
+#: the rows of keys (nulls and repeats included) read in one pass, per key listed (maxKeys):
+#: up to that many, no distinct query (a shuffle) is run
+ROWS_PER_KEY = 10
+
 
 class JoinSides:
     """Collects the other sides' keys of the joins above a relation, in ``spark``, its queries
-    run under ``suspended()`` (no rewrite: :func:`accelerator.query.session.suspended`)."""
+    run under ``suspended()`` (no rewrite: :func:`accelerator.query.session.suspended`), and
+    remembers them per other side."""
 
     def __init__(self, spark: Any, suspended: Callable[[], ContextManager[None]]):
         self._spark = spark
         self._suspended = suspended
+        self._lock = threading.Lock()
+        self._known: LRUCache = LRUCache(SIDES_REMEMBERED)
+        self.collected = 0      # queries run (for tests: what the memo saved)
 
-    def keys(self, plan: Any, root: PlanNode, relation: PlanNode, columns: frozenset[str],
-             settings: Settings) -> tuple[JoinKeys | JoinNotUsed, ...]:
-        """For each join above ``relation`` (of the JVM ``plan``, parsed as ``root``) that
-        may prune it and whose key reads only ``columns`` (lower case: those an index over the
-        relation sketches), the other side's keys, or why they were not collected."""
+    @staticmethod
+    def probes(root: PlanNode, relation: PlanNode, columns: frozenset[str]) -> list[JoinProbe]:
+        """The joins above ``relation`` (of the plan ``root``) that may prune it and whose key
+        reads only ``columns`` (lower case: those an index over the relation sketches)."""
         names = {a.expr_id: a.fields["name"] for a in relation.output_attributes()}
-        found = [p for p in probes(root, relation) if _reads_only(p, names, columns)]
-        return tuple(self._collect(plan, p, settings) for p in found)
+        return [p for p in probes(root, relation) if _reads_only(p, names, columns)]
 
-    def _collect(self, plan: Any, probe: JoinProbe,
-                 settings: Settings) -> JoinKeys | JoinNotUsed:
+    def keys(self, plan: Any, root: PlanNode, found: list[JoinProbe], settings: Settings,
+             describe: Callable[[PlanNode], SourceDescription | None],
+             scope: tuple) -> tuple[JoinKeys | JoinNotUsed, ...]:
+        """For each probe of ``found`` (joins of the JVM ``plan``, parsed as ``root``), the
+        other side's keys, or why they were not collected. ``describe`` gives the description
+        of a file relation of the plan (None when unknown) and ``scope`` the session's
+        settings its values depend on (time zone, ANSI mode), both part of what keys are
+        remembered by."""
+        return tuple(self._collect(plan, root, p, settings, describe, scope) for p in found)
+
+    def _collect(self, plan: Any, root: PlanNode, probe: JoinProbe, settings: Settings,
+                 describe: Callable[[PlanNode], SourceDescription | None],
+                 scope: tuple) -> JoinKeys | JoinNotUsed:
         if not settings.join_pruning:
             return JoinNotUsed(probe, f"{DFP_ENABLED} is false")
         try:
@@ -57,7 +85,16 @@ class JoinSides:
             if limit < 0 or size > limit:
                 return JoinNotUsed(probe, f"the other side is estimated at {size} bytes, over "
                                           f"{DFP_MAX_BYTES} ({limit})")
-            return self._query(side, probe, settings.join_keys)
+            memo = _memo_key(root, probe, settings.join_keys, describe, scope)
+            with self._lock:
+                known = self._known.get(memo) if memo is not None else None
+            if known is not None:
+                return JoinKeys(probe, *known)
+            keys = self._query(side, probe, settings.join_keys)
+            if memo is not None:
+                with self._lock:
+                    self._known[memo] = (keys.values, keys.low, keys.high)
+            return keys
         except Exception as exc:   # the query goes on without this join's pruning
             log.warning("dynamic file pruning: the keys of %s were not collected",
                         probe.describe(), exc_info=True)
@@ -74,13 +111,46 @@ class JoinSides:
         key = F.col(f"c{position}")
         if probe.other.cls == "Cast":
             key = key.cast(probe.type)
-        keys = df.select(key.alias("k")).where(F.col("k").isNotNull()).distinct()
+        if probe.type == "timestamp":    # as microseconds: collect() would shift to local time
+            key = F.unix_micros(key)
+        keys = df.select(key.alias("k")).where(F.col("k").isNotNull())
+        rows = max_keys * ROWS_PER_KEY
         with self._suspended():
-            listed = [r[0] for r in keys.limit(max_keys + 1).collect()]
+            self.collected += 1
+            read = [r[0] for r in keys.limit(rows + 1).collect()]
+            if len(read) <= rows:      # every key, in one pass without a shuffle
+                found = JoinKeys.listed(probe, read)
+                if len(found.values) <= max_keys:
+                    return found
+                return JoinKeys(probe, None, found.values[0], found.values[-1])
+            distinct = keys.distinct()
+            listed = [r[0] for r in distinct.limit(max_keys + 1).collect()]
             if len(listed) <= max_keys:
                 return JoinKeys.listed(probe, listed)
-            low, high = keys.agg(F.min("k"), F.max("k")).first()
+            low, high = distinct.agg(F.min("k"), F.max("k")).first()
         return JoinKeys.ranged(probe, low, high)
+
+
+def _memo_key(root: PlanNode, probe: JoinProbe, max_keys: int,
+              describe: Callable[[PlanNode], SourceDescription | None],
+              scope: tuple) -> tuple | None:
+    """What the keys of ``probe``'s other side are remembered by: its shape (the key's
+    attribute marked), the key's type, the descriptions of the relations it reads (their fingerprints
+    among them), ``max_keys`` and ``scope``; None when something of it is unknown (then the
+    keys are collected every time)."""
+    side = root
+    for i in probe.path:
+        side = side.children[i]
+    shape = side_shape(side, probe.other_column.expr_id)
+    if shape is None:
+        return None
+    described = []
+    for relation in side.file_relations():
+        description = describe(relation)
+        if description is None or description.fingerprint is None:
+            return None
+        described.append(json.dumps(description.to_json(), sort_keys=True, default=str))
+    return shape, probe.type, probe.other.cls, max_keys, scope, tuple(described)
 
 
 def _reads_only(probe: JoinProbe, names: dict[int, str], columns: frozenset[str]) -> bool:

@@ -9,11 +9,13 @@ from typing import Any
 from accelerator.query.decisions import RelationDecision
 from accelerator.query.join_sides import JoinSides
 from accelerator.query.relation_files import RelationFiles
-from accelerator.runtime.settings import Settings
+from accelerator.runtime.settings import DFP_MIN_SCAN_BYTES, Settings
 from indexes import kinds
 from indexes.description import SourceDescription
+from indexes.join_probes import JoinProbe
 from indexes.kind import MatchContext, Serving
 from indexes.plan import PlanNode
+from indexes.skipping.join_keys import JoinNotUsed
 from indexes.source import NotApplicable, pruning_problem, same_source
 from indexes.version_cache import VersionCache
 
@@ -55,21 +57,53 @@ class RelationChoice:
                     self._files.files(plan, decision, candidates))
             decision.description = decision.description.with_read_settings(
                 payload["readSettings"])
-            joined = dataclasses.replace(
-                ctx, joins=self._join_keys(plan, root, relation, candidates, settings))
             decision.results = [self._match(root, relation, decision.description, e, settings,
-                                            joined) for e in candidates]
+                                            ctx) for e in candidates]
+            found = self._probes(root, relation, candidates)
+            if found:
+                joins = self._join_keys(plan, root, relations, decisions, found, decision,
+                                        settings, ctx)
+                joined = dataclasses.replace(ctx, joins=joins)
+                decision.results = [
+                    self._match(root, relation, decision.description, e, settings, joined)
+                    if kinds.kind_of(e).prunes_through_joins else r
+                    for e, r in zip(candidates, decision.results)]
             decision.chosen = kinds.choose(decision.results)
 
-    def _join_keys(self, plan: Any, root: PlanNode, relation: PlanNode, candidates: list[Any],
-                   settings: Settings) -> tuple[Any, ...]:
-        """The other sides' keys of the joins above ``relation`` whose key the indexes of
-        ``candidates`` that prune through joins sketch (dynamic file pruning)."""
+    def _probes(self, root: PlanNode, relation: PlanNode,
+                candidates: list[Any]) -> list[JoinProbe]:
+        """The joins above ``relation`` whose key the indexes of ``candidates`` that prune
+        through joins sketch (dynamic file pruning)."""
         pruning = [e for e in candidates if kinds.kind_of(e).prunes_through_joins]
         columns = [kinds.kind_of(e).filter_columns(e) for e in pruning]
         if not columns or any(c is None for c in columns):
-            return ()
-        return self._joins.keys(plan, root, relation, frozenset().union(*columns), settings)
+            return []
+        return self._joins.probes(root, relation, frozenset().union(*columns))
+
+    def _join_keys(self, plan: Any, root: PlanNode, relations: list[PlanNode],
+                   decisions: list[RelationDecision], found: list[JoinProbe],
+                   decision: RelationDecision, settings: Settings,
+                   ctx: MatchContext) -> tuple[Any, ...]:
+        """The other sides' keys of the joins ``found`` above the relation of ``decision``,
+        whose verdicts without them are known: none collected when a replacing index serves
+        the relation anyway, or when it reads less than ``minScanBytes`` after its own
+        filters (see :func:`skipped_joins`)."""
+        why = skipped_joins(decision.results, decision.description,
+                            settings.join_min_scan_bytes)
+        if why is not None:
+            return tuple(JoinNotUsed(p, why) for p in found)
+        ordinals = {id(r): i for i, r in enumerate(relations)}
+
+        def describe(node: PlanNode) -> SourceDescription | None:
+            i = ordinals.get(id(node))
+            if i is None:
+                return None
+            if not decisions[i].description.fingerprinted:
+                decisions[i].description = self._files.describe(plan, decisions[i].ordinal, 1)
+            return decisions[i].description
+
+        return self._joins.keys(plan, root, found, settings, describe,
+                                (ctx.session_tz, ctx.ansi))
 
     def _match(self, root: PlanNode, relation: PlanNode, description: SourceDescription,
                entry: Any,
@@ -89,3 +123,25 @@ class RelationChoice:
         if not kind.stateful:
             return None
         return self._versions.get(entry, ("state",), lambda: kind.load(entry, self._fs, settings))
+
+
+def skipped_joins(results: list[Any], description: SourceDescription,
+                  min_bytes: int) -> str | None:
+    """Why the joins above a relation are not worth collecting the other sides of, given its
+    verdicts without them (``results``), or None when they are: an index that replaces the
+    relation wins over any pruning, and a relation that reads less than ``min_bytes`` of files
+    after its own filters (the fewest an applicable verdict keeps, else all its files) saves
+    less than the other side's query costs. None too when what it reads is unknown."""
+    chosen = kinds.choose(results)
+    if chosen is not None and kinds.kind_of(chosen.index).serving is Serving.REPLACE:
+        return f"{chosen.index.name} replaces the relation"
+    if chosen is not None:
+        read = chosen.cost
+    elif description.files is not None:
+        read = sum(f.size for f in description.files)
+    else:
+        return None
+    if read < min_bytes:
+        return (f"the relation reads {read} bytes of files after its own filters, under "
+                f"{DFP_MIN_SCAN_BYTES} ({min_bytes})")
+    return None

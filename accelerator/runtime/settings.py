@@ -109,6 +109,12 @@ DFP_MAX_KEYS = _declare(
     "spark.accelerator.dynamicFilePruning.maxKeys", "1000",
     "the most distinct keys of the other side listed for dynamic file pruning; past it, files "
     "are pruned by the keys' range")
+DFP_MIN_SCAN_BYTES = _declare(
+    "spark.accelerator.dynamicFilePruning.minScanBytes", "32m",
+    "the other side of a join is collected for dynamic file pruning only when the relation "
+    "it would prune reads at least this many bytes of files after its own filters (and no "
+    "covering index replaces it): pruning less saves less than the collection's Spark job "
+    "costs")
 HISTORY_ENABLED = _declare(
     "spark.accelerator.history.enabled", "true",
     "record query history")
@@ -172,6 +178,10 @@ RULES_BUILD_SECONDS = _declare(
     "spark.accelerator.rules.budget.buildSecondsPerRun", "600",
     "estimated build seconds one `applyRecommendations` run may spend on the engine's "
     "instructions")
+RULES_MIN_SECONDS_SAVED = _declare(
+    "spark.accelerator.rules.minSecondsSaved", "0.05",
+    "the rule engine proposes no index or cache saving less than this many seconds a query "
+    "(an index's own costs in a query are some tens of milliseconds)")
 ENABLED = _declare(
     "spark.accelerator.enabled", "false",
     "whether the rule rewrites plans; `Hyperspace.enable`/`disable` set it")
@@ -236,6 +246,7 @@ class Settings:
     join_pruning: bool            # dynamic file pruning
     join_side_bytes: int          # the largest other side collected (estimated); negative: none
     join_keys: int                # the most keys listed; past it, their range
+    join_min_scan_bytes: int      # the least a relation reads for its joins to prune it
 
     @staticmethod
     def read(get: Callable[[str, str], str]) -> "Settings":
@@ -279,6 +290,7 @@ class Settings:
             join_pruning=flag(DFP_ENABLED),
             join_side_bytes=byte_size(value(DFP_MAX_BYTES) or get(BROADCAST_THRESHOLD, "10MB")),
             join_keys=int(value(DFP_MAX_KEYS)),
+            join_min_scan_bytes=byte_size(value(DFP_MIN_SCAN_BYTES)),
         )
 
     @property
@@ -316,6 +328,7 @@ class RuleSettings:
     cache_bytes: int | None
     max_indexes_per_source: int
     build_seconds_per_run: float
+    min_seconds_saved: float = 0.05
 
     @staticmethod
     def read(get: Callable[[str, str], str]) -> "RuleSettings":
@@ -335,7 +348,8 @@ class RuleSettings:
             index_bytes=parsed(RULES_INDEX_BYTES, lambda v: byte_size(v) if v else None),
             cache_bytes=parsed(RULES_CACHE_BYTES, lambda v: byte_size(v) if v else None),
             max_indexes_per_source=parsed(RULES_MAX_INDEXES, int),
-            build_seconds_per_run=parsed(RULES_BUILD_SECONDS, float))
+            build_seconds_per_run=parsed(RULES_BUILD_SECONDS, float),
+            min_seconds_saved=parsed(RULES_MIN_SECONDS_SAVED, float))
 
     @staticmethod
     def of_session(spark: Any) -> "RuleSettings":

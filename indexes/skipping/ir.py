@@ -421,6 +421,16 @@ class _Translator:
         value, *items = self.kids(expr)
         return In(value, tuple(items))
 
+    def _InSubquery(self, expr: Expr) -> Node | None:
+        """``values IN (uncorrelated subquery)``: any boolean or null, raising only where its
+        values do (their equality with the subquery's rows never raises; the subquery runs
+        once for the query, whatever files are read). A correlated one is not modelled."""
+        query = expr.children[-1] if expr.children else None
+        if (query is None or query.cls != "ListQuery" or query.children
+                or query.fields.get("outerAttrs") or query.fields.get("joinCond")):
+            return None
+        return Unknown("boolean", False, tuple(self.node(c) for c in expr.children[:-1]))
+
     def _StartsWith(self, expr: Expr) -> Node | None:
         if expr.children[1].cls != "Literal":
             return None
