@@ -241,9 +241,12 @@ def test_collect_waits_for_the_grace_period(manifest, fs, clock):
 
 def test_collect_removes_orphan_data_and_old_temp_files(manifest, fs, clock):
     kept = warmed(manifest)
+    kept = replace(kept, files=((f"{kept.data_path}/part-0.parquet", 1),))
     manifest.commit(kept)
     orphan = manifest.new_data_path()               # a warm-up that never committed
     fs.write_text(f"{orphan}/part-0.parquet", "x")
+    unnamed = f"{kept.data_path}/part-1.parquet"    # in a pack, rows of files never committed
+    fs.write_text(unnamed, "x")
     temp = f"{CACHE}/_manifest/entries/{KEY}/0000000001.json.abc.tmp"
     fs.write_text(temp, "{")
     t0 = clock.now / 1000.0
@@ -251,8 +254,8 @@ def test_collect_removes_orphan_data_and_old_temp_files(manifest, fs, clock):
     assert manifest.collect(now=t0 + 100) == []
     assert names(fs, f"{CACHE}/_manifest/usage") == []   # folded (into the totals) at once
     deleted = [p for p in manifest.collect(now=t0 + 3600) if "/_manifest/changes/" not in p]
-    assert sorted(deleted) == sorted([orphan, temp])
-    assert fs.exists(kept.data_path) and manifest.get(KEY) == kept
+    assert sorted(deleted) == sorted([orphan, temp, unnamed])
+    assert fs.exists(f"{kept.data_path}/part-0.parquet") and manifest.get(KEY) == kept
 
 
 class _CollectedWhileRead:

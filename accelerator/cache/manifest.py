@@ -309,7 +309,8 @@ class CacheManifest:
         entries EVICTED more than ``grace_seconds`` ago (data and versions), data paths retired
         that long ago, versions older than the current one, data directories no entry names
         that were last written that long ago (warm-ups killed before they committed all their
-        entries: keep the grace above the longest warm-up), and temp files left that long ago.
+        entries: keep the grace above the longest warm-up), files in live entries' packs no
+        entry names written that long ago, and temp files left that long ago.
         Usage records are folded (:meth:`UsageLog.compact`), forgetting the deleted keys'.
         ``read``: the manifest as :meth:`read` read it a moment ago, the keys ``changed`` since
         read again (each deletion is safe against writers racing it, see :meth:`_collect_key`)."""
@@ -339,6 +340,7 @@ class CacheManifest:
             doomed |= done
         for path in sorted(doomed - referenced):   # a pack goes with the last entry naming it
             delete(path)
+        self._collect_unnamed(found, set(removed), cutoff, delete)
         self._log_changes(set(removed))
         self.usage.compact(forget=removed)
 
@@ -372,6 +374,34 @@ class CacheManifest:
         self._collect_old(self.usage.totals_path, cutoff, delete, lambda name: is_temp(name) or (
             (m := VERSION.fullmatch(name)) is not None and int(m.group(1)) < seq))
         return deleted
+
+    def _collect_unnamed(self, found: dict, removed: set[str], cutoff: float,
+                         delete: Callable[[str], None]) -> None:
+        """Deletes the files in the packs of live entries that no entry names, written before
+        ``cutoff``: rows of files whose entries a killed warm-up never committed, or that a
+        concurrent warm-up committed first (Spark's ``_SUCCESS`` and checksums aside). A pack
+        an entry retired within the grace period is left whole (queries planned on the
+        retired entry may still read any of its files), as is one an entry names no files of."""
+        live = [e for _, _, e in found.values() if e is not None and e.key not in removed]
+        named = {path for e in live for path, _ in e.files}
+        recent = {path for e in live for path, t in e.retired if t > cutoff}
+        unlisted = {e.data_path for e in live if not e.files}   # files unknown: left whole
+        packs = sorted({e.data_path for e in live} - recent - unlisted)
+
+        def unnamed(folder: str) -> list[str]:
+            out, pending = [], [folder]
+            while pending:
+                for info in self.fs.list(pending.pop()):
+                    if info.is_dir:
+                        pending.append(info.path)
+                    elif not (info.name.startswith(".") or info.name == "_SUCCESS"
+                              or info.path in named or info.modification_time / 1000.0 > cutoff):
+                        out.append(info.path)
+            return out
+
+        for paths in in_parallel(unnamed, packs):
+            for path in paths:
+                delete(path)
 
     def _collect_key(self, key: str, found: tuple[list[FileInfo], int, CacheEntry | None],
                      cutoff: float, delete: Callable[[str], None],
