@@ -138,6 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--cache-files", type=int, default=10_000,
                      help="files of the many-small-files source of the cache planning benchmark "
                           "(half of them cached)")
+    run.add_argument("--warmup-files", type=int, default=5000,
+                     help="files of the many-small-files warm-up (100 rows each)")
     replay = sub.add_parser("replay", help="replay a drifting workload: vanilla, the rule engine, "
                                            "an oracle's index sets (bench/replay.py)")
     from bench import replay as replay_bench
@@ -204,7 +206,8 @@ def main(argv: list[str] | None = None) -> int:
     chosen = lambda benches: [b for b in benches if not args.only or b.name in args.only]  # noqa: E731
     claim_work_dir(args.work_dir)
     spark = make_spark(args.work_dir, args.buckets)
-    ctx = Context(spark, args.data_dir, args.scale, args.many_files, args.cache_files)
+    ctx = Context(spark, args.data_dir, args.scale, args.many_files, args.cache_files,
+                  warmup_files=args.warmup_files)
     report = {"scale": args.scale, "machine": {"cores": os.cpu_count(), "master": "local[2]"},
               "spark": spark.version, "workloads": [], "builds": [], "pruning": [],
               "cache_warmups": [], "cache_planning": []}

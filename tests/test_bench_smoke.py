@@ -18,7 +18,7 @@ def test_every_workload_runs_with_identical_results(tmp_path):
     run = subprocess.run(
         [sys.executable, "-m", "bench", "run", "--scale", "0.002", "--pairs", "1", "--warmups", "0",
          "--buckets", "4", "--planning-runs", "1", "--build-runs", "1", "--many-files", "200",
-         "--cache-files", "40",
+         "--cache-files", "40", "--warmup-files", "30",
          "--data-dir", str(tmp_path / "data"),
          "--work-dir", str(tmp_path / "work"), "--out", str(out)],
         capture_output=True, text=True, timeout=900, cwd=REPO)
@@ -84,11 +84,15 @@ def test_every_workload_runs_with_identical_results(tmp_path):
         assert w["read"]["accelerated"]["bytes_read"] < w["read"]["vanilla"]["bytes_read"], name
     assert by_name["eventlog_json_cached_filter"]["cache"]["files"] == 4   # 4 .json.gz files
     assert by_name["eventlog_json_cached_groupby"]["cache"]["bytesWritten"] == 0   # shared
-    assert {b["name"] for b in report["cache_warmups"]} == {
-        "eventlog_json_cache_warmup", "tpch_lineitem_csv_cache_warmup"}
+    warmups = {b["name"]: b for b in report["cache_warmups"]}
+    assert set(warmups) == {"eventlog_json_cache_warmup", "tpch_lineitem_csv_cache_warmup",
+                            "many_small_files_cache_warmup"}
     for b in report["cache_warmups"]:
         assert b["cache_s"]["median"] > 0 and b["scan_s"]["median"] > 0
-        assert b["last_cache"]["files"] == 4 and b["last_cache"]["bytesWritten"] > 0
+        assert b["last_cache"]["bytesWritten"] > 0
+    assert warmups["eventlog_json_cache_warmup"]["last_cache"]["files"] == 4
+    assert warmups["tpch_lineitem_csv_cache_warmup"]["last_cache"]["files"] == 4
+    assert warmups["many_small_files_cache_warmup"]["last_cache"]["files"] == 30
     (planning,) = report["cache_planning"]
     assert planning["identical"] and planning["served"], planning["failures"]
     assert (planning["files"], planning["cached_files"]) == (40, 20)

@@ -34,10 +34,18 @@ def descriptions(spark) -> list[str]:
     return [text for _, text in sorted(found)]
 
 
-def test_a_long_build_is_named_and_followed_in_the_log(spark, hs, source, caplog, monkeypatch):
+@pytest.fixture
+def own_description(spark):
+    """The test thread's own job description, taken away after the test whatever happens."""
+    spark.sparkContext.setJobDescription("my own job")
+    yield "my own job"
+    spark.sparkContext.setJobDescription(None)
+
+
+def test_a_long_build_is_named_and_followed_in_the_log(spark, hs, source, caplog, monkeypatch,
+                                                        own_description):
     monkeypatch.setattr(build_progress, "QUIET_SECONDS", 0.0)   # every build counts as long
     monkeypatch.setattr(build_progress, "EVERY_SECONDS", 0.05)
-    spark.sparkContext.setJobDescription("my own job")
     with caplog.at_level(logging.INFO, logger=LOGGER):
         hs.createIndex(spark.read.parquet(source), IndexConfig("ix", ["k"], ["v"]))
     what = "create of CoveringIndex 'ix' over 4 source files ("
@@ -47,8 +55,7 @@ def test_a_long_build_is_named_and_followed_in_the_log(spark, hs, source, caplog
     assert lines[-1].split(": ")[-1].startswith("finished after"), lines
     assert any(d.startswith(f"accelerator: {what}") for d in descriptions(spark))
     # the thread's description is its own again
-    assert spark.sparkContext.getLocalProperty("spark.job.description") == "my own job"
-    spark.sparkContext.setJobDescription(None)
+    assert spark.sparkContext.getLocalProperty("spark.job.description") == own_description
 
 
 def test_a_short_build_logs_nothing_but_still_names_its_jobs(spark, hs, source, caplog):

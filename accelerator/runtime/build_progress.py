@@ -26,6 +26,8 @@ log = logging.getLogger("accelerator.build")
 QUIET_SECONDS = 10.0
 #: how often a long build's progress is logged
 EVERY_SECONDS = 30.0
+#: the longest a build's end waits for its follower to finish a line it is writing
+JOIN_SECONDS = 10.0
 #: the thread-local Spark property Spark's UI shows as a job's description
 DESCRIPTION = "spark.job.description"
 
@@ -48,6 +50,7 @@ def building(spark: Any, what: str) -> Iterator[None]:
         yield
     finally:
         done.set()
+        follower.join(JOIN_SECONDS)   # its last line, if it was writing one, comes before ours
         sc.removeJobTag(tag)
         sc.setLocalProperty(DESCRIPTION, previous)
         if logged.is_set():
