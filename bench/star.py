@@ -52,6 +52,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="timed rounds of vanilla and accelerated runs of every template")
     parser.add_argument("--warmups", type=int, default=1, help="untimed rounds first")
     parser.add_argument("--seed", type=int, default=47, help="seed of the queries' literals")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark setting of the benchmark's session (repeatable), e.g. "
+                             "spark.accelerator.dynamicFilePruning.minScanBytes=0 for data "
+                             "smaller than its default")
     parser.add_argument("--out", help="write the JSON report here")
     parser.add_argument("--data-dir", default=os.path.expanduser(
         "~/.cache/spark-accelerator/bench-data"), help="where generated data is cached")
@@ -226,7 +230,11 @@ def run(args: argparse.Namespace) -> int:
     from bench.star_data import star_schema
 
     claim_work_dir(args.work_dir)
-    spark = make_spark(args.work_dir, "auto")
+    malformed = [item for item in args.conf if "=" not in item]
+    if malformed:
+        raise SystemExit(f"bench star: --conf takes KEY=VALUE, not {', '.join(malformed)}")
+    settings = dict(item.split("=", 1) for item in args.conf)
+    spark = make_spark(args.work_dir, "auto", settings)
     t0 = time.perf_counter()
     facts = star_schema(spark, args.data_dir, args.scale)
     _views(spark, facts)
