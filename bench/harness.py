@@ -47,6 +47,18 @@ def claim_work_dir(work_dir: str) -> None:
     os.makedirs(work_dir)
 
 
+#: where generated benchmark data is cached between runs (``--data-dir``)
+DATA_DIR = os.path.expanduser("~/.cache/spark-accelerator/bench-data")
+
+
+def add_output_arguments(parser: Any, work_dir: str, work_help: str) -> None:
+    """The options a benchmark subcommand shares: ``--out`` (the JSON report), ``--data-dir``
+    (generated data, cached) and ``--work-dir`` (``work_help``; default ``work_dir``)."""
+    parser.add_argument("--out", help="write the JSON report here")
+    parser.add_argument("--data-dir", default=DATA_DIR, help="where generated data is cached")
+    parser.add_argument("--work-dir", default=work_dir, help=work_help)
+
+
 def make_spark(work_dir: str, buckets: str, extra: dict[str, str] | None = None) -> SparkSession:
     """The benchmark session: local[2], indexes under ``<work_dir>/indexes``; Python workers
     (index builds run Python on executors) use this interpreter, not whatever ``python3`` is

@@ -889,6 +889,8 @@ def table(rep: dict) -> str:
 # --- the command ----------------------------------------------------------------------------
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from bench.harness import add_output_arguments
+
     parser.add_argument("--scale", type=float, default=1.0,
                         help="TPC-H scale factor; event log: 5M rows per unit")
     parser.add_argument("--queries", type=int, default=300, help="queries replayed (3 phases)")
@@ -897,11 +899,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=11, help="seed of the queries' literals")
     parser.add_argument("--warmups", type=int, default=3,
                         help="untimed vanilla rounds of one query per template first")
-    parser.add_argument("--out", help="write the JSON report here")
-    parser.add_argument("--data-dir", default=os.path.expanduser(
-        "~/.cache/spark-accelerator/bench-data"), help="where generated data is cached")
-    parser.add_argument("--work-dir", default="/tmp/accelerator-replay",
-                        help="system paths of the three runs (wiped)")
+    add_output_arguments(parser, "/tmp/accelerator-replay",
+                         "system paths of the three runs (wiped)")
     parser.add_argument("--buckets", default="auto",
                         help="spark.accelerator.index.numBuckets (the engine's covering indexes)")
 

@@ -72,6 +72,8 @@ PARTS_PER_SCALE = 200_000
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from bench.harness import add_output_arguments
+
     parser.add_argument("--scale", type=float, default=1.0, help="TPC-H scale factor (lookups)")
     parser.add_argument("--lookups", type=int, default=40, help="lookups per stream")
     parser.add_argument("--rounds", type=int, default=2,
@@ -81,11 +83,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="copies of the 32-file gzip JSON event log in the landing zone")
     parser.add_argument("--refresh-runs", type=int, default=3)
     parser.add_argument("--seed", type=int, default=5, help="seed of the looked-up keys")
-    parser.add_argument("--out", help="write the JSON report here")
-    parser.add_argument("--data-dir", default=os.path.expanduser(
-        "~/.cache/spark-accelerator/bench-data"), help="where generated data is cached")
-    parser.add_argument("--work-dir", default="/tmp/accelerator-bench-scheduler",
-                        help="system path, landing zone and configuration (wiped)")
+    add_output_arguments(parser, "/tmp/accelerator-bench-scheduler",
+                         "system path, landing zone and configuration (wiped)")
     parser.add_argument("--buckets", default="auto",
                         help="spark.accelerator.index.numBuckets (the covering indexes)")
 

@@ -44,6 +44,8 @@ TARGET_MAX_ONE_MONTH_SHARE = 1 / 8  # fact bytes a one-month filter reads / fact
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``star`` subcommand's options."""
+    from bench.harness import add_output_arguments
+
     parser.add_argument("--scale", type=float, default=1.0,
                         help="10 million fact rows per unit (generated once, then cached)")
     parser.add_argument("--record-runs", type=int, default=2,
@@ -56,11 +58,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a Spark setting of the benchmark's session (repeatable), e.g. "
                              "spark.accelerator.dynamicFilePruning.minScanBytes=0 for data "
                              "smaller than its default")
-    parser.add_argument("--out", help="write the JSON report here")
-    parser.add_argument("--data-dir", default=os.path.expanduser(
-        "~/.cache/spark-accelerator/bench-data"), help="where generated data is cached")
-    parser.add_argument("--work-dir", default="/tmp/accelerator-star",
-                        help="the accelerator's system path goes here (wiped)")
+    add_output_arguments(parser, "/tmp/accelerator-star",
+                         "the accelerator's system path goes here (wiped)")
 
 
 def _views(spark: SparkSession, facts: dict) -> None:

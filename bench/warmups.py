@@ -16,6 +16,8 @@ log = logging.getLogger("bench")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``warmups`` subcommand's options."""
+    from bench.harness import add_output_arguments
+
     parser.add_argument("--scale", type=float, default=1.0, help="TPC-H scale factor; event "
                         "log: 5M rows per unit")
     parser.add_argument("--only", action="append", help="run only this warm-up (repeatable)")
@@ -23,11 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--warmups", type=int, default=1, help="untimed pairs first")
     parser.add_argument("--warmup-files", type=int, default=5000,
                         help="files of the many-small-files warm-up")
-    parser.add_argument("--out", help="write the JSON report here")
-    parser.add_argument("--data-dir", default=os.path.expanduser(
-        "~/.cache/spark-accelerator/bench-data"), help="where generated data is cached")
-    parser.add_argument("--work-dir", default="/tmp/accelerator-warmups",
-                        help="the cache paths go here (wiped)")
+    add_output_arguments(parser, "/tmp/accelerator-warmups",
+                         "the cache paths go here (wiped)")
 
 
 def _table(report: dict) -> str:
