@@ -27,7 +27,6 @@ from typing import Any, Callable, Collection, Iterable, Optional
 
 import yaml
 
-from indexes.globs import GLOB_CHARS, glob_pattern
 from rules.history.records import scheme_less
 from rules.terms import Priority, TermError, byte_size, format_duration, parse_duration, \
     parse_priority
@@ -96,6 +95,9 @@ def source_matches(source: str, root: str, compiled: re.Pattern | None = None) -
     return under is not None and source_matches(under, path)
 
 
+_GLOB_CHARACTERS = re.compile(r"[*?\[]")
+
+
 def files_root(pattern: str) -> str | None:
     """The directory whose files (or subdirectories) a glob names by its last segments, so
     that the source rooted there is meant: ``/lake/events/*``, ``/lake/events/**`` and
@@ -103,7 +105,7 @@ def files_root(pattern: str) -> str | None:
     segment has no glob character or nothing is left."""
     parts = pattern.rstrip("/").split("/")
     kept = len(parts)
-    while kept > 1 and GLOB_CHARS.search(parts[kept - 1]):
+    while kept > 1 and _GLOB_CHARACTERS.search(parts[kept - 1]):
         kept -= 1
     if kept == len(parts) or kept == 1:
         return None
@@ -111,8 +113,30 @@ def files_root(pattern: str) -> str | None:
 
 
 def _glob_regex(pattern: str) -> re.Pattern:
-    """A path glob (Hadoop's syntax, with ``**`` across segments)."""
-    return re.compile(glob_pattern(pattern, across_segments=True))
+    """A path glob: ``*`` and ``?`` within one path segment, ``**`` across segments,
+    ``[abc]`` a character class."""
+    out, i = [], 0
+    while i < len(pattern):
+        c = pattern[i]
+        if pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+            continue
+        if c == "*":
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "[":
+            end = pattern.find("]", i + 1)
+            if end == -1:
+                out.append(re.escape(c))
+            else:
+                out.append("[" + pattern[i + 1:end].replace("\\", "\\\\") + "]")
+                i = end
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return re.compile("".join(out))
 
 
 @dataclass(frozen=True)

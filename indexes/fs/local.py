@@ -13,7 +13,6 @@ import re
 from pathlib import Path
 
 from indexes.fs.parallel import in_parallel
-from indexes.globs import GLOB_CHARS, glob_pattern
 from indexes.fs.protocol import FileInfo
 from indexes.source import local_path
 
@@ -98,9 +97,45 @@ class LocalFs:
         return self.read_bytes(path).decode("utf-8")
 
 
+_GLOB_CHARS = re.compile(r"(?<!\\)[*?\[{]")
+
+
 def glob_regex(component: str) -> re.Pattern | None:
-    """The regular expression of one path component of a Hadoop glob, or None when it has no
-    glob character (it names itself)."""
-    if not GLOB_CHARS.search(component):
+    """The regular expression of one path component of a Hadoop glob (``*`` and ``?`` within
+    the component, ``[...]`` classes with ``^`` negation, ``{a,b}`` alternatives, ``\\``
+    escapes), or None when it has no glob character (it names itself)."""
+    if not _GLOB_CHARS.search(component):
         return None
-    return re.compile(glob_pattern(component))
+    out, i, depth = [], 0, 0
+    while i < len(component):
+        c = component[i]
+        if c == "\\" and i + 1 < len(component):
+            out.append(re.escape(component[i + 1]))
+            i += 2
+            continue
+        if c == "*":
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "[":
+            end = component.find("]", i + 1)
+            if end == -1:
+                out.append(re.escape(c))
+            else:
+                body = component[i + 1:end]
+                negate = body.startswith("^")
+                body = body[1:] if negate else body
+                out.append("[" + ("^" if negate else "") + body.replace("\\", "\\\\") + "]")
+                i = end
+        elif c == "{":
+            depth += 1
+            out.append("(?:")
+        elif c == "," and depth:
+            out.append("|")
+        elif c == "}" and depth:
+            depth -= 1
+            out.append(")")
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return re.compile("".join(out) + ")" * depth)
