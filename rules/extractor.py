@@ -52,8 +52,12 @@ class Demand:
     statistics did not skip); ``samples`` are ``(op, literal)``
     pairs of the latest predicates (``("EqualTo", "42")``, ``("GreaterThan", "2026-01-01")``,
     ``("Like", "%timeout%")``) with ``literal_type`` their Catalyst type; ``templates`` the query
-    templates that asked. For a join key, ``joined_by`` counts the executed queries whose join
-    with each partner source was a ``broadcast`` or a ``shuffle`` join:
+    templates that asked. For a join key, ``partners`` are the ``(source, column)`` it was
+    joined with: as recorded (``paired``), else, for a query recorded before the history kept
+    join pairs, every join column of the query's other relations (a guess); ``paired`` holds
+    ``(partner source, partner column, template, partner filtered)`` of each recorded pair
+    (filtered: the query filtered the partner's relation too); ``joined_by`` counts the executed
+    queries whose join with each partner source was a ``broadcast`` or a ``shuffle`` join:
     ``(partner source, strategy, queries)``.
     """
 
@@ -75,6 +79,7 @@ class Demand:
     joined_by: tuple[tuple[str, str, int], ...] = ()
     scanned_bytes: int = 0
     scanned_rows: int = 0
+    paired: tuple[tuple[str, str, str, bool], ...] = ()
 
     @property
     def seconds_per_query(self) -> float | None:
@@ -200,6 +205,22 @@ def _time_share(record: QueryRecord, source: str) -> float:
     return read[source] / total
 
 
+def _partners(record: QueryRecord, relation: int, column: str
+              ) -> tuple[set[tuple[str, str]], set[tuple[str, str, str, bool]]]:
+    """The (source, column) partners of ``column`` of the record's relation ``relation``, and
+    the recorded pairs as :attr:`Demand.paired` holds them (none for a record without pairs,
+    whose partners are every join column of its other relations)."""
+    if record.join_pairs is None:
+        return {(o.source, c) for k, o in enumerate(record.relations) if k != relation
+                for c in o.join_columns}, set()
+    paired = set()
+    for p in record.join_pairs:
+        for mine, other in (p.sides(), p.sides()[::-1]):
+            if mine[0] == relation and mine[2] == column:
+                paired.add((other[1], other[2], record.template, other[3]))
+    return {(s, c) for s, c, _, _ in paired}, {p for p in paired if p[2]}
+
+
 def _joined_by(record: QueryRecord, source: str, column: str) -> set[tuple[str, str]]:
     """(partner source, strategy) of each executed join of ``record`` between a relation of
     ``source`` joined on ``column`` and another relation."""
@@ -229,6 +250,7 @@ class _Tally:
     templates: set[str] = field(default_factory=set)
     columns_read: set[str] = field(default_factory=set)
     partners: set[tuple[str, str]] = field(default_factory=set)
+    paired: set[tuple[str, str, str, bool]] = field(default_factory=set)
     window: tuple | None = None
     strategies: dict[tuple[str, str], int] = field(default_factory=lambda: defaultdict(int))
 
@@ -249,8 +271,9 @@ class _Tally:
                 continue
             one.columns_read.update(r.output_columns)
             if use == "join" and column in r.join_columns:
-                one.partners.update((o.source, c) for o in record.relations[:i]
-                                    + record.relations[i + 1:] for c in o.join_columns)
+                partners, paired = _partners(record, i, column)
+                one.partners |= partners
+                one.paired |= paired
         if use == "join":
             for partner in _joined_by(record, source, column):
                 one.strategies[partner] += 1
@@ -271,6 +294,7 @@ class _Tally:
         self.templates |= other.templates
         self.columns_read |= other.columns_read
         self.partners |= other.partners
+        self.paired |= other.paired
         for partner, n in other.strategies.items():
             self.strategies[partner] += n
 
@@ -283,7 +307,8 @@ class _Tally:
                       frozenset(self.columns_read), frozenset(self.partners),
                       _shown(self.window),
                       tuple(sorted((p, s, n) for (p, s), n in self.strategies.items())),
-                      scanned_bytes=self.scanned_bytes, scanned_rows=self.scanned_rows)
+                      scanned_bytes=self.scanned_bytes, scanned_rows=self.scanned_rows,
+                      paired=tuple(sorted(self.paired)))
 
 
 def _query_tallies(record: QueryRecord, now_ms: int,

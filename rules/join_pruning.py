@@ -2,13 +2,16 @@
 joined to a filtered dimension, where a min/max sketch on the key would let the dimension's
 keys skip most of the fact's files (docs/architecture.md §11). Pure Python.
 
-The evidence is demand rows. The fact's ``join`` row names the join keys of the relations its
-queries joined (its partners); a partner's ``lookup`` and ``range`` rows in the same query
-templates are the dimension's filters. The history records which columns each relation joins
-on, not which pairs, so a partner is taken for the key's dimension only when the fact's key
-values lie within the partner key's range (a foreign key holds the dimension's keys) and the
-dimension is the smaller source; when several partners qualify, the one keeping the most files
-is scored.
+The evidence is demand rows. The fact's ``join`` row names the keys its queries joined it
+with (its partners): the history records which column of which relation an equi-join compares
+with which, and whether the query filtered that relation (``Demand.paired``); a partner's
+``lookup`` and ``range`` rows in the templates where it was joined to the key and filtered are
+the dimension's filters. The dimension is the smaller source. A history written before pairs
+were recorded names only the columns each relation joins on: then every join key of the
+query's other relations is a partner, taken for the key's dimension only when the fact's key
+values lie within the partner key's range (a foreign key holds the dimension's keys), over the
+templates both join in. When several partners qualify, the one keeping the most files is
+scored.
 
 Which of the dimension's keys its filters keep:
 
@@ -144,9 +147,25 @@ def _keeps(fact: SourceProfile, key: ColumnProfile, dimension: SourceProfile,
     return mean[0], mean[1], share, keys, len(on_key)
 
 
+def _joined(fact: Demand, source: str, column: str, partner: Demand, key: ColumnProfile,
+            dimension: SourceProfile) -> frozenset[str] | None:
+    """The templates of ``fact``'s joins with ``column`` of ``source`` in which that side was
+    filtered: as the recorded pairs say (the partner's type that of the fact key), else, when
+    none was recorded, the templates both join in, when the fact key's values lie within the
+    partner key's range (:func:`_references`); None when it is not the key's dimension."""
+    recorded = [(t, f) for s, c, t, f in fact.paired if (s, c) == (source, column)]
+    theirs = dimension.columns.get(column)
+    if recorded:
+        same = theirs is not None and _family(theirs.type) == _family(key.type)
+        return frozenset(t for t, f in recorded if f) if same else None
+    if not _references(key, theirs):
+        return None
+    return fact.templates & partner.templates
+
+
 def _joins_of(fact: Demand, demands: Sequence[Demand],
               profiles: Mapping[str, SourceProfile]) -> list[FactJoin]:
-    """The filtered dimensions the fact key of ``fact`` may be joined to, judged one by one."""
+    """The filtered dimensions the fact key of ``fact`` is joined to, judged one by one."""
     profile = profiles.get(fact.source)
     key = profile.columns.get(fact.column) if profile is not None else None
     if key is None or fact.column in profile.partition_columns or not fact.templates:
@@ -156,10 +175,11 @@ def _joins_of(fact: Demand, demands: Sequence[Demand],
     for source, column in sorted(fact.partners):
         dimension, partner = profiles.get(source), rows.get((source, column, "join"))
         if source == fact.source or dimension is None or partner is None \
-                or dimension.bytes >= profile.bytes \
-                or not _references(key, dimension.columns.get(column)):
+                or dimension.bytes >= profile.bytes:
             continue
-        shared = fact.templates & partner.templates
+        shared = _joined(fact, source, column, partner, key, dimension)
+        if not shared:
+            continue
         filters = [d for d in demands if d.source == source and d.use in _FILTERS
                    and d.templates & shared]
         filtered = len(set().union(*(d.templates & shared for d in filters)))
@@ -177,8 +197,8 @@ def _joins_of(fact: Demand, demands: Sequence[Demand],
 def fact_joins(demands: Sequence[Demand],
                profiles: Mapping[str, SourceProfile]) -> list[FactJoin]:
     """Per fact key joined to a filtered dimension (in the order of the keys' sources and
-    columns), the dimension scored: of those its key may be joined to, the one keeping the most
-    files (the history does not say which of a query's join keys pair up)."""
+    columns), the dimension scored: of those its key is joined to, the one keeping the most
+    files (ties by the dimension's name and key)."""
     out = []
     for d in sorted((d for d in demands if d.use == "join" and not is_expression(d.column)),
                     key=lambda d: (d.source, d.column)):

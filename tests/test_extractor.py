@@ -9,7 +9,7 @@ import random
 import pytest
 
 from rules.extractor import Demand, extract, is_exploration
-from rules.history.records import Predicate, QueryRecord, RelationUsage
+from rules.history.records import JoinedPair, Predicate, QueryRecord, RelationUsage
 
 DAY_MS = 86400 * 1000
 NOW = 100 * DAY_MS
@@ -106,6 +106,31 @@ def test_join_demand_names_the_other_side():
     joins = {(d.source, d.column): d for d in extract([rec], NOW) if d.use == "join"}
     assert joins[("file:/lake/orders", "o_key")].partners == {("file:/lake/items", "l_key")}
     assert joins[("file:/lake/items", "l_key")].partners == {("file:/lake/orders", "o_key")}
+
+
+def test_recorded_join_pairs_name_the_partners_an_old_record_guesses():
+    """A star query: the fact's date key joined to a filtered date dimension, its item key to
+    an unfiltered item dimension. Recorded pairs name each key's own partner and whether it was
+    filtered; a record written before pairs were kept (``join_pairs`` None) guesses every join
+    key of the other relations."""
+    fact, dates, items = "file:/lake/sales", "file:/lake/dates", "file:/lake/items"
+    rels = [RelationUsage(fact, [], "parquet", None, [], [], ["date_sk", "item_sk"], [], []),
+            RelationUsage(dates, [], "parquet", None, [], ["year"], ["d_sk"], [], []),
+            RelationUsage(items, [], "parquet", None, [], [], ["i_sk"], [], [])]
+    pairs = [JoinedPair(0, fact, "date_sk", False, 1, dates, "d_sk", True),
+             JoinedPair(0, fact, "item_sk", False, 2, items, "i_sk", False)]
+    rec = QueryRecord(NOW, "s", [r.source for r in rels], ["parquet"] * 3, ["year"], [],
+                      ["d_sk", "date_sk", "i_sk", "item_sk"], [], [], [], rels, template="t",
+                      join_pairs=pairs)
+    joins = {(d.source, d.column): d for d in extract([rec], NOW) if d.use == "join"}
+    assert joins[(fact, "date_sk")].partners == {(dates, "d_sk")}
+    assert joins[(fact, "date_sk")].paired == ((dates, "d_sk", "t", True),)
+    assert joins[(fact, "item_sk")].paired == ((items, "i_sk", "t", False),)
+    assert joins[(dates, "d_sk")].paired == ((fact, "date_sk", "t", False),)
+    old = extract([dataclasses.replace(rec, join_pairs=None)], NOW)
+    guessed = {(d.source, d.column): d for d in old if d.use == "join"}
+    assert guessed[(fact, "date_sk")].partners == {(dates, "d_sk"), (items, "i_sk")}
+    assert guessed[(fact, "date_sk")].paired == ()
 
 
 def _on_days(ts, *predicates):

@@ -171,3 +171,26 @@ def test_each_template_is_estimated_with_its_own_filters():
     [j] = fact_joins(demands + [weekend], profiles())
     # a month (1/12, the more selective of month and year) in t1 and t2, weekends (1/7) in t3
     assert j.share == pytest.approx((1 / 12 + 1 / 12 + 1 / 7) / 3)
+
+
+def test_recorded_pairs_say_which_dimension_a_key_joins_and_whether_it_was_filtered():
+    """A second date key of the fact (a ship date), joined in the same templates to another,
+    unfiltered relation of the date dimension: guessed from the join columns alone it looks
+    joined to the filtered dates and gets a sketch too; the recorded pairs say its side was
+    not filtered (none), and the sold date's was in one template of two."""
+    ship = dataclasses.replace(clustered_key(), column="ss_ship_date_sk")
+    found = profiles()
+    found[SALES] = dataclasses.replace(found[SALES], columns={
+        **found[SALES].columns, "ss_ship_date_sk": ship})
+    guessed = star() + [row(SALES, "ss_ship_date_sk", "join", partners={(DATES, "d_date_sk")})]
+    assert [j.fact.column for j in fact_joins(guessed, found)] == ["ss_ship_date_sk",
+                                                                   "ss_sold_date_sk"]
+    paired = list(guessed)
+    paired[0] = dataclasses.replace(paired[0], paired=(
+        (DATES, "d_date_sk", "t1", True), (DATES, "d_date_sk", "t2", False)))
+    paired[-1] = dataclasses.replace(paired[-1], paired=(
+        (DATES, "d_date_sk", "t1", False), (DATES, "d_date_sk", "t2", False)))
+    [j] = fact_joins(paired, found)
+    [both] = fact_joins(star(), profiles())
+    assert (j.fact.column, j.filtered) == ("ss_sold_date_sk", 1)
+    assert j.keep == pytest.approx(0.5 + 0.5 * both.keep)

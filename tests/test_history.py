@@ -19,7 +19,7 @@ from rules.history.plan_analysis import extract_record
 from rules.history.reader import read_records
 from rules.history.recorder import HistoryRecorder
 from rules.history.records import (
-    HISTORY_SCHEMA, Predicate, QueryRecord, RelationUsage, SHAPES, history_path,
+    HISTORY_SCHEMA, JoinedPair, Predicate, QueryRecord, RelationUsage, SHAPES, history_path,
 )
 from tests.helpers import session_conf
 from tests.test_history_recorder import sample_record, utc_day
@@ -217,6 +217,9 @@ def test_join_of_two_file_relations(data):
     assert {(p.relation, p.column, p.shape) for p in rec.predicates} == {(0, "amount", "range")}
     assert orders_use.output_columns == ["amount", "order_id", "person_id"]
     assert people_use.output_columns == ["name", "nested.nst.field2"]
+    # which column joins which, and that orders was filtered and people not
+    assert rec.join_pairs == [JoinedPair(0, rec.sources[0], "person_id", True,
+                                         1, rec.sources[1], "nested.nst.field2", False)]
 
 
 def test_self_join_keeps_relations_apart(data):
@@ -232,6 +235,8 @@ def test_self_join_keeps_relations_apart(data):
     assert rec.relations[1].join_columns == ["nested.nst.field2"]
     assert _preds(rec) == {(1, "name", "equality", "EqualTo", None, None)}
     assert rec.relations[0].output_columns == ["id", "name"]
+    assert [(p.left, p.left_column, p.left_filtered, p.right, p.right_column, p.right_filtered)
+            for p in rec.join_pairs] == [(0, "id", False, 1, "nested.nst.field2", True)]
 
 
 def test_aggregate(data):

@@ -13,7 +13,8 @@ from indexes.description import SourceDescription
 from indexes.fs import MemoryFs
 from rules.history.reader import RecordCache, history_files, read_history_table, read_records
 from rules.history.recorder import HistoryRecorder
-from rules.history.records import HISTORY_SCHEMA, Predicate, QueryRecord, RelationUsage, history_path
+from rules.history.records import HISTORY_SCHEMA, JoinedPair, Predicate, QueryRecord, RelationUsage, \
+    history_path
 from tests.helpers import eventually
 
 SYSTEM = "memory:///sys"
@@ -304,3 +305,23 @@ def test_reader_fills_columns_older_files_lack():
     (back,) = read_records(fs, SYSTEM)
     assert back.relations == [] and back.predicates == rec.predicates
     assert back.timestamp == rec.timestamp
+
+
+def test_join_pairs_round_trip_and_a_file_written_before_them_reads_none():
+    """A record's join pairs are written and read back; a file written before the history kept
+    them (no ``join_pairs`` column) reads as not recorded (None), not as "no pairs" ([])."""
+    fs = MemoryFs()
+    pairs = [JoinedPair(0, "file:/src", "k", False, 1, "file:/dim", "dk", True)]
+    new = QueryRecord.from_row({**sample_record(1).to_row(), "join_pairs": [pairs[0].to_row()]})
+    none = QueryRecord.from_row({**sample_record(2).to_row(), "join_pairs": []})
+    _recorded(fs, new, none)
+    rec = sample_record(0)
+    old = pa.Table.from_pylist([rec.to_row()], schema=HISTORY_SCHEMA).drop_columns(
+        ["join_pairs"])
+    sink = io.BytesIO()
+    pq.write_table(old, sink)
+    fs.write_bytes(f"{history_path(SYSTEM)}/date={utc_day(rec.timestamp)}/part-0-old.parquet",
+                   sink.getvalue())
+    back = {r.query_id: r for r in read_records(fs, SYSTEM)}
+    assert back["q1"].join_pairs == pairs and back["q2"].join_pairs == []
+    assert back["q0"].join_pairs is None and back["q0"] == rec

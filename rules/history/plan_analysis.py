@@ -20,8 +20,8 @@ import uuid
 from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping, Protocol, Sequence
 
-from rules.history.records import MAX_LITERAL_BYTES, MAX_LITERALS, Predicate, QueryRecord, \
-    RelationUsage, source_key
+from rules.history.records import MAX_LITERAL_BYTES, MAX_LITERALS, JoinedPair, Predicate, \
+    QueryRecord, RelationUsage, source_key
 
 __all__ = ["Plan", "PlanExpr", "RelationDescriptions", "extract_record"]
 
@@ -161,6 +161,7 @@ class _Analysis:
                                     tuple[str, ...], str | None]] = []
         self._literals = literals
         self.joins: set[Column] = set()
+        self.pairs: set[tuple[Column, Column]] = set()
         self.groups: set[Column] = set()
         self.reads: set[Column] = set()
         self._relation_ids = {id(r) for r in relations}
@@ -333,6 +334,26 @@ class _Analysis:
             return
         self._add(self.uses(e), "other", e.cls)
 
+    def _key(self, side: PlanExpr) -> list[Column]:
+        """The source columns one side of an equi-join condition is (through casts and
+        aliases), none when it computes a value from them."""
+        inner = _strip(side)
+        if not _is_column(inner):
+            return []
+        return [u.column for u in self.uses(inner) if u.function is None]
+
+    def _pairs(self, condition: PlanExpr) -> None:
+        """The column pairs the equalities among a join condition's conjuncts compare."""
+        stack = [condition]
+        while stack:
+            e = stack.pop()
+            if e.cls == "And":
+                stack.extend(e.children)
+            elif e.cls in _EQUALITY and len(e.children) == 2:
+                left, right = (self._key(c) for c in e.children)
+                self.pairs.update((min(a, b), max(a, b)) for a in left for b in right
+                                  if a[0] != b[0])
+
     # -- the walk -----------------------------------------------------------------------------
 
     def output_ids(self, node: Plan) -> list[int]:
@@ -376,6 +397,7 @@ class _Analysis:
         elif node.cls == "Join":
             for cond in node.exprs.get("condition", []):
                 self.joins.update(u.column for u in self.uses(cond))
+                self._pairs(cond)
         elif node.cls == "Aggregate":
             for g in node.exprs.get("groupingExpressions", []):
                 self.groups.update(u.column for u in self.uses(g))
@@ -474,7 +496,8 @@ def extract_record(root: Plan, relations_with_descriptions: RelationDescriptions
     Column uses are classified per relation by the exprIds of the relation's output attributes:
     conditions of ``Filter`` nodes give ``predicates``/``filter_columns`` (an ``IsNotNull`` on a
     column that has another predicate or is a join key is dropped: the optimizer infers those),
-    ``Join`` conditions give ``join_columns``, ``Aggregate`` grouping expressions give
+    ``Join`` conditions give ``join_columns`` (and their equalities ``join_pairs``: which column
+    of which relation is compared with which), ``Aggregate`` grouping expressions give
     ``group_columns``, and every column referenced anywhere above the relation or in the plan's
     output gives ``output_columns`` (minimal: ``nested`` subsumes ``nested.nst.field1``).
     """
@@ -530,6 +553,11 @@ def extract_record(root: Plan, relations_with_descriptions: RelationDescriptions
                 desc.format or "").lower() in SCHEMA_KEPT_FORMATS else None,
             table=desc.table, glob_path=desc.glob_path))
 
+    filtered = {p.relation for p in predicates if p.shape not in ("isnull", "isnotnull")}
+    joined = sorted({JoinedPair(a, keys[a], _column_name(ap), a in filtered,
+                                b, keys[b], _column_name(bp), b in filtered)
+                     for (a, ap), (b, bp) in analysis.pairs if b < len(pairs)})
+
     def union(attr: str) -> list[str]:
         return sorted({c for r in relations for c in getattr(r, attr)})
 
@@ -540,7 +568,7 @@ def extract_record(root: Plan, relations_with_descriptions: RelationDescriptions
         filter_columns=union("filter_columns"), output_columns=union("output_columns"),
         join_columns=union("join_columns"), group_columns=union("group_columns"),
         predicates=predicates, indexes_applied=[str(n) for n in indexes_applied],
-        relations=relations, template=template_id(root, roots),
+        relations=relations, template=template_id(root, roots), join_pairs=joined,
         exploration=not (predicates or analysis.joins or analysis.groups) and all(
             {str(a.fields.get("name")) for a in node.output_attributes()}
             <= {path[0] for path in reads[i]} for i, (node, _) in enumerate(pairs)))

@@ -216,6 +216,46 @@ class ExecutedJoin:
         return cls(int(d["left"]), int(d["right"]), str(d["strategy"]))
 
 
+@dataclass(frozen=True, order=True)
+class JoinedPair:
+    """Two columns an equi-join condition of a query compares (``a.x = b.y``, through casts and
+    aliases): relation ``left`` (a position in ``relations``, the smaller of the two) of
+    ``left_source`` joined on ``left_column`` with relation ``right`` of ``right_source`` on
+    ``right_column``; ``left_filtered`` and ``right_filtered`` say whether the query filtered
+    that relation too (a predicate on it other than a null test), as a star query filters its
+    dimensions."""
+
+    left: int
+    left_source: str
+    left_column: str
+    left_filtered: bool
+    right: int
+    right_source: str
+    right_column: str
+    right_filtered: bool
+
+    def sides(self) -> tuple[tuple[int, str, str, bool], tuple[int, str, str, bool]]:
+        """``(relation, source, column, filtered)`` of each side, left first."""
+        return ((self.left, self.left_source, self.left_column, self.left_filtered),
+                (self.right, self.right_source, self.right_column, self.right_filtered))
+
+    def to_row(self) -> dict[str, Any]:
+        """A plain dict matching :data:`JOINED_PAIR_TYPE`."""
+        return {"left": self.left, "left_source": self.left_source,
+                "left_column": self.left_column, "left_filtered": self.left_filtered,
+                "right": self.right, "right_source": self.right_source,
+                "right_column": self.right_column, "right_filtered": self.right_filtered}
+
+    @classmethod
+    def from_row(cls, row: Any) -> "JoinedPair":
+        """From a dict (or a Spark ``Row``) as written by :meth:`to_row`."""
+        d = _as_dict(row)
+        return cls(int(d["left"]), str(d.get("left_source") or ""), str(d["left_column"]),
+                   bool(d.get("left_filtered")), int(d["right"]),
+                   str(d.get("right_source") or ""), str(d["right_column"]),
+                   bool(d.get("right_filtered")))
+
+
 @dataclass
 class QueryRecord:
     """One query seen by the rewrite hook.
@@ -231,7 +271,9 @@ class QueryRecord:
     filter, join or grouping, and every column of its relations, e.g. ``SELECT *``), which never
     counts as demand. ``duration_ms`` is the execution's wall time, None when the plan was not
     (yet) seen executing; a plan executed twice is recorded once per execution.
-    ``executed_joins`` are the joins of that execution (empty before it ran).
+    ``executed_joins`` are the joins of that execution (empty before it ran). ``join_pairs``
+    are the column pairs its equi-joins compare; None in a record written before the history
+    kept them (its join columns are known per relation, not which pairs up with which).
     """
 
     timestamp: int
@@ -249,6 +291,7 @@ class QueryRecord:
     exploration: bool = False
     duration_ms: int | None = None
     executed_joins: list[ExecutedJoin] = field(default_factory=list)
+    join_pairs: list[JoinedPair] | None = None
 
     @property
     def schema_inference(self) -> bool:
@@ -270,13 +313,15 @@ class QueryRecord:
                 "relations": [r.to_row() for r in self.relations],
                 "template": self.template, "exploration": bool(self.exploration),
                 "duration_ms": self.duration_ms,
-                "executed_joins": [j.to_row() for j in self.executed_joins]}
+                "executed_joins": [j.to_row() for j in self.executed_joins],
+                "join_pairs": None if self.join_pairs is None
+                else [p.to_row() for p in self.join_pairs]}
 
     @classmethod
     def from_row(cls, row: Any) -> "QueryRecord":
         """From a dict or a Spark ``Row`` (nested rows allowed); ``timestamp`` in epoch
         milliseconds or as a ``datetime``; unknown keys such as the ``date`` partition column are
-        ignored, missing lists read as empty."""
+        ignored, missing lists read as empty (``join_pairs`` as None: not recorded)."""
         d = _as_dict(row)
         return cls(timestamp=epoch_millis(d["timestamp"]), query_id=str(d["query_id"]),
                    sources=_strs(d.get("sources")), formats=_strs(d.get("formats")),
@@ -291,7 +336,9 @@ class QueryRecord:
                    exploration=bool(d.get("exploration")),
                    duration_ms=_int(d.get("duration_ms")),
                    executed_joins=[ExecutedJoin.from_row(j)
-                                   for j in d.get("executed_joins") or []])
+                                   for j in d.get("executed_joins") or []],
+                   join_pairs=None if d.get("join_pairs") is None
+                   else [JoinedPair.from_row(p) for p in d["join_pairs"]])
 
 
 def _as_dict(row: Any) -> Mapping[str, Any]:
@@ -362,6 +409,18 @@ EXECUTED_JOIN_TYPE = pa.struct([
     pa.field("strategy", pa.string()),
 ])
 
+#: Arrow type of one element of ``join_pairs``.
+JOINED_PAIR_TYPE = pa.struct([
+    pa.field("left", pa.int32()),
+    pa.field("left_source", pa.string()),
+    pa.field("left_column", pa.string()),
+    pa.field("left_filtered", pa.bool_()),
+    pa.field("right", pa.int32()),
+    pa.field("right_source", pa.string()),
+    pa.field("right_column", pa.string()),
+    pa.field("right_filtered", pa.bool_()),
+])
+
 #: Schema of the history Parquet files (the ``date`` partition lives in the directory name).
 HISTORY_SCHEMA = pa.schema([
     pa.field("timestamp", pa.int64(), nullable=False),
@@ -379,6 +438,7 @@ HISTORY_SCHEMA = pa.schema([
     pa.field("exploration", pa.bool_()),
     pa.field("duration_ms", pa.int64()),
     pa.field("executed_joins", pa.list_(EXECUTED_JOIN_TYPE)),
+    pa.field("join_pairs", pa.list_(JOINED_PAIR_TYPE)),   # null in files written before it
 ])
 
 
