@@ -274,13 +274,19 @@ def _shuffles(sides: Sequence[Demand], demands: Sequence[Demand], broadcasts: bo
                 runs[strategy] = max(runs[strategy], queries)
     if runs:
         return runs["shuffle"] > runs["broadcast"]
-    return not (broadcasts and any(_filtered(s, demands) for s in sides))
+    return not (broadcasts and any(
+        _filtered(s, next((o for o in sides if o is not s), s), demands) for s in sides))
 
 
-def _filtered(side: Demand, demands: Sequence[Demand]) -> bool:
+def _filtered(side: Demand, other: Demand, demands: Sequence[Demand]) -> bool:
     """Whether every query of a join side also filters that side: Spark's adaptive execution
     then often broadcasts the filtered side, which a pair of bucketed indexes would prevent
-    (measured: such joins got 1.1-1.5x slower with the pair)."""
+    (measured: such joins got 1.1-1.5x slower with the pair). As the pairs recorded with the
+    ``other`` side say, else (a history written before them) when the side's source is
+    filtered in every template the side joins in."""
+    recorded = [f for s, c, _, f in other.paired if (s, c) == (side.source, side.column)]
+    if recorded:
+        return all(recorded)
     filters = [d for d in demands if d.source == side.source and d.use in ("lookup", "range",
                                                                              "text")]
     return bool(side.templates) and all(any(t in d.templates for d in filters)

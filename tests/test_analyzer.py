@@ -167,6 +167,15 @@ def test_no_pair_when_a_side_is_filtered_in_every_join():
     # unless Spark never broadcasts
     assert len([i for i in analyze(joins + [quarter], profiles, RuleSet(), broadcasts=False)
                 if i.kind == "covering"]) == 2
+    # the recorded pairs say the orders joined were not the ones filtered (a self-join of
+    # orders with a quarter of them, say): the pair is proposed; filtered, it is not
+    for filtered, pairs in ((False, 2), (True, 0)):
+        recorded = [dataclasses.replace(joins[0], paired=((CUSTOMERS, "customer_id", "t1",
+                                                           False),)),
+                    dataclasses.replace(joins[1], paired=((ORDERS, "customer_id", "t1",
+                                                           filtered),))]
+        assert len([i for i in analyze(recorded + [quarter], profiles, RuleSet())
+                    if i.kind == "covering"]) == pairs
 
 
 def test_executed_joins_decide_the_pair_over_the_heuristic():
