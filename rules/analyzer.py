@@ -19,20 +19,24 @@ budgets. Engine indexes no demand row names any more are proposed for dropping.
 """
 from __future__ import annotations
 
+import logging
 import math
 from collections import Counter, defaultdict
 from dataclasses import dataclass
-from typing import Collection, Mapping, Sequence
+from typing import Callable, Collection, Mapping, Sequence
 
 from rules.extractor import Demand
 from rules.history.records import is_expression
 from rules.instructions import Instruction, Target, engine_index_name, target_of
-from rules.join_pruning import FactJoin, fact_joins
+from rules.join_pruning import FactJoin, fact_join
 from rules.profiles import ExistingIndex, SourceProfile
+from rules.skipped import Skipped
 from rules.terms import Priority
 from rules.user_rules import RuleSet, scheme_less
 from rules.whatif import CACHE_SPEEDUP, Candidate, Estimate, column_share, estimate, \
     seconds_per_query
+
+log = logging.getLogger("accelerator.rules.analyzer")
 
 #: a candidate must save at least this share of its queries' time (Azure's minimum improvement)
 MIN_IMPROVEMENT = 0.2
@@ -235,7 +239,7 @@ def _column_units(profile: SourceProfile, demands: Sequence[Demand], existing: s
 
 def _join_units(demands: Sequence[Demand], profiles: Mapping[str, SourceProfile],
                 rules: RuleSet, existing: set[Target], cooldown: set[Target],
-                now_ms: int | None, broadcasts: bool) -> list[_Unit]:
+                now_ms: int | None, broadcasts: bool, failures: "_Failures") -> list[_Unit]:
     """A unit per join: a covering index on the key of each side (those that do not exist
     yet), indexed on the key and including the columns that side's queries read. A self-join
     on one column (a source joined with itself on the same key, as through a CTE) has one side:
@@ -253,11 +257,13 @@ def _join_units(demands: Sequence[Demand], profiles: Mapping[str, SourceProfile]
             if any(s.source not in profiles or rules.never(s.source) is not None
                    or not s.columns_read for s in sides):
                 continue
-            if not _shuffles(sides, demands, broadcasts):
-                continue
-            unit = _pair(sides, profiles, existing, cooldown, now_ms)
-            if unit is not None and unit.viable:
-                out.append(unit)
+
+            def unit(sides: list[Demand] = sides) -> list[_Unit]:
+                if not _shuffles(sides, demands, broadcasts):
+                    return []
+                found = _pair(sides, profiles, existing, cooldown, now_ms)
+                return [found] if found is not None and found.viable else []
+            out += failures.run(d, unit)
     return out
 
 
@@ -328,21 +334,27 @@ def _pair(sides: Sequence[Demand], profiles: Mapping[str, SourceProfile],
 
 def _pruning_units(demands: Sequence[Demand], profiles: Mapping[str, SourceProfile],
                    rules: RuleSet, existing: set[Target], cooldown: set[Target],
-                   now_ms: int | None) -> list[_Unit]:
+                   now_ms: int | None, failures: "_Failures") -> list[_Unit]:
     """A min/max sketch on each fact key joined to a filtered dimension whose keys would skip
-    enough of the fact's files through the join (:func:`rules.join_pruning.fact_joins`)."""
+    enough of the fact's files through the join (:func:`rules.join_pruning.fact_join`)."""
     out = []
-    for j in fact_joins(demands, profiles):
-        d, profile = j.fact, profiles[j.fact.source]
+    for d in demands:
         c = Candidate("minmax", d.source, (d.column,))
-        if rules.never(d.source) is not None or _target(c) in existing | cooldown:
+        if d.use != "join" or rules.never(d.source) is not None \
+                or _target(c) in existing | cooldown:
             continue
-        e = estimate(c, profile, [d], file_keeps=[j.keep])
-        unit = _Unit(d.weight * e.seconds_saved_per_query - _cost(e), e.keep_fraction,
-                     e.seconds_saved_per_query, d.queries,
-                     ((c, e, _pruning_reason(j, profile, e, now_ms)),))
-        if unit.viable:
-            out.append(unit)
+
+        def unit(d: Demand = d, c: Candidate = c) -> list[_Unit]:
+            j = fact_join(d, demands, profiles)
+            if j is None:
+                return []
+            profile = profiles[d.source]
+            e = estimate(c, profile, [d], file_keeps=[j.keep])
+            found = _Unit(d.weight * e.seconds_saved_per_query - _cost(e), e.keep_fraction,
+                          e.seconds_saved_per_query, d.queries,
+                          ((c, e, _pruning_reason(j, profile, e, now_ms)),))
+            return [found] if found.viable else []
+        out += failures.run(d, unit)
     return out
 
 
@@ -405,7 +417,8 @@ def analyze(demands: list[Demand], profiles: Mapping[str, SourceProfile], rules:
             cache_capacity_bytes: int | None = None,
             cooldown: Collection[Target] = (),
             now_ms: int | None = None, broadcasts: bool = True,
-            min_seconds_saved: float = MIN_SECONDS_SAVED) -> list[Instruction]:
+            min_seconds_saved: float = MIN_SECONDS_SAVED,
+            skipped: list[Skipped] | None = None) -> list[Instruction]:
     """The instructions the demand calls for: creations (and the cache) by score, highest first,
     within the budgets of ``rules.budget`` (defaults: indexes 25% of the profiled sources'
     bytes, the cache ``cache_capacity_bytes`` (none when both are None), 8 indexes per source
@@ -416,7 +429,10 @@ def analyze(demands: list[Demand], profiles: Mapping[str, SourceProfile], rules:
     queries it serves. A join gets a pair of covering indexes when its recorded executions
     shuffled (see :func:`_shuffles`); without any, ``broadcasts`` says whether Spark may
     broadcast a join's small side (then a side filtered in every join gets no pair). Nothing
-    saving less than ``min_seconds_saved`` a query is proposed."""
+    saving less than ``min_seconds_saved`` a query is proposed. When the analysis of one
+    source's demand (its columns, a join of it, a fact key of it) raises, that source's advice
+    is left out, the others' kept: logged, and counted in ``skipped`` when given
+    (``analysis-failed``, with the source's queries: at least its busiest demand row's)."""
     existing = list(existing)
     have = {e.target for e in existing}
     cooling = {target_of(*t) for t in cooldown}
@@ -424,16 +440,22 @@ def analyze(demands: list[Demand], profiles: Mapping[str, SourceProfile], rules:
     for d in demands:
         by_source[d.source].append(d)
     units: list[_Unit] = []
+    failures = _Failures()
     for source, found in sorted(by_source.items()):
         profile = profiles.get(source)
         if profile is None or rules.never(source) is not None:
             continue
-        units += _column_units(profile, found, have, cooling, now_ms)
-        cache = _cache_unit(profile, found, cooling, now_ms)
-        if cache is not None:
-            units.append(cache)
-    units += _join_units(demands, profiles, rules, have, cooling, now_ms, broadcasts)
-    units += _pruning_units(demands, profiles, rules, have, cooling, now_ms)
+
+        def of_source(profile: SourceProfile = profile, found: list[Demand] = found
+                      ) -> list[_Unit]:
+            cache = _cache_unit(profile, found, cooling, now_ms)
+            return _column_units(profile, found, have, cooling, now_ms) + (
+                [cache] if cache is not None else [])
+        units += failures.run(found[0], of_source)
+    units += _join_units(demands, profiles, rules, have, cooling, now_ms, broadcasts, failures)
+    units += _pruning_units(demands, profiles, rules, have, cooling, now_ms, failures)
+    if skipped is not None:
+        skipped += failures.skips(demands)
     units = [u for u in units if u.saved >= min_seconds_saved]
     drops = _drops(demands, existing)
     dropped = {i.name for i in drops}
@@ -442,6 +464,29 @@ def analyze(demands: list[Demand], profiles: Mapping[str, SourceProfile], rules:
     engine_bytes = sum({e.name: e.bytes for e in kept if e.origin == "engine"}.values())
     chosen = _choose(units, rules, profiles, counts, cache_capacity_bytes, engine_bytes)
     return sorted(chosen, key=lambda i: (-i.score, i.name or "", i.target)) + drops
+
+
+class _Failures:
+    """The sources whose analysis raised, with the first error of each."""
+
+    def __init__(self) -> None:
+        self.errors: dict[str, str] = {}
+
+    def run(self, demand: Demand, make: Callable[[], list[_Unit]]) -> list[_Unit]:
+        """``make()``, or nothing when it raises (the failure noted on ``demand``'s source)."""
+        try:
+            return make()
+        except Exception as exc:  # noqa: BLE001 - one source's failure keeps the others' advice
+            error = f"{demand.column} ({demand.use}): {type(exc).__name__}: {exc}"
+            log.warning("rule engine: the analysis of %s failed, its advice left out "
+                        "(analysis-failed): %s", demand.source, error, exc_info=True)
+            self.errors.setdefault(demand.source, error)
+            return []
+
+    def skips(self, demands: Sequence[Demand]) -> list[Skipped]:
+        """One :class:`Skipped` per failed source, in the order of the sources."""
+        return [Skipped("analysis-failed", max(d.queries for d in demands if d.source == s),
+                        s, self.errors[s]) for s in sorted(self.errors)]
 
 
 def _choose(units: list[_Unit], rules: RuleSet, profiles: Mapping[str, SourceProfile],

@@ -22,6 +22,7 @@ from typing import Any, Iterable
 
 from rules.history.records import QueryRecord
 from rules.literals import parse_literal
+from rules.skipped import Skipped
 
 log = logging.getLogger("accelerator.rules.extractor")
 
@@ -325,12 +326,20 @@ def _query_tallies(record: QueryRecord, now_ms: int,
 
 def extract(records: Iterable[QueryRecord], now_ms: int,
             half_life_s: float = DEFAULT_HALF_LIFE_S) -> list[Demand]:
-    """The demand of ``records`` at ``now_ms``, heaviest first (then by source, column, use).
+    """The demand of ``records`` at ``now_ms`` (see :func:`extract_with_skips`)."""
+    return extract_with_skips(records, now_ms, half_life_s)[0]
+
+
+def extract_with_skips(records: Iterable[QueryRecord], now_ms: int,
+                       half_life_s: float = DEFAULT_HALF_LIFE_S
+                       ) -> tuple[list[Demand], list[Skipped]]:
+    """The demand of ``records`` at ``now_ms``, heaviest first (then by source, column, use),
+    and the queries skipped.
 
     The records are counted in the order of their timestamps and query ids, so the same
     history gives the same demand however it was read. A record that cannot be read (a shape
-    the history does not know) is skipped whole: a warning counts the skipped ones and names
-    the first error, and the other queries still count."""
+    the history does not know) is skipped whole: it is counted (``unreadable-record``, with the
+    first error) and a warning says so, and the other queries still count."""
     if half_life_s <= 0:
         raise ValueError(f"the half-life must be positive, got {half_life_s}")
     tallies: dict[tuple[str, str, str], _Tally] = defaultdict(_Tally)
@@ -346,8 +355,10 @@ def extract(records: Iterable[QueryRecord], now_ms: int,
             continue
         for key, one in found.items():
             tallies[key].add(one)
+    skips = []
     if skipped:
         log.warning("rule engine: skipped %d of %d recorded queries it could not read "
-                    "(first: %s)", len(skipped), len(ordered), skipped[0])
+                    "(unreadable-record; first: %s)", len(skipped), len(ordered), skipped[0])
+        skips.append(Skipped("unreadable-record", len(skipped), None, skipped[0]))
     out = [t.demand(key) for key, t in tallies.items()]
-    return sorted(out, key=lambda d: (-d.weight, d.source, d.column, USES.index(d.use)))
+    return sorted(out, key=lambda d: (-d.weight, d.source, d.column, USES.index(d.use))), skips

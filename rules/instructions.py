@@ -15,7 +15,9 @@ from typing import Iterable
 from rules.terms import Priority
 from rules.user_rules import RuleSet, UserRule, scheme_less
 
-ACTIONS = ("create", "refresh", "drop", "cache", "uncache")
+#: what an instruction does; ``skip`` does nothing: it reports recorded queries the engine left
+#: out of its advice (its ``kind`` a reason code of :data:`rules.skipped.CODES`)
+ACTIONS = ("create", "refresh", "drop", "cache", "uncache", "skip")
 ORIGINS = ("engine", "user")
 #: prefix of the names of the indexes the engine creates
 ENGINE_PREFIX = "auto_"

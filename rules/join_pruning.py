@@ -40,7 +40,7 @@ from rules.history.records import is_expression
 from rules.profiles import ColumnProfile, SourceProfile
 from rules.whatif import files_per_value, minmax_keep, row_share, span_keep
 
-__all__ = ["FactJoin", "fact_joins"]
+__all__ = ["FactJoin", "fact_join", "fact_joins"]
 
 #: the share of the fact key's span that must lie within a partner key's range for the partner
 #: to be taken for the key's dimension
@@ -194,15 +194,21 @@ def _joins_of(fact: Demand, demands: Sequence[Demand],
     return out
 
 
+def fact_join(fact: Demand, demands: Sequence[Demand],
+              profiles: Mapping[str, SourceProfile]) -> FactJoin | None:
+    """The filtered dimension scored for the fact key of ``fact`` (a ``join`` demand row), if
+    any: of those it is joined to, the one keeping the most files (ties by the dimension's name
+    and key)."""
+    if fact.use != "join" or is_expression(fact.column):
+        return None
+    found = _joins_of(fact, demands, profiles)
+    return max(found, key=lambda j: (j.keep, j.dimension, j.dimension_key), default=None)
+
+
 def fact_joins(demands: Sequence[Demand],
                profiles: Mapping[str, SourceProfile]) -> list[FactJoin]:
     """Per fact key joined to a filtered dimension (in the order of the keys' sources and
-    columns), the dimension scored: of those its key is joined to, the one keeping the most
-    files (ties by the dimension's name and key)."""
-    out = []
-    for d in sorted((d for d in demands if d.use == "join" and not is_expression(d.column)),
-                    key=lambda d: (d.source, d.column)):
-        found = _joins_of(d, demands, profiles)
-        if found:
-            out.append(max(found, key=lambda j: (j.keep, j.dimension, j.dimension_key)))
-    return out
+    columns), the dimension scored (:func:`fact_join`)."""
+    out = [fact_join(d, demands, profiles)
+           for d in sorted(demands, key=lambda d: (d.source, d.column, d.use))]
+    return [j for j in out if j is not None]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import logging
 import random
 import re
 
@@ -447,3 +448,22 @@ def test_nothing_saving_under_min_seconds_a_query_is_proposed():
     assert analyze([fast], {EVENTS: profile(unique_id(100))}, RuleSet()) == []
     assert len(analyze([demand("id", "lookup", seconds=0.2, samples=LOOKUPS)],
                        {EVENTS: profile(unique_id(100))}, RuleSet())) == 1
+
+
+def test_a_source_whose_analysis_fails_is_skipped_and_counted_the_others_advised(caplog):
+    """A profile the analysis cannot read (ranges that are no list) fails its source's
+    analysis: that source's advice is left out and counted (analysis-failed, with its queries
+    and the error), the other source's advice stands."""
+    other = "file:/lake/other"
+    broken = dataclasses.replace(unique_id(100), ranges=None)
+    demands = [demand("id", "lookup", 40, samples=LOOKUPS),
+               demand("id", "lookup", 30, samples=LOOKUPS, source=other)]
+    profiles = {EVENTS: profile(unique_id(100)), other: profile(broken, source=other)}
+    skipped: list = []
+    with caplog.at_level(logging.WARNING, logger="accelerator.rules.analyzer"):
+        found = analyze(demands, profiles, RuleSet(), skipped=skipped)
+    assert [(i.kind, i.source) for i in found] == [("bloom", EVENTS)]
+    [skip] = skipped
+    assert (skip.code, skip.source, skip.queries) == ("analysis-failed", other, 30)
+    assert skip.example.startswith("id (lookup): TypeError")
+    assert "analysis-failed" in caplog.text and other in caplog.text

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from rules.extractor import Demand, extract, is_exploration
+from rules.extractor import Demand, extract, extract_with_skips, is_exploration
 from rules.history.records import JoinedPair, Predicate, QueryRecord, RelationUsage
 
 DAY_MS = 86400 * 1000
@@ -174,10 +174,15 @@ def test_a_query_it_cannot_read_is_skipped_counted_and_the_others_still_count(ca
     broken = dataclasses.replace(bad, query_id="odd", relations=[
         dataclasses.replace(bad.relations[0], join_columns=None)])   # a shape it cannot read
     with caplog.at_level(logging.WARNING, logger="accelerator.rules.extractor"):
-        rows = extract(good[:1] + [broken] + good[1:], NOW)
+        rows, [skip] = extract_with_skips(good[:1] + [broken] + good[1:], NOW)
     assert [(d.column, d.use, d.queries) for d in rows] == [("a", "lookup", 2)]
     [message] = [r.getMessage() for r in caplog.records]
     assert "skipped 1 of 3 recorded queries" in message and "odd: TypeError" in message
+    assert (skip.code, skip.queries, skip.source) == ("unreadable-record", 1, None)
+    i = skip.instruction()
+    assert (i.action, i.kind, i.queries) == ("skip", "unreadable-record", 1)
+    assert i.reason.startswith("1 recorded query skipped (unreadable-record): the engine could "
+                               "not read their records; first: odd: TypeError")
 
 
 def test_the_same_history_in_any_order_gives_the_same_demand():

@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 from accelerator import Hyperspace
 from accelerator.commands.cli import main
 from accelerator.query import session as accelerator_session
-from rules.history.records import QueryRecord
+from rules.history.records import Predicate, QueryRecord, RelationUsage
 from rules.user_rules import RulesError
 from tests.helpers import session_conf
 
@@ -327,18 +327,30 @@ def test_probation_reverts_a_harmful_engine_index(spark, hs, system_path, lake):
     assert not [r for r in hs.recommend().collect() if r["columns"] == ["k"]]
 
 
-def test_cli_advise_prints_and_applies(spark, hs, system_path, lake, capsys):
+def test_cli_advise_prints_and_applies(spark, hs, system_path, lake, capsys, tmp_path):
     events = lambda: spark.read.parquet(lake["events"])   # noqa: E731
     for t in range(6):
         events().where(F.col("ts") < F.timestamp_seconds(F.lit(1700000000 + t * 9000))).count()
+    # two queries of a source deleted since: skipped (and said so), the others advised
+    gone = f"file:{tmp_path}/gone"
+    recorder = accelerator_session.rewriter(spark).recorder(system_path)
+    for i in range(2):
+        recorder.record(QueryRecord(
+            int(1e12) + i, f"gone-{i}", [gone], ["parquet"], ["x"], ["x"],
+            predicates=[Predicate(0, gone, "x", "equality", "EqualTo", None, None, ["1"],
+                                  "int")],
+            relations=[RelationUsage(gone, [gone], "parquet", None, [], ["x"], [], [], ["x"])]))
     Hyperspace.flushHistory(spark)      # as a session would have written it before
     assert main(["advise", "--json", "--system-path", system_path]) == 0
     rows = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line]
     assert ("minmax", ["ts"]) in [(r["kind"], r["columns"]) for r in rows]
+    [skip] = [r for r in rows if r["action"] == "skip"]
+    assert (skip["kind"], skip["source"], skip["queries"]) == ("unprofiled-source", gone, 2)
+    assert skip["reason"].startswith(f"2 recorded queries of {gone} skipped (unprofiled-source)")
     assert main(["advise", "--apply", "--json", "--system-path", system_path]) == 0
     done = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line]
-    assert {d["status"] for d in done} == {"applied"}
-    assert hs.indexes().where("createdBy = 'engine'").count() == len(done)
+    assert sorted(d["status"] for d in done) == ["applied"] * (len(done) - 1) + ["skipped"]
+    assert hs.indexes().where("createdBy = 'engine'").count() == len(done) - 1
 
 
 def test_no_history_no_recommendation(spark, hs, system_path):

@@ -311,8 +311,12 @@ class Hyperspace:
         instruction, ``action`` (create, drop, cache ...), ``kind`` (covering, minmax, bloom,
         valuelist, text, cache), ``source, columns, includedColumns, name, priority, ttl,
         origin`` (engine or user), ``score``, ``estimatedSecondsSaved`` (per query),
-        ``estimatedBytes``, ``queries`` and a one-sentence ``reason``. Writes this process's
-        buffered history first, so the queries just run count."""
+        ``estimatedBytes``, ``queries`` and a one-sentence ``reason``. Recorded queries the
+        engine could not take into account are reported, not raised: one ``skip`` row per
+        reason, its ``kind`` a stable code (``unreadable-record``, ``unprofiled-source``,
+        ``analysis-failed``), ``queries`` how many, ``reason`` the first example; the other
+        queries' advice stands. Writes this process's buffered history first, so the queries
+        just run count."""
         rows = [R.instruction_row(i) for i in self._advisor.recommend(since)]
         return local_frame(self.spark, rows, R.RECOMMENDATIONS_SCHEMA)
 
@@ -321,7 +325,8 @@ class Hyperspace:
         """Carries out ``recs`` (rows of :meth:`recommend`, possibly filtered; None: what
         :meth:`recommend` returns now) in order; one failing instruction does not stop the
         others. Returns one row per instruction: ``action, kind, source, columns, name, origin,
-        status`` (applied, failed, or planned when ``dryRun``), ``message, seconds``."""
+        status`` (applied, failed, planned when ``dryRun``, or skipped for a ``skip`` row,
+        which does nothing), ``message, seconds``."""
         instructions = (self._advisor.recommend() if recs is None
                         else [R.instruction_of(r) for r in recs.collect()])
         rows = [R.applied_row(a) for a in self._advisor.apply(instructions, dry_run=dryRun)]

@@ -31,19 +31,20 @@ from indexes import kinds
 from indexes.actions import ORIGIN_KEY
 from indexes.log import IndexLogEntry, IndexState
 from rules.analyzer import analyze
-from rules.extractor import Demand, extract
+from rules.extractor import Demand, extract, extract_with_skips
 from rules.history.reader import RecordCache
 from rules.history.records import QueryRecord, RelationUsage, source_key
 from rules.instructions import Instruction, from_user_rule, merge
 from rules.probation import Action, ActionLog, cooling_down, new_action, verdict
 from rules.profiles import ExistingIndex, SourceProfile
+from rules.skipped import Skipped
 from rules.terms import byte_size, format_duration
 from rules.user_rules import Budget, RuleSet, UserRule, load_rules_file, scheme_less, \
     source_matches
 
 log = logging.getLogger("accelerator.engine.advisor")
 
-__all__ = ["Advisor", "Applied"]
+__all__ = ["Advisor", "Applied", "error_line"]
 #: sources profiled per recommendation at most (the most demanded first)
 MAX_SOURCES = 32
 #: source profiles kept for the next recommend() (the least recently used dropped first)
@@ -62,7 +63,8 @@ PROBATION = "probation: "
 @dataclass(frozen=True)
 class Applied:
     """What carrying out one instruction did: ``status`` ``applied``, ``failed`` (``message``
-    names the error) or ``planned`` (a dry run; ``message`` is the instruction's reason)."""
+    names the error), ``planned`` (a dry run; ``message`` is the instruction's reason) or
+    ``skipped`` (a ``skip`` instruction, which does nothing; ``message`` is its reason)."""
 
     instruction: Instruction
     status: str
@@ -164,15 +166,22 @@ class Advisor:
 
     def recommend(self, since: Any = None) -> list[Instruction]:
         """The instructions to carry out now: the user rules', then the engine's (see the
-        module docstring). Actions whose probation ended well are marked kept on the way."""
+        module docstring), then a ``skip`` instruction per reason recorded queries were left
+        out of the advice (:mod:`rules.skipped`: a record the engine cannot read, a source it
+        cannot profile, a source whose analysis failed), the others' advice kept. Actions
+        whose probation ended well are marked kept on the way."""
         rules = self.rules()
         records = self.records(since)
         now = int(time.time() * 1000)
         settings = RuleSettings.of_session(self.spark)
-        demand = extract(records, now, settings.half_life_seconds)
+        demand, skipped = extract_with_skips(records, now, settings.half_life_seconds)
         self._usages.update(_latest_usages(records))
         sources = _ranked_sources(demand, rules)[:MAX_SOURCES]
-        self._profiles = {s: p for s in sources if (p := self._profile(s, demand)) is not None}
+        errors: dict[str, str] = {}
+        self._profiles = {s: p for s in sources
+                          if (p := self._profile(s, demand, errors)) is not None}
+        skipped += [Skipped("unprofiled-source", _queries_of(records, s), s, errors[s])
+                    for s in sorted(errors)]
         self._demand = demand
         entries = self._context.lifecycle().list()   # the index logs, read once
         existing = existing_indexes(entries)
@@ -185,11 +194,13 @@ class Advisor:
                                    cache_capacity_bytes=self._cache_capacity(),
                                    cooldown=cooling_down(actions, now), now_ms=now,
                                    broadcasts=self._broadcasts(),
-                                   min_seconds_saved=settings.min_seconds_saved)]
+                                   min_seconds_saved=settings.min_seconds_saved,
+                                   skipped=skipped)]
         unused = _unused(existing, entries, records, rules, now)
         user = list(self._user_instructions(rules, existing))
         return merge(user, reverts + unused + engine, rules,
-                     [e.name for e in existing if e.origin == "engine"])
+                     [e.name for e in existing if e.origin == "engine"]) + \
+            [s.instruction() for s in skipped]
 
     # --- probation --------------------------------------------------------------------------
     def _actions(self) -> ActionLog:
@@ -242,7 +253,10 @@ class Advisor:
             "revert", i.name or i.source, "probation", now, now, None, zero, zero,
             message=i.reason)
 
-    def _profile(self, source: str, demand: list[Demand]) -> SourceProfile | None:
+    def _profile(self, source: str, demand: list[Demand],
+                 errors: dict[str, str] | None = None) -> SourceProfile | None:
+        """The profile of ``source`` for the columns ``demand`` names; None when the history
+        does not say how to read it, or it cannot be read now (the error put in ``errors``)."""
         usage = self._usages.get(source)
         if usage is None:
             return None
@@ -265,7 +279,9 @@ class Advisor:
             return dataclasses.replace(known, columns={c: p for c, p in known.columns.items()
                                                        if c in columns})
         except Exception as exc:  # noqa: BLE001 - a source gone or unreadable is skipped
-            log.warning("rule engine: cannot profile %s: %s", source, exc)
+            log.warning("rule engine: cannot profile %s (unprofiled-source): %s", source, exc)
+            if errors is not None:
+                errors[source] = f"{type(exc).__name__}: {error_line(exc)}"
             return None
 
     def _files(self, usage: RelationUsage) -> list[tuple[str, int]]:
@@ -335,7 +351,9 @@ class Advisor:
         done = []
         for i in instructions:
             started = time.monotonic()
-            if dry_run:
+            if i.action == "skip":
+                status, message = "skipped", i.reason
+            elif dry_run:
                 status, message = "planned", i.reason
             else:
                 try:
@@ -460,6 +478,18 @@ def _latest_usages(records: list[QueryRecord]) -> dict[str, RelationUsage]:
             if u.source and u.root_paths and (u.source not in out or out[u.source][0] <= r.timestamp):
                 out[u.source] = (r.timestamp, u)
     return {s: u for s, (_, u) in out.items()}
+
+
+def _queries_of(records: list[QueryRecord], source: str) -> int:
+    """How many of ``records`` read ``source``."""
+    return sum(any(u.source == source for u in r.relations) for r in records)
+
+
+def error_line(exc: BaseException) -> str:
+    """The first line of an error's message (a JVM error's own, not py4j's wrapper)."""
+    java = getattr(exc, "java_exception", None)
+    text = str(java.toString()) if java is not None else str(exc)
+    return (text.strip().splitlines() or [""])[0]
 
 
 def _ranked_sources(demand: list[Demand], rules: RuleSet) -> list[str]:

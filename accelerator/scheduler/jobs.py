@@ -9,7 +9,7 @@ Kinds (:data:`accelerator.scheduler.config.JOB_KINDS`):
   all of them) over the job's ``partitions`` window (today in the job's time zone and the days
   before), and builds the indexes its index rules name that do not exist yet;
 - ``advise``: the rule engine's recommendations from the history and the configuration's rules,
-  carried out when ``apply`` is true;
+  carried out when ``apply`` is true (the recorded queries it skipped, and why, in its message);
 - ``refresh``: the job's ``indexes`` (default: every ACTIVE index) brought up to date with
   their sources in the job's mode (an index whose source did not change costs one listing);
 - ``optimize``: the compaction of the ACTIVE indexes whose kind compacts (covering);
@@ -37,7 +37,7 @@ from typing import Callable, Protocol
 from pyspark.sql import functions as F
 
 from accelerator.context import AcceleratorContext
-from accelerator.engine.advisor import Advisor
+from accelerator.engine.advisor import Advisor, error_line
 from accelerator.runtime.settings import JOBS_POOL, POOL_PROPERTY
 from accelerator.scheduler.config import Job, JobError, SchedulerConfig, partition_window
 from indexes import kinds
@@ -171,7 +171,7 @@ class JobRunner:
                 error = "; ".join(did.failures)
         except Exception as exc:  # noqa: BLE001 - a failed run is its event
             did = Work()
-            error = f"{type(exc).__name__}: {_first_line(exc)}"
+            error = f"{type(exc).__name__}: {error_line(exc)}"
             log.warning("accelerator job '%s' failed: %s", job.name, error,
                         exc_info=not watchdog.fired)
         finally:
@@ -250,7 +250,7 @@ class JobRunner:
                     read += warmed.bytes_read
                     written += warmed.bytes_written
             except Exception as exc:  # noqa: BLE001 - the other sources still warm
-                failures.append(f"{source}: {type(exc).__name__}: {_first_line(exc)}")
+                failures.append(f"{source}: {type(exc).__name__}: {error_line(exc)}")
             for a in self.advisor.apply([i for i in mine if i.action == "create"]):
                 (created if a.applied else failures).append(f"{a.instruction.name}: {a.message}")
         days = f" over {window[0]}..{window[1]}" if window else ""
@@ -261,16 +261,18 @@ class JobRunner:
         return Work(IoStats(files, read), IoStats(files, written), message, failures)
 
     def _advise(self, job: Job, now: datetime | None) -> Work:
-        instructions = self.advisor.recommend()
+        found = self.advisor.recommend()
+        instructions = [i for i in found if i.action != "skip"]
+        skipped = "".join(f"; {i.reason}" for i in found if i.action == "skip")
         if not job.apply:
             said = "; ".join(f"{i.action} {i.kind} on {i.source}" for i in instructions)
             return Work(message=f"{len(instructions)} recommendation(s)" +
-                        (f": {said}" if said else ""))
+                        (f": {said}" if said else "") + skipped)
         applied = self.advisor.apply(instructions)
         done = [_what(a.instruction) for a in applied if a.applied]
         failures = [f"{_what(a.instruction)}: {a.message}" for a in applied if not a.applied]
         return Work(message=f"{len(instructions)} recommendation(s), {len(done)} applied" +
-                    (f": {'; '.join(done)}" if done else ""), failures=failures)
+                    (f": {'; '.join(done)}" if done else "") + skipped, failures=failures)
 
     def _refresh(self, job: Job, now: datetime | None) -> Work:
         return self._each_index(job, lambda e: True,
@@ -299,7 +301,7 @@ class JobRunner:
             try:
                 result = operation(e.name)
             except Exception as exc:  # noqa: BLE001 - the other indexes still run
-                failures.append(f"{e.name}: {type(exc).__name__}: {_first_line(exc)}")
+                failures.append(f"{e.name}: {type(exc).__name__}: {error_line(exc)}")
                 continue
             if result.status != "noop":
                 done.append(e.name)
@@ -343,8 +345,3 @@ def _plus(a: IoStats, b: IoStats) -> IoStats:
     return dataclasses.replace(a, files=a.files + b.files, bytes=a.bytes + b.bytes)
 
 
-def _first_line(exc: BaseException) -> str:
-    """The first line of an error's message (a JVM error's own, not py4j's wrapper)."""
-    java = getattr(exc, "java_exception", None)
-    text = str(java.toString()) if java is not None else str(exc)
-    return (text.strip().splitlines() or [""])[0]
