@@ -128,7 +128,7 @@ def column_share(profile: SourceProfile, columns: Sequence[str]) -> float:
         return found.avg_bytes if found is not None and found.avg_bytes else default
 
     total = sum(width(c) for c in profile.all_columns)
-    return min(1.0, sum(width(c) for c in set(columns)) / total)
+    return min(1.0, sum(width(c) for c in sorted(set(columns))) / total)   # one order: one sum
 
 
 def _read_share(profile: SourceProfile, columns: Sequence[str]) -> float:

@@ -161,9 +161,9 @@ def _profile_columns(spark: SparkSession, usage: RelationUsage, sample: list[str
                  F.hll_sketch_agg(_sketchable(value, t)).alias(f"sk{i}")]
         if isinstance(t, StringType):
             aggs.append(F.avg(F.length(value)).alias(f"len{i}"))
-    per_file = df.groupBy("__file").agg(*aggs).select(
+    per_file = sorted(df.groupBy("__file").agg(*aggs).select(
         "*", *[F.hll_sketch_estimate(f"sk{i}").alias(f"nd{i}") for i in range(len(scanned))]
-    ).collect()
+    ).collect(), key=lambda r: r["__file"])   # in one order: the same means, the same advice
     totals = _merged_distinct(spark, [[r[f"sk{i}"] for i in range(len(scanned))]
                                       for r in per_file]) if scanned else []
     # sampled values: what text searches match, and how common a looked-up string is
