@@ -75,3 +75,22 @@ def test_log_stores_decisions_and_cooldown_covers_reverted_targets():
     assert cooling_down(read.values(), APPLIED + 61_000, cooldown_s=60) == set()
     with pytest.raises(ValueError, match="unknown state"):
         log.decide(kept, "maybe", "", 0)
+
+
+def test_a_template_with_few_runs_before_can_revert_but_never_keep():
+    """The star benchmark records 2 runs of a template, then advises: no more runs before the
+    action can come. Judged on those, a slowdown reverts the action (saying on how few runs);
+    no slowdown keeps it on probation (waiting, judged again), never kept. One template
+    waiting does not stop another's slowdown from reverting."""
+    slower = runs("t", [100, 110], 0) + runs("t", [200] * 7, APPLIED)
+    state, why = verdict(action("t"), slower)
+    assert state == "revert" and "median 105 ms before, 200 ms after (+90%)" in why
+    assert "low confidence: 2 runs before, 5 wanted" in why
+    faster = runs("t", [100, 110], 0) + runs("t", [50] * 30, APPLIED)
+    state, why = verdict(action("t"), faster)
+    assert state == "wait" and "2 runs before the action, 5 needed to keep it" in why
+    assert verdict(action("t"), runs("t", [100], 0) + runs("t", [900] * 7, APPLIED))[0] == "wait"
+    waiting = runs("u", [100] * 5, 0) + runs("u", [100] * 3, APPLIED)
+    full = runs("t", [100] * 5, 0) + runs("t", [200] * 7, APPLIED)
+    state, why = verdict(action("t", "u"), waiting + full)
+    assert state == "revert" and "template t" in why and "confidence" not in why
