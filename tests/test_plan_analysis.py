@@ -119,6 +119,35 @@ def test_any_tree_with_the_protocol_methods_is_analysed():
     assert rec.output_columns == ["id", "nested.a.b", "nested.a.c"]
 
 
+def test_join_pairs_name_the_columns_each_equality_compares():
+    """SELECT ... FROM fact JOIN dim ON CAST(fact.k AS BIGINT) = dim.dk AND fact.v + 1 = dim.w
+    AND fact.t < dim.t WHERE dim.year = 2001, the cast computed below the join as an alias:
+    one pair (the alias of a cast is the column), the filtered side marked; the computed key
+    and the inequality pair nothing up."""
+    fact = FakePlan("LogicalRelation", exprs={"output": [_attr("k", 1), _attr("v", 2),
+                                                         _attr("t", 3)]})
+    dim = FakePlan("LogicalRelation", exprs={"output": [_attr("dk", 11), _attr("w", 12),
+                                                        _attr("t", 13), _attr("year", 14)]})
+    keyed = FakePlan("Project", [fact], {"projectList": [
+        FakeExpr("Alias", [FakeExpr("Cast", [_attr("k", 1)])], eid=5), _attr("v", 2),
+        _attr("t", 3)]})
+    filtered = FakePlan("Filter", [dim], {"condition": [
+        FakeExpr("EqualTo", [_attr("year", 14), FakeExpr("Literal", fields={"value": 2001})])]})
+    condition = FakeExpr("And", [
+        FakeExpr("EqualTo", [_attr("k", 5), _attr("dk", 11)]),
+        FakeExpr("And", [FakeExpr("EqualTo", [FakeExpr("Add", [_attr("v", 2), FakeExpr(
+            "Literal")]), _attr("w", 12)]), FakeExpr("LessThan", [_attr("t", 3),
+                                                                   _attr("t", 13)])])])
+    root = FakePlan("Join", [keyed, filtered], {"condition": [condition]})
+    dim_description = SourceDescription.from_json({"format": "parquet",
+                                                   "rootPaths": ["file:/data/dim"]})
+    rec = extract_record(root, [DESCRIPTION, dim_description])
+    assert [(p.left, p.left_column, p.left_filtered, p.right, p.right_source, p.right_column,
+             p.right_filtered) for p in rec.join_pairs] == [
+        (0, "k", False, 1, "file:/data/dim", "dk", True)]
+    assert rec.relations[0].join_columns == ["k", "t", "v"]
+
+
 def test_rules_imports_neither_accelerator_nor_indexes():
     code = ("import sys, rules.history.records, rules.history.plan_analysis, rules.history.recorder, rules.history.reader\n"
             "bad = sorted(m for m in sys.modules\n"

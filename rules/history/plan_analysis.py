@@ -336,11 +336,12 @@ class _Analysis:
 
     def _key(self, side: PlanExpr) -> list[Column]:
         """The source columns one side of an equi-join condition is (through casts and
-        aliases), none when it computes a value from them."""
+        aliases, an alias of a cast too), none when it computes a value from them."""
         inner = _strip(side)
         if not _is_column(inner):
             return []
-        return [u.column for u in self.uses(inner) if u.function is None]
+        return [u.column for u in self.uses(inner)
+                if u.function is None or u.function in _TRANSPARENT]
 
     def _pairs(self, condition: PlanExpr) -> None:
         """The column pairs the equalities among a join condition's conjuncts compare."""
