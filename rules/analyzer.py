@@ -429,10 +429,10 @@ def analyze(demands: list[Demand], profiles: Mapping[str, SourceProfile], rules:
     queries it serves. A join gets a pair of covering indexes when its recorded executions
     shuffled (see :func:`_shuffles`); without any, ``broadcasts`` says whether Spark may
     broadcast a join's small side (then a side filtered in every join gets no pair). Nothing
-    saving less than ``min_seconds_saved`` a query is proposed. When the analysis of one
-    source's demand (its columns, a join of it, a fact key of it) raises, that source's advice
-    is left out, the others' kept: logged, and counted in ``skipped`` when given
-    (``analysis-failed``, with the source's queries: at least its busiest demand row's)."""
+    saving less than ``min_seconds_saved`` a query is proposed. When one analysis raises (of
+    a source's columns, of a join, of a fact key), the advice it would give is left out and the
+    rest kept: logged, and counted per source in ``skipped`` when given (``analysis-failed``,
+    with the source's queries: at least its busiest demand row's)."""
     existing = list(existing)
     have = {e.target for e in existing}
     cooling = {target_of(*t) for t in cooldown}
