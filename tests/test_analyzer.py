@@ -296,12 +296,12 @@ for i in analyze(demands + joins, {**profiles, **join_profiles}, RuleSet()):
 
 def test_the_same_demand_gives_the_same_advice_whatever_the_hash_seed():
     """Python orders a set of strings by their hashes, randomized per process: the advice
-    (its order, its scores to the last bit, its reasons) must not follow that order (seeds 2
-    and 5 summed the widths of a set of columns in orders giving two different floats)."""
+    (its order, its scores to the last bit, its reasons) must not follow that order (seeds 1
+    and 2 summed the widths of a set of columns in orders giving two different floats)."""
     runs = {subprocess.run([sys.executable, "-c", _SEEDED], capture_output=True, text=True,
                            check=True, cwd=ROOT, env={**os.environ, "PYTHONHASHSEED": str(seed),
                                                       "PYTHONPATH": ROOT}).stdout
-            for seed in (0, 2, 5)}
+            for seed in (1, 2)}
     assert len(runs) == 1 and "auto_covering" in runs.pop()
 
 
