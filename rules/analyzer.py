@@ -59,8 +59,9 @@ DEFAULT_BUILD_SECONDS_PER_RUN = 600.0
 #: a lookup's covering index is proposed only when it would hold at most this share of a row
 COVERING_MAX_SHARE = 0.25
 
-_NOUNS = {"lookup": "lookups", "range": "range filters", "text": "text searches",
-          "join": "joins", "group": "groupings", "projection": "reads"}
+_NOUNS = {"lookup": "lookup", "range": "range filter", "text": "text search",
+          "join": "join", "group": "grouping", "projection": "read"}
+_PLURALS = {"text search": "text searches", "query": "queries"}
 _WITH = {"minmax": "min/max statistics", "bloom": "a Bloom filter", "valuelist": "value lists",
          "text": "a text index"}
 
@@ -103,6 +104,11 @@ def _cost(e: Estimate) -> float:
     return (e.build_seconds + storage) / AMORTIZATION_RUNS
 
 
+def _many(n: int, noun: str) -> str:
+    """``1 lookup``, ``2 lookups``, ``3 text searches``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {_PLURALS.get(noun, noun + 's')}"
+
+
 def _secs(seconds: float) -> str:
     return f"{seconds:.1f} s" if seconds >= 0.1 else f"{seconds * 1000:.0f} ms"
 
@@ -133,7 +139,7 @@ def _each(seconds: float, demands: Sequence[Demand]) -> str:
     timed, queries = sum(d.timed for d in demands), sum(d.queries for d in demands)
     if timed == 0:
         return f"~{_secs(seconds)} each, estimated from the bytes read"
-    runs = f"{timed} runs" if timed >= queries else f"{timed} of {queries} runs"
+    runs = _many(timed, "run") if timed >= queries else f"{timed} of {_many(queries, 'run')}"
     return f"{_secs(seconds)} each, timed over {runs}"
 
 
@@ -152,12 +158,12 @@ def _reason(c: Candidate, profile: SourceProfile, demands: Sequence[Demand], e: 
     weight = sum(d.weight for d in demands) or 1.0
     each = _each(sum(d.weight * seconds_per_query(profile, d) for d in demands) / weight,
                  demands)
-    asked = f"{' and '.join(f'{d.queries} {_NOUNS[d.use]}' for d in demands)} of " \
+    asked = f"{' and '.join(_many(d.queries, _NOUNS[d.use]) for d in demands)} of " \
             f"{demands[0].column} ({each})"
     if c.kind == "cache":
-        return (f"{demands[0].queries} queries of {c.source} ({profile.format}, {each}) would "
-                f"take {saved} less time reading its {len(c.columns)} columns from a Parquet "
-                f"cache{_age(demands, now_ms)}")
+        return (f"{_many(demands[0].queries, 'query')} of {c.source} ({profile.format}, "
+                f"{each}) would take {saved} less time reading its {len(c.columns)} columns "
+                f"from a Parquet cache{_age(demands, now_ms)}")
     if c.kind == "covering":
         held = len(c.columns) + len(c.included_columns)
         return (f"{asked} would take {saved} less time with a covering index holding {held} "
@@ -321,11 +327,11 @@ def _pair(sides: Sequence[Demand], profiles: Mapping[str, SourceProfile],
     items = []
     for c, e, s in todo:
         if len(sides) == 1:
-            why = (f"{queries} self-joins of {s.source} on {s.column} {gain} with a covering "
-                   f"index on {s.column} serving both sides")
+            why = (f"{_many(queries, 'self-join')} of {s.source} on {s.column} {gain} with a "
+                   f"covering index on {s.column} serving both sides")
         else:
             other, twin = next((o, oc) for oc, _, o in found if o is not s)
-            why = (f"{queries} joins of {s.column} of {s.source} with {other.column} of "
+            why = (f"{_many(queries, 'join')} of {s.column} of {s.source} with {other.column} of "
                    f"{other.source} {gain} with covering indexes on both sides (paired with "
                    f"{engine_index_name(twin.kind, twin.source, twin.columns)})")
         items.append((c, e, why + _age(sides, now_ms)))
@@ -375,7 +381,7 @@ def _pruning_reason(j: FactJoin, profile: SourceProfile, e: Estimate,
                 f"the what-if keeps ~{math.ceil(j.keep * files):,} (keys contiguous, as a "
                 f"date dimension's) to ~{math.ceil(j.keep_high * files):,} (keys scattered) of "
                 f"{files:,} files a query")
-    return (f"{d.queries} joins of {d.column} of {d.source} with {j.dimension_key} of "
+    return (f"{_many(d.queries, 'join')} of {d.column} of {d.source} with {j.dimension_key} of "
             f"{j.dimension} filtered on {', '.join(j.filters)} ({j.filtered} of "
             f"{len(d.templates)} templates; {each}) would read {_about(1 - e.keep_fraction)} "
             f"less with min/max statistics on {d.column} pruning its files through the join: "

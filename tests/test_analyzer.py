@@ -501,3 +501,10 @@ def test_a_source_whose_analysis_fails_is_skipped_and_counted_the_others_advised
     assert (skip.code, skip.source, skip.queries) == ("analysis-failed", other, 30)
     assert skip.example.startswith("id (lookup): TypeError")
     assert "analysis-failed" in caplog.text and other in caplog.text
+
+
+def test_a_reason_counts_one_query_in_the_singular():
+    [i] = analyze([demand("id", "lookup", 1, samples=LOOKUPS)],
+                  {EVENTS: profile(unique_id(100))}, RuleSet(), min_seconds_saved=0)
+    assert i.reason.startswith("1 lookup of id (10.0 s each, timed over 1 run) would read"), \
+        i.reason
