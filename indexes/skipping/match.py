@@ -10,7 +10,7 @@ from typing import Any
 
 from indexes.description import SourceDescription
 from indexes.plan import PlanNode, output_attributes
-from indexes.skipping import evaluator, ir, prefilter
+from indexes.skipping import evaluator, ir, prefilter, vectorized
 from indexes.skipping.build import ResolvedSketch, sketch_specs
 from indexes.skipping.join_keys import JoinKeys, JoinNotUsed
 from indexes.skipping.mismatch import mismatch_reason
@@ -202,8 +202,10 @@ def kept_files(condition: Any, table: StatsTable,
                listing: Listing) -> tuple[list[str], dict[str, FileEntry], dict[str, int]]:
     """The files of ``listing`` a filter (IR ``condition``) may match rows of, in listing
     order: those the statistics ``table`` does not describe, and those the evaluator keeps
-    among the ones the first pass (:mod:`indexes.skipping.prefilter`) leaves to it; with the
-    entries of the indexed ones kept and every kept file's size."""
+    among the ones the first pass (:mod:`indexes.skipping.prefilter`) leaves to it (judged
+    over the statistics columns at once, :mod:`indexes.skipping.vectorized`, one by one where
+    that cannot decide); with the entries of the kept ones whose row groups the index
+    describes (and of those judged one by one), and every kept file's size."""
     import numpy as np
 
     passing = prefilter.candidates(condition, table)
@@ -211,12 +213,18 @@ def kept_files(condition: Any, table: StatsTable,
     chosen = np.arange(len(judged)) if passing is None else np.flatnonzero(passing[judged])
     order = np.argsort(judged[chosen], kind="stable")      # the table's order, for reading
     chosen = chosen[order]
-    entries = table.entries(judged[chosen], ir.sketched_keys(condition))
-    keep = [i for i, e in enumerate(entries) if evaluator.may_match(condition, e.stats)]
-    chosen = chosen[keep]
-    paths = table.paths(judged[chosen])
-    found = dict(zip(paths, (entries[i] for i in keep)))
-    positions = np.concatenate([listing.judged_positions[chosen], listing.unindexed_positions])
+    files = judged[chosen]
+    keep, decided = vectorized.verdicts(condition, table, files)
+    wanted = ~decided | (keep & table.row_groups(files))
+    at = np.flatnonzero(wanted)
+    entries = table.entries(files[at], ir.sketched_keys(condition))
+    for j in np.flatnonzero(~decided[at]).tolist():
+        keep[at[j]] = evaluator.may_match(condition, entries[j].stats)
+    kept = np.flatnonzero(keep)
+    paths = table.paths(files[kept])
+    by_file = dict(zip(at.tolist(), entries))
+    found = {p: by_file[k] for p, k in zip(paths, kept.tolist()) if k in by_file}
+    positions = np.concatenate([listing.judged_positions[chosen[kept]], listing.unindexed_positions])
     named = paths + listing.unindexed
     kept = [named[i] for i in np.argsort(positions, kind="stable").tolist()]
     sizes = dict(zip(named, listing.sizes[positions].tolist()))

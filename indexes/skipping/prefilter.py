@@ -302,6 +302,15 @@ class BloomSlices:
         return np.unpackbits(out, bitorder="little")[:self.count].astype(bool)
 
 
+def bloom_excludes(table: Any, key: str, files: Any, keys: tuple[str, ...]) -> Any:
+    """A numpy mask over ``files`` (file numbers of ``table``, ascending) of those whose Bloom
+    filter of the sketch ``key`` holds none of ``keys`` (False where a file has none)."""
+    slices = table.bloom_slices(key)
+    if slices is not None:
+        return ~slices.holding(keys)[files]
+    return _without_keys(*table.blooms(key, files), keys)
+
+
 def _bloom_passing(table: Any, test: Test, found: Any) -> Any:
     """``found`` (a numpy mask of files) without the files whose Bloom filter of the test's
     expression holds none of its literals."""
@@ -316,7 +325,7 @@ def _bloom_passing(table: Any, test: Test, found: Any) -> Any:
     files = np.flatnonzero(found)
     if len(files):
         found = found.copy()
-        found[files[_without_keys(*table.blooms(test.key, files), test.bloom_keys)]] = False
+        found[files[bloom_excludes(table, test.key, files, test.bloom_keys)]] = False
     return found
 
 

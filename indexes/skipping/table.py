@@ -18,7 +18,7 @@ from indexes.description import source_files
 from indexes.skipping.prefilter import BloomSlices, Bounds
 from indexes.skipping.stats import FileStats, SketchSpec
 from indexes.skipping.store import (BASE_COLUMNS, FileEntry, RowGroup, StoredStats, arrow_schema,
-                                    column_stats)
+                                    arrow_type, column_stats)
 
 _LISTINGS_KEPT = 8
 #: a sketch's Bloom filters (of every file of a version) are kept in memory, once read, up to
@@ -225,6 +225,54 @@ class StatsTable:
             out.append(FileEntry(cols["size"][j], cols["mtime"][j], stats(j), groups))
             j += n
         return out
+
+    def rows(self, files: Any) -> Any:
+        """The row counts of the files numbered ``files`` (numpy int64, -1 where unknown)."""
+        import numpy as np
+
+        if self._entries is not None:
+            return np.array([-1 if self._entries[f].stats.rows is None
+                             else self._entries[f].stats.rows for f in files.tolist()], np.int64)
+        return self.column("rows", files).fill_null(-1).to_numpy(zero_copy_only=False)
+
+    def row_groups(self, files: Any) -> Any:
+        """A numpy mask over ``files`` of those whose row groups the statistics describe."""
+        import numpy as np
+
+        if self._entries is not None:
+            return np.array([bool(self._entries[f].row_groups) for f in files.tolist()], bool)
+        return self._ends[files] - self._rows[files] > 1
+
+    def sketch_columns(self, key: str, type_: str, files: Any) -> dict | None:
+        """The statistics of the sketched expression ``key`` of type ``type_`` of the files
+        numbered ``files``, as columns: ``known`` (a numpy mask: the file has statistics of
+        it of that type), ``rows`` and ``nulls`` (numpy int64, -1 where unknown), ``min`` and
+        ``max`` (Arrow arrays of internal values, null where unknown) and ``listed`` (a numpy
+        mask: its list of values is known); None when no file has them."""
+        import numpy as np
+        import pyarrow as pa
+
+        rows = self.rows(files)
+        if self._entries is not None:
+            found = [self._entries[f].stats.columns.get(key) for f in files.tolist()]
+            found = [cs if cs is not None and cs.type == type_ else None for cs in found]
+            arrow = arrow_type(type_)
+            return {"known": np.array([cs is not None for cs in found], bool), "rows": rows,
+                    "nulls": np.array([-1 if cs is None or cs.null_count is None
+                                       else cs.null_count for cs in found], np.int64),
+                    "min": pa.array([cs.min if cs else None for cs in found], arrow),
+                    "max": pa.array([cs.max if cs else None for cs in found], arrow),
+                    "listed": np.array([cs is not None and cs.values is not None
+                                        for cs in found], bool)}
+        i = self._index.get(key)
+        if i is None or self.specs[i].type != type_:
+            return None
+        listed = self.column(f"s{i}_values", files)
+        return {"known": np.ones(len(files), bool), "rows": rows,
+                "nulls": self.column(f"s{i}_nulls", files).fill_null(-1).to_numpy(
+                    zero_copy_only=False),
+                "min": self.column(f"s{i}_min", files), "max": self.column(f"s{i}_max", files),
+                "listed": listed.is_valid().to_numpy(zero_copy_only=False)}
 
     def bound_values(self, key: str, type_: str) -> tuple[list, list]:
         """Every file's stored lower and upper bounds of ``key`` (None where unknown or of

@@ -1,0 +1,389 @@
+"""The evaluator's verdicts over many files at once: the pruning IR evaluated over a version's
+statistics columns (numpy masks and Arrow compute), so planning does not grow with the files a
+query keeps by a Python step per file.
+
+Contract: for every file it decides, the verdict is exactly :func:`evaluator.may_match`'s over
+that file's statistics (tested on random filters and statistics); the files it cannot decide
+are left to the per-file evaluator. Each IR node gives, per file, what the evaluator's
+``ResultSpec`` would hold: for a boolean, masks of may be true / false / null and may raise;
+for a value, may be null / raise / have no non-null value and its bounds as order keys. It
+decides (by the evaluator's own rules, see :mod:`indexes.skipping.evaluator`): And, Or, Not,
+IS [NOT] NULL, comparisons of two bounded expressions (equality and ``<=>`` when one side is a
+literal, with the Bloom filters), IN with literals, string prefixes with a literal, literals,
+unknown expressions, over sketches of integral, floating (NaN above +Infinity, -0.0 = 0.0),
+decimal (up to 18 digits), date, timestamp, string (truncated bounds are plain bounds) and
+binary types, missing statistics meaning any value. It leaves to the evaluator: files with a
+list of values for a sketch the filter reads, boolean sketches, sketches with a guard, casts,
+arithmetic and date functions, equality between two non-literals, IN over a small integer-like
+range of a sketch with Bloom filters, and decimals of other types or more digits.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from decimal import Decimal
+from typing import Any
+
+from indexes.skipping import prefilter
+from indexes.skipping import values as V
+from indexes.skipping.evaluator import not_null_when_not_false
+from indexes.skipping.ir import (And, Cmp, In, IsNotNull, IsNull, Lit, Node, Not, Or, Sketched,
+                                 StartsWith, Unknown, node_type)
+from indexes.skipping.store import arrow_type
+
+_ENUMERABLE = 64                       # as the evaluator's: small ranges are sets of points
+_PREDICATES = (Cmp, And, Or, Not, In, IsNull, IsNotNull, StartsWith)
+_FLIPPED = {">": "<", ">=": "<="}
+_SIGN_FREE = 0x7FFF_FFFF_FFFF_FFFF
+
+
+@dataclass(frozen=True)
+class Truth:
+    """A boolean node over the files: may be true (``t``), false (``f``), null (``n``), may
+    raise (``e``), and ``u`` the files it cannot decide (numpy masks)."""
+
+    t: Any
+    f: Any
+    n: Any
+    e: Any
+    u: Any
+
+
+@dataclass(frozen=True)
+class Values:
+    """A value node over the files (numpy masks but ``lo``/``hi``): may be null, may raise,
+    holds no non-null value (``empty``), the order keys of its bounds ``lo``/``hi`` (numpy
+    int64 or an Arrow array; a scalar for a literal) where ``lo_ok``/``hi_ok``; ``u`` the
+    files it cannot decide. ``const`` is a literal's value (``_VARIES`` otherwise), ``key``
+    the sketch whose Bloom filters hold its values."""
+
+    type: str
+    nullable: Any
+    fallible: Any
+    empty: Any
+    lo: Any
+    hi: Any
+    lo_ok: Any
+    hi_ok: Any
+    u: Any
+    const: Any = None
+    key: str | None = None
+
+
+_VARIES = object()
+
+
+def verdicts(condition: Node, table: Any, files: Any) -> tuple[Any, Any]:
+    """``(keep, decided)``: numpy masks over ``files`` (file numbers of ``table``, a
+    :class:`indexes.skipping.table.StatsTable`) of the files the evaluator keeps, exact where
+    ``decided``."""
+    import numpy as np
+
+    ev = _Evaluation(table, files)
+    result = ev.truth(condition, frozenset())
+    rows = table.rows(files)
+    none = rows == 0
+    return (result.e | result.t) & ~none, ~result.u | none
+
+
+class _Evaluation:
+    def __init__(self, table: Any, files: Any):
+        import numpy as np
+
+        self.table, self.files, self.n = table, files, len(files)
+        self.no = np.zeros(self.n, dtype=bool)
+        self.yes = np.ones(self.n, dtype=bool)
+
+    def _undecided(self) -> Truth:
+        return Truth(self.yes, self.yes, self.yes, self.yes, self.yes)
+
+    def _boolean(self, t: Any, f: Any, n: Any, e: Any, u: Any) -> Truth:
+        return Truth(*(x if getattr(x, "shape", None) else (self.yes if x else self.no)
+                       for x in (t, f, n, e, u)))
+
+    def _unknown_values(self, type_: str, fallible: Any, u: Any) -> Values:
+        return Values(type_, self.yes, fallible, self.no, None, None, self.no, self.no, u,
+                      _VARIES)
+
+    # --- booleans ---------------------------------------------------------------------------
+    def truth(self, node: Node, forced: frozenset) -> Truth:
+        """``node`` as a boolean; ``forced``: sketches known not null (the IS NOT NULL
+        conjuncts of an And's left side, as the evaluator assumes on its right side)."""
+        if isinstance(node, _PREDICATES):
+            return getattr(self, "_" + type(node).__name__)(node, forced)
+        if isinstance(node, Lit) and node.type == "boolean":
+            v = node.value
+            return self._boolean(v is True, v is False, v is None, False, False)
+        if isinstance(node, Unknown):
+            return self._boolean(True, True, True, *self._fallible(node, forced))
+        return self._undecided()
+
+    def _Not(self, node: Not, forced: frozenset) -> Truth:
+        c = self.truth(node.child, forced)
+        return Truth(c.f, c.t, c.n, c.e, c.u)
+
+    def _And(self, node: And, forced: frozenset) -> Truth:
+        a = self.truth(node.left, forced)
+        b = self.truth(node.right, forced | frozenset(not_null_when_not_false(node.left)))
+        return Truth(a.t & b.t, a.f | ((a.t | a.n) & b.f), (a.n & (b.t | b.n)) | (a.t & b.n),
+                     a.e | ((a.t | a.n) & b.e), a.u | b.u)
+
+    def _Or(self, node: Or, forced: frozenset) -> Truth:
+        a, b = self.truth(node.left, forced), self.truth(node.right, forced)
+        return Truth(a.t | ((a.f | a.n) & b.t), a.f & b.f, (a.n & (b.f | b.n)) | (a.f & b.n),
+                     a.e | ((a.f | a.n) & b.e), a.u | b.u)
+
+    def _IsNull(self, node: IsNull | IsNotNull, forced: frozenset) -> Truth:
+        if isinstance(node.child, _PREDICATES):
+            c = self.truth(node.child, forced)
+            null, some, e, u = c.n, c.t | c.f, c.e, c.u
+        else:
+            c = self.values(node.child, forced)
+            null, some, e, u = c.nullable, ~c.empty, c.fallible, c.u
+        if isinstance(node, IsNotNull):
+            null, some = some, null
+        return Truth(null, some, self.no, e, u)
+
+    _IsNotNull = _IsNull
+
+    def _Cmp(self, node: Cmp, forced: frozenset) -> Truth:
+        a, b = self.values(node.left, forced), self.values(node.right, forced)
+        e, u, op = a.fallible | b.fallible, a.u | b.u, node.op
+        if not _comparable(a.type, b.type):
+            return Truth(self.yes, self.yes, self.yes, e, u)
+        if a.type != b.type:                    # decimals of two types
+            return self._undecided()
+        some = ~a.empty & ~b.empty
+        if op in _FLIPPED:
+            a, b, op = b, a, _FLIPPED[op]
+        if op in ("<", "<="):
+            t = some & self._le(a.lo, a.lo_ok, b.hi, b.hi_ok, op == "<")
+            f = some & self._le(b.lo, b.lo_ok, a.hi, a.hi_ok, op == "<=")
+            return Truth(t, f, a.nullable | b.nullable, e, u)
+        if a.const is _VARIES and b.const is _VARIES:
+            return self._undecided()
+        equal, differ = self._eq(a, b) if a.const is _VARIES else self._eq(b, a)
+        if op == "=":
+            return Truth(equal, differ, a.nullable | b.nullable, e, u)
+        return Truth(equal | (a.nullable & b.nullable),
+                     differ | (a.nullable & ~b.empty) | (b.nullable & ~a.empty), self.no, e, u)
+
+    def _eq(self, s: Values, c: Values) -> tuple[Any, Any]:
+        """(may be equal, may differ) of the non-null values of ``s`` and a literal ``c``."""
+        some = ~s.empty & ~c.empty
+        if c.const is None:
+            return self.no, self.no
+        equal = some & self._le(s.lo, s.lo_ok, c.lo, self.yes) & self._le(c.lo, self.yes, s.hi, s.hi_ok)
+        equal = equal & ~self._bloom_excludes(s, c.const, equal)
+        single = s.lo_ok & s.hi_ok & _compare(s.lo, s.hi, "=", self.n)
+        return equal, some & ~(single & _compare(s.lo, c.lo, "=", self.n))
+
+    def _bloom_excludes(self, s: Values, value: Any, where: Any) -> Any:
+        """The files (among ``where``) whose Bloom filter of ``s`` does not hold ``value``."""
+        import numpy as np
+
+        if s.key is None or not self.table.has_blooms(s.key, s.type) or not where.any():
+            return self.no
+        at = np.flatnonzero(where)
+        out = self.no.copy()
+        out[at] = prefilter.bloom_excludes(self.table, s.key, self.files[at],
+                                           (V.bloom_key(V.normalize(value, s.type), s.type),))
+        return out
+
+    def _In(self, node: In, forced: frozenset) -> Truth:
+        import numpy as np
+
+        v = self.values(node.value, forced)
+        items = [self.values(i, forced) for i in node.items]
+        e, u = v.fallible, v.u
+        nullable = v.nullable
+        for i in items:
+            e, u, nullable = e | i.fallible, u | i.u, nullable | i.nullable
+        if not all(_comparable(v.type, i.type) for i in items):
+            return Truth(self.yes, self.yes, self.yes, e, u)
+        if any(i.type != v.type or i.const is _VARIES for i in items) or v.const is not _VARIES:
+            return self._undecided()
+        t, f = self.no, ~v.empty
+        for i in items:
+            equal, differ = self._eq(v, i)
+            t, f = t | equal, f & differ
+        if V.integral_range(v.type) or v.type in ("date", "timestamp", "timestamp_ntz"):
+            # a small range is a set of points: the evaluator tries each
+            bounded = v.lo_ok & v.hi_ok
+            lo = np.where(bounded, v.lo, 0) if v.lo is not None else np.zeros(self.n, np.int64)
+            hi = np.where(bounded, v.hi, 0) if v.hi is not None else lo
+            span = hi.astype(np.uint64) - lo.astype(np.uint64)     # hi - lo when hi >= lo
+            points = bounded & ((hi < lo) | (span < _ENUMERABLE))
+            if points.any():
+                if v.key is not None and self.table.has_blooms(v.key, v.type):
+                    u = u | points
+                else:
+                    inside = np.zeros(self.n, dtype=np.uint64)
+                    for x in sorted({i.lo for i in items if i.const is not None}):
+                        inside += ((lo <= x) & (x <= hi)).astype(np.uint64)
+                    some_left = (hi >= lo) & (span + np.uint64(1) > inside)
+                    if any(i.const is None for i in items):
+                        some_left = self.no
+                    f = np.where(points, ~v.empty & some_left, f)
+        return Truth(t, f, nullable, e, u)
+
+    def _StartsWith(self, node: StartsWith, forced: frozenset) -> Truth:
+        c, p = self.values(node.child, forced), self.values(node.prefix, forced)
+        e, u, nullable = c.fallible | p.fallible, c.u | p.u, c.nullable | p.nullable
+        if p.const is _VARIES:
+            return self._undecided()
+        some = ~c.empty & ~p.empty
+        if c.type != "string" or p.type != "string" or p.const is None:
+            return Truth(some, some, nullable, e, u)
+        prefix = p.const
+        if prefix == "":
+            return Truth(some, self.no, nullable, e, u)
+        after = V.string_successor(prefix)
+        at = _scalar_key(prefix, "string")
+        t = self._le(at, self.yes, c.hi, c.hi_ok)
+        f = c.lo_ok & self._le(at, self.yes, c.lo, self.yes)
+        if after is not None:
+            up = _scalar_key(after, "string")
+            t = t & self._le(c.lo, c.lo_ok, up, self.yes, True)
+            f = f & c.hi_ok & self._le(c.hi, self.yes, up, self.yes, True)
+        return Truth(some & t, some & ~f, nullable, e, u)
+
+    # --- values -----------------------------------------------------------------------------
+    def _fallible(self, node: Unknown, forced: frozenset) -> tuple[Any, Any]:
+        """(may raise, undecided) of an unknown expression: itself, or one of its arguments."""
+        e, u = (self.yes if node.raises else self.no), self.no
+        for arg in node.args:
+            if isinstance(arg, _PREDICATES):
+                part = self.truth(arg, forced)
+                e, u = e | part.e, u | part.u
+            else:
+                value = self.values(arg, forced)
+                e, u = e | value.fallible, u | value.u
+        return e, u
+
+    def values(self, node: Node, forced: frozenset) -> Values:
+        """``node`` as a value (see :class:`Values`)."""
+        import numpy as np
+
+        if isinstance(node, Lit):
+            if node.value is None:
+                return Values(node.type, self.yes, self.no, self.yes, None, None, self.no, self.no,
+                              self.no, None)
+            key = _scalar_key(node.value, node.type)
+            if key is None:
+                return self._unknown_values(node.type, self.no, self.yes)
+            return Values(node.type, self.no, self.no, self.no, key, key, self.yes, self.yes,
+                          self.no, V.normalize(node.value, node.type))
+        if isinstance(node, Unknown):
+            return self._unknown_values(node.type, *self._fallible(node, forced))
+        if not isinstance(node, Sketched) or node.guard is not None or node.type == "unknown" \
+                or node.type == "boolean":
+            return self._unknown_values(node_type(node), self.yes, self.yes)
+        found = self.table.sketch_columns(node.key, node.type, self.files)
+        if found is None or not V.is_orderable(node.type):
+            return self._unknown_values(node.type, self.no, self.no)
+        known, rows, nulls = found["known"], found["rows"], found["nulls"]
+        if node.key in forced:
+            nulls = np.where(known, 0, nulls)
+        nullable = ~known | (nulls < 0) | (nulls > 0)
+        empty = known & (nulls >= 0) & (rows >= 0) & (nulls >= rows)
+        lo, hi = _keys(found["min"], node.type), _keys(found["max"], node.type)
+        if lo is None:
+            return self._unknown_values(node.type, self.no, self.yes)
+        listed = known & found["listed"] & ~empty
+        lo_ok = known & ~empty & ~listed & _valid(found["min"])
+        hi_ok = known & ~empty & ~listed & _valid(found["max"])
+        return Values(node.type, nullable, self.no, empty, lo, hi, lo_ok, hi_ok, listed, _VARIES,
+                      node.key)
+
+    def _le(self, a: Any, a_ok: Any, b: Any, b_ok: Any, strict: bool = False) -> Any:
+        """a <= b (a < b if strict) in Spark's order, true where a side is unbounded."""
+        return ~a_ok | ~b_ok | _compare(a, b, "<" if strict else "<=", self.n)
+
+
+def _comparable(a: str, b: str) -> bool:
+    if V.decimal_type(a) and V.decimal_type(b):
+        return True
+    return a == b and V.is_orderable(a)
+
+
+def _valid(array: Any) -> Any:
+    import numpy as np
+
+    if array.null_count == 0:
+        return np.ones(len(array), dtype=bool)
+    return array.is_valid().to_numpy(zero_copy_only=False)
+
+
+def _numeric(type_: str) -> bool:
+    return bool(V.integral_range(type_) or V.is_floating(type_) or V.decimal_type(type_)
+                or type_ in ("date", "timestamp", "timestamp_ntz"))
+
+
+def _float_keys(x: Any) -> Any:
+    """int64 keys ordering doubles as Spark does (NaN above +Infinity, -0.0 = 0.0)."""
+    import numpy as np
+
+    x = np.where(np.isnan(x), np.nan, x + 0.0)
+    bits = x.view(np.int64)
+    return bits ^ ((bits >> 63) & _SIGN_FREE)
+
+
+def _keys(array: Any, type_: str) -> Any:
+    """The order keys of an Arrow array of internal values (junk where null): numpy int64
+    for the numeric types, the array itself for strings and binaries; None when not kept so
+    (decimals of more than 18 digits)."""
+    import numpy as np
+    import pyarrow as pa
+
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    if V.is_floating(type_):
+        return _float_keys(array.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False))
+    if V.decimal_type(type_):
+        if V.decimal_type(type_)[0] > 18:
+            return None
+        array = array.cast(arrow_type(type_))
+        words = np.frombuffer(array.buffers()[1], dtype="<i8")
+        return words[2 * array.offset:2 * (array.offset + len(array)):2].copy()
+    if _numeric(type_):
+        return array.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
+    return array
+
+
+def _scalar_key(value: Any, type_: str) -> Any:
+    """The order key of one internal value, as :func:`_keys` gives them; None when not kept."""
+    import numpy as np
+    import pyarrow as pa
+
+    if V.is_floating(type_):
+        return int(_float_keys(np.array([float(value)]))[0])
+    if V.decimal_type(type_):
+        precision, scale = V.decimal_type(type_)
+        unscaled = Decimal(value).scaleb(scale)
+        if precision > 18 or unscaled != unscaled.to_integral_value():
+            return None
+        return int(unscaled)
+    if _numeric(type_):
+        return int(value)
+    if type_ in ("string", "binary"):
+        return pa.scalar(value, arrow_type(type_))
+    return None
+
+
+def _compare(a: Any, b: Any, op: str, n: int) -> Any:
+    """``a op b`` (op one of < <= =) over order keys (numpy, Arrow or scalars) as a numpy mask
+    of ``n`` files; junk where either is unbounded."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if a is None or b is None:
+        return np.zeros(n, dtype=bool)
+    if isinstance(a, (pa.Array, pa.Scalar)) or isinstance(b, (pa.Array, pa.Scalar)):
+        fn = {"<": pc.less, "<=": pc.less_equal, "=": pc.equal}[op]
+        found = fn(a, b)
+        if isinstance(found, pa.Scalar):
+            return np.full(n, bool(found.as_py()))
+        return found.fill_null(False).to_numpy(zero_copy_only=False)
+    found = a < b if op == "<" else a <= b if op == "<=" else a == b
+    return np.broadcast_to(np.asarray(found, dtype=bool), (n,))

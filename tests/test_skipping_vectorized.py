@@ -1,0 +1,90 @@
+"""The evaluator's verdicts over many files at once (indexes/skipping/vectorized.py), without a
+JVM: on random filters over random statistics (the evaluator's own property-test generator),
+every file it decides gets exactly the per-file evaluator's verdict, over statistics in memory
+and read back from their Parquet dataset, and it decides most files."""
+from __future__ import annotations
+
+import dataclasses
+import random
+
+from indexes.fs.memory import MemoryFs
+from indexes.skipping import vectorized
+from indexes.skipping.evaluator import may_match
+from indexes.skipping.ir import Sketched
+from indexes.skipping.stats import FileStats, SketchSpec
+from indexes.skipping.store import DATASET, FileEntry, decode, encode
+from indexes.skipping.table import StatsTable
+from tests import test_skipping_evaluator as cases
+
+
+def _sketched(node, out):
+    if isinstance(node, Sketched):
+        out.setdefault(node.key, node.type)
+    if isinstance(node, tuple):
+        for n in node:
+            _sketched(n, out)
+    elif dataclasses.is_dataclass(node):
+        for f in dataclasses.fields(node):
+            _sketched(getattr(node, f.name), out)
+    return out
+
+
+def _files(rng, pred, stats, n):
+    """``stats`` and ``n`` more random files over the expressions ``pred`` reads."""
+    columns = _sketched(pred, {})
+    files = {"f0": FileEntry(1, 1, stats)}
+    for i in range(1, n + 1):
+        rows = rng.choice([0, 1, 3, 6, 6, 6])
+        found = {}
+        for key, t in columns.items():
+            if t == "unknown" or rng.random() < 0.08:
+                continue
+            anchor = cases.anchor_of(t, rng)
+            pool = [cases.fresh(t, rng, anchor) for _ in range(rng.randint(1, 4))]
+            null_rate = rng.choice([0.0, 0.0, 0.3, 1.0])
+            found[key] = cases.build_stats(
+                [None if rng.random() < null_rate else rng.choice(pool) for _ in range(rows)], t, rng)
+        files[f"f{i}"] = FileEntry(1, 1, FileStats(None if rng.random() < 0.05 else rows, found))
+    return files
+
+
+def _check(pred, table, entries):
+    import numpy as np
+
+    files = np.arange(len(entries))
+    keep, decided = vectorized.verdicts(pred, table, files)
+    for f, e in zip(files.tolist(), entries):
+        if decided[f]:
+            assert keep[f] == may_match(pred, e.stats), f"{pred}\n{e.stats}"
+    return int(decided.sum()), len(entries)
+
+
+def test_decides_as_the_evaluator_on_random_filters_and_statistics():
+    rng = random.Random(20261128)
+    decided = total = 0
+    for _ in range(2_500):
+        pred, stats, _rows, _ref = cases.one_case(rng)
+        entries = _files(rng, pred, stats, 12)
+        d, n = _check(pred, StatsTable.of_entries(entries), list(entries.values()))
+        decided, total = decided + d, total + n
+    assert decided > 0.4 * total, (decided, total)
+
+
+def test_decides_as_the_evaluator_over_statistics_read_back():
+    """The same over statistics written and read back as the build's dataset (Arrow types of
+    every sketched type: decimals, floats, dates, binaries; value lists and Bloom filters)."""
+    rng = random.Random(5)
+    decided = total = 0
+    for case in range(300):
+        pred, stats, _rows, _ref = cases.one_case(rng)
+        entries = _files(rng, pred, stats, 20)
+        specs = [SketchSpec(k, t, minmax=True, max_values=6, bloom_capacity=16, bloom_fpp=0.05)
+                 for k, t in _sketched(pred, {}).items() if t != "unknown"]
+        fs = MemoryFs()
+        fs.mkdirs(f"memory:///v{case}/stats")
+        fs.write_bytes(f"memory:///v{case}/stats/part-0.parquet", encode(specs, entries))
+        table = StatsTable.read(fs, f"memory:///v{case}", specs, DATASET)
+        stored = decode(specs, encode(specs, entries))
+        d, n = _check(pred, table, [stored[p] for p in sorted(stored)])
+        decided, total = decided + d, total + n
+    assert decided > 0.4 * total, (decided, total)
