@@ -247,8 +247,9 @@ class StatsTable:
         """The statistics of the sketched expression ``key`` of type ``type_`` of the files
         numbered ``files``, as columns: ``known`` (a numpy mask: the file has statistics of
         it of that type), ``rows`` and ``nulls`` (numpy int64, -1 where unknown), ``min`` and
-        ``max`` (Arrow arrays of internal values, null where unknown) and ``listed`` (a numpy
-        mask: its list of values is known); None when no file has them."""
+        ``max`` (Arrow arrays of internal values, null where unknown), ``values`` (an Arrow
+        list array: the list of its values, null where unknown) and ``listed`` (a numpy mask:
+        where it is known); None when no file has them."""
         import numpy as np
         import pyarrow as pa
 
@@ -263,7 +264,9 @@ class StatsTable:
                     "min": pa.array([cs.min if cs else None for cs in found], arrow),
                     "max": pa.array([cs.max if cs else None for cs in found], arrow),
                     "listed": np.array([cs is not None and cs.values is not None
-                                        for cs in found], bool)}
+                                        for cs in found], bool),
+                    "values": pa.array([list(cs.values) if cs and cs.values is not None
+                                        else None for cs in found], pa.list_(arrow))}
         i = self._index.get(key)
         if i is None or self.specs[i].type != type_:
             return None
@@ -272,7 +275,7 @@ class StatsTable:
                 "nulls": self.column(f"s{i}_nulls", files).fill_null(-1).to_numpy(
                     zero_copy_only=False),
                 "min": self.column(f"s{i}_min", files), "max": self.column(f"s{i}_max", files),
-                "listed": listed.is_valid().to_numpy(zero_copy_only=False)}
+                "listed": listed.is_valid().to_numpy(zero_copy_only=False), "values": listed}
 
     def bound_values(self, key: str, type_: str) -> tuple[list, list]:
         """Every file's stored lower and upper bounds of ``key`` (None where unknown or of

@@ -12,10 +12,12 @@ IS [NOT] NULL, comparisons of two bounded expressions (equality and ``<=>`` when
 literal, with the Bloom filters), IN with literals, string prefixes with a literal, literals,
 unknown expressions, over sketches of integral, floating (NaN above +Infinity, -0.0 = 0.0),
 decimal (up to 18 digits), date, timestamp, string (truncated bounds are plain bounds) and
-binary types, missing statistics meaning any value. It leaves to the evaluator: files with a
-list of values for a sketch the filter reads, boolean sketches, sketches with a guard, casts,
-arithmetic and date functions, equality between two non-literals, IN over a small integer-like
-range of a sketch with Bloom filters, and decimals of other types or more digits.
+binary types, by bounds or by lists of values, missing statistics meaning any value. It leaves
+to the evaluator (the files where they matter): boolean sketches, sketches with a guard (a
+cast or overflow some row may fail), casts, arithmetic and date functions, equality between
+two non-literals, IN over a list of values or a small integer-like range and string prefixes
+over a list of values, of a sketch with Bloom filters (the evaluator tries each value against
+the filter), and decimals of two types or of more than 18 digits.
 """
 from __future__ import annotations
 
@@ -67,6 +69,9 @@ class Values:
     u: Any
     const: Any = None
     key: str | None = None
+    listed: Any = None      # files whose values are a known list: ``flat`` (their order keys)
+    flat: Any = None        # at ``parent`` (numpy file positions); lo/hi its least and greatest
+    parent: Any = None
 
 
 _VARIES = object()
@@ -169,10 +174,15 @@ class _Evaluation:
 
     def _eq(self, s: Values, c: Values) -> tuple[Any, Any]:
         """(may be equal, may differ) of the non-null values of ``s`` and a literal ``c``."""
+        import numpy as np
+
         some = ~s.empty & ~c.empty
         if c.const is None:
             return self.no, self.no
         equal = some & self._le(s.lo, s.lo_ok, c.lo, self.yes) & self._le(c.lo, self.yes, s.hi, s.hi_ok)
+        if s.flat is not None:          # a list: one of its values
+            equal = np.where(s.listed, some & self._any(s, _compare(s.flat, c.lo, "=", len(s.flat))),
+                             equal)
         equal = equal & ~self._bloom_excludes(s, c.const, equal)
         single = s.lo_ok & s.hi_ok & _compare(s.lo, s.hi, "=", self.n)
         return equal, some & ~(single & _compare(s.lo, c.lo, "=", self.n))
@@ -208,7 +218,7 @@ class _Evaluation:
             t, f = t | equal, f & differ
         if V.integral_range(v.type) or v.type in ("date", "timestamp", "timestamp_ntz"):
             # a small range is a set of points: the evaluator tries each
-            bounded = v.lo_ok & v.hi_ok
+            bounded = v.lo_ok & v.hi_ok & ~_mask(v.listed, self.no)
             lo = np.where(bounded, v.lo, 0) if v.lo is not None else np.zeros(self.n, np.int64)
             hi = np.where(bounded, v.hi, 0) if v.hi is not None else lo
             span = hi.astype(np.uint64) - lo.astype(np.uint64)     # hi - lo when hi >= lo
@@ -224,9 +234,22 @@ class _Evaluation:
                     if any(i.const is None for i in items):
                         some_left = self.no
                     f = np.where(points, ~v.empty & some_left, f)
+        if v.flat is not None:          # each value of a list is a point the evaluator tries
+            if v.key is not None and self.table.has_blooms(v.key, v.type):
+                u = u | v.listed
+            elif any(i.const is None for i in items):
+                f = np.where(v.listed, False, f)
+            else:
+                other = np.ones(len(v.flat), dtype=bool)
+                for i in items:
+                    other &= ~_compare(v.flat, i.lo, "=", len(v.flat))
+                f = np.where(v.listed, self._any(v, other), f)
         return Truth(t, f, nullable, e, u)
 
     def _StartsWith(self, node: StartsWith, forced: frozenset) -> Truth:
+        import numpy as np
+        import pyarrow.compute as pc
+
         c, p = self.values(node.child, forced), self.values(node.prefix, forced)
         e, u, nullable = c.fallible | p.fallible, c.u | p.u, c.nullable | p.nullable
         if p.const is _VARIES:
@@ -245,7 +268,15 @@ class _Evaluation:
             up = _scalar_key(after, "string")
             t = t & self._le(c.lo, c.lo_ok, up, self.yes, True)
             f = f & c.hi_ok & self._le(c.hi, self.yes, up, self.yes, True)
-        return Truth(some & t, some & ~f, nullable, e, u)
+        t, f = some & t, some & ~f
+        if c.flat is not None:          # a list: each of its values
+            if c.key is not None and self.table.has_blooms(c.key, c.type):
+                u = u | c.listed
+            else:
+                hits = pc.starts_with(c.flat, pattern=prefix).to_numpy(zero_copy_only=False)
+                t = np.where(c.listed, some & self._any(c, hits), t)
+                f = np.where(c.listed, some & self._any(c, ~hits), f)
+        return Truth(t, f, nullable, e, u)
 
     # --- values -----------------------------------------------------------------------------
     def _fallible(self, node: Unknown, forced: frozenset) -> tuple[Any, Any]:
@@ -263,6 +294,7 @@ class _Evaluation:
     def values(self, node: Node, forced: frozenset) -> Values:
         """``node`` as a value (see :class:`Values`)."""
         import numpy as np
+        import pyarrow.compute as pc
 
         if isinstance(node, Lit):
             if node.value is None:
@@ -289,11 +321,26 @@ class _Evaluation:
         lo, hi = _keys(found["min"], node.type), _keys(found["max"], node.type)
         if lo is None:
             return self._unknown_values(node.type, self.no, self.yes)
+        lo_ok = known & ~empty & _valid(found["min"])
+        hi_ok = known & ~empty & _valid(found["max"])
         listed = known & found["listed"] & ~empty
-        lo_ok = known & ~empty & ~listed & _valid(found["min"])
-        hi_ok = known & ~empty & ~listed & _valid(found["max"])
-        return Values(node.type, nullable, self.no, empty, lo, hi, lo_ok, hi_ok, listed, _VARIES,
-                      node.key)
+        flat = parent = None
+        if listed.any():
+            lists = found["values"]
+            parent = _numpy(pc.list_parent_indices(lists)).astype(np.int64)
+            flat = _keys(pc.list_flatten(lists), node.type)
+            some = listed & (np.bincount(parent, minlength=self.n) > 0)
+            empty, nullable = empty | (listed & ~some), nullable | (listed & ~some)
+            lo, hi = _per_file(flat, parent, some, lo, "min"), _per_file(flat, parent, some, hi, "max")
+            lo_ok, hi_ok = np.where(listed, some, lo_ok), np.where(listed, some, hi_ok)
+        return Values(node.type, nullable, self.no, empty, lo, hi, lo_ok, hi_ok, self.no, _VARIES,
+                      node.key, listed, flat, parent)
+
+    def _any(self, v: Values, hits: Any) -> Any:
+        """Per file, whether some value of its list (``hits``: a mask over ``v.flat``) is."""
+        import numpy as np
+
+        return np.bincount(v.parent[hits], minlength=self.n) > 0
 
     def _le(self, a: Any, a_ok: Any, b: Any, b_ok: Any, strict: bool = False) -> Any:
         """a <= b (a < b if strict) in Spark's order, true where a side is unbounded."""
@@ -312,6 +359,41 @@ def _valid(array: Any) -> Any:
     if array.null_count == 0:
         return np.ones(len(array), dtype=bool)
     return array.is_valid().to_numpy(zero_copy_only=False)
+
+
+def _mask(found: Any, default: Any) -> Any:
+    return default if found is None else found
+
+
+def _numpy(array: Any) -> Any:
+    import pyarrow as pa
+
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    return array.to_numpy(zero_copy_only=False)
+
+
+def _per_file(flat: Any, parent: Any, some: Any, bounds: Any, which: str) -> Any:
+    """``bounds`` (order keys per file) with, at the files ``some``, the least (``which`` min)
+    or greatest of their list's keys ``flat`` (at ``parent``)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(flat, np.ndarray):
+        out = bounds.copy()
+        found = np.full(len(bounds), np.iinfo(np.int64).max if which == "min"
+                        else np.iinfo(np.int64).min, dtype=np.int64)
+        (np.minimum if which == "min" else np.maximum).at(found, parent, flat)
+        out[some] = found[some]
+        return out
+    grouped = pa.table({"p": parent, "v": flat}).group_by("p").aggregate([("v", which)])
+    at = np.full(len(bounds), -1, dtype=np.int64)
+    at[grouped.column("p").to_numpy()] = np.arange(grouped.num_rows)
+    if isinstance(bounds, pa.ChunkedArray):
+        bounds = bounds.combine_chunks()
+    taken = grouped.column(f"v_{which}").combine_chunks().take(pa.array(at, mask=at < 0))
+    return pc.if_else(pa.array(some), taken, bounds)
 
 
 def _numeric(type_: str) -> bool:
