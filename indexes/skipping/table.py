@@ -277,19 +277,6 @@ class StatsTable:
                 "min": self.column(f"s{i}_min", files), "max": self.column(f"s{i}_max", files),
                 "listed": listed.is_valid().to_numpy(zero_copy_only=False), "values": listed}
 
-    def bound_values(self, key: str, type_: str) -> tuple[list, list]:
-        """Every file's stored lower and upper bounds of ``key`` (None where unknown or of
-        another type than ``type_``)."""
-        i = self._index.get(key)
-        if self._entries is not None:
-            found = [e.stats.columns.get(key) for e in self._entries]
-            found = [cs if cs is not None and cs.type == type_ else None for cs in found]
-            return ([cs.min if cs is not None else None for cs in found],
-                    [cs.max if cs is not None else None for cs in found])
-        if i is None or self.specs[i].type != type_:
-            return [None] * len(self), [None] * len(self)
-        return self.column(f"s{i}_min").to_pylist(), self.column(f"s{i}_max").to_pylist()
-
     def bounds(self, key: str, type_: str) -> Bounds:
         """Every file's bounds of the sketched expression ``key`` of type ``type_``."""
         with self._lock:

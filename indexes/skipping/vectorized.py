@@ -21,21 +21,19 @@ the filter), and decimals of two types or of more than 18 digits.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from decimal import Decimal
+from dataclasses import dataclass
 from typing import Any
 
+from indexes.skipping import keys as K
 from indexes.skipping import prefilter
 from indexes.skipping import values as V
 from indexes.skipping.evaluator import not_null_when_not_false
 from indexes.skipping.ir import (And, Cmp, In, IsNotNull, IsNull, Lit, Node, Not, Or, Sketched,
                                  StartsWith, Unknown, node_type)
-from indexes.skipping.store import arrow_type
 
 _ENUMERABLE = 64                       # as the evaluator's: small ranges are sets of points
 _PREDICATES = (Cmp, And, Or, Not, In, IsNull, IsNotNull, StartsWith)
 _FLIPPED = {">": "<", ">=": "<="}
-_SIGN_FREE = 0x7FFF_FFFF_FFFF_FFFF
 
 
 @dataclass(frozen=True)
@@ -81,8 +79,6 @@ def verdicts(condition: Node, table: Any, files: Any) -> tuple[Any, Any]:
     """``(keep, decided)``: numpy masks over ``files`` (file numbers of ``table``, a
     :class:`indexes.skipping.table.StatsTable`) of the files the evaluator keeps, exact where
     ``decided``."""
-    import numpy as np
-
     ev = _Evaluation(table, files)
     result = ev.truth(condition, frozenset())
     rows = table.rows(files)
@@ -181,11 +177,11 @@ class _Evaluation:
             return self.no, self.no
         equal = some & self._le(s.lo, s.lo_ok, c.lo, self.yes) & self._le(c.lo, self.yes, s.hi, s.hi_ok)
         if s.flat is not None:          # a list: one of its values
-            equal = np.where(s.listed, some & self._any(s, _compare(s.flat, c.lo, "=", len(s.flat))),
+            equal = np.where(s.listed, some & self._any(s, K.compare(s.flat, c.lo, "=", len(s.flat))),
                              equal)
         equal = equal & ~self._bloom_excludes(s, c.const, equal)
-        single = s.lo_ok & s.hi_ok & _compare(s.lo, s.hi, "=", self.n)
-        return equal, some & ~(single & _compare(s.lo, c.lo, "=", self.n))
+        single = s.lo_ok & s.hi_ok & K.compare(s.lo, s.hi, "=", self.n)
+        return equal, some & ~(single & K.compare(s.lo, c.lo, "=", self.n))
 
     def _bloom_excludes(self, s: Values, value: Any, where: Any) -> Any:
         """The files (among ``where``) whose Bloom filter of ``s`` does not hold ``value``."""
@@ -242,7 +238,7 @@ class _Evaluation:
             else:
                 other = np.ones(len(v.flat), dtype=bool)
                 for i in items:
-                    other &= ~_compare(v.flat, i.lo, "=", len(v.flat))
+                    other &= ~K.compare(v.flat, i.lo, "=", len(v.flat))
                 f = np.where(v.listed, self._any(v, other), f)
         return Truth(t, f, nullable, e, u)
 
@@ -261,11 +257,11 @@ class _Evaluation:
         if prefix == "":
             return Truth(some, self.no, nullable, e, u)
         after = V.string_successor(prefix)
-        at = _scalar_key(prefix, "string")
+        at = K.scalar_key(prefix, "string")
         t = self._le(at, self.yes, c.hi, c.hi_ok)
         f = c.lo_ok & self._le(at, self.yes, c.lo, self.yes)
         if after is not None:
-            up = _scalar_key(after, "string")
+            up = K.scalar_key(after, "string")
             t = t & self._le(c.lo, c.lo_ok, up, self.yes, True)
             f = f & c.hi_ok & self._le(c.hi, self.yes, up, self.yes, True)
         t, f = some & t, some & ~f
@@ -300,7 +296,7 @@ class _Evaluation:
             if node.value is None:
                 return Values(node.type, self.yes, self.no, self.yes, None, None, self.no, self.no,
                               self.no, None)
-            key = _scalar_key(node.value, node.type)
+            key = K.scalar_key(node.value, node.type)
             if key is None:
                 return self._unknown_values(node.type, self.no, self.yes)
             return Values(node.type, self.no, self.no, self.no, key, key, self.yes, self.yes,
@@ -318,17 +314,17 @@ class _Evaluation:
             nulls = np.where(known, 0, nulls)
         nullable = ~known | (nulls < 0) | (nulls > 0)
         empty = known & (nulls >= 0) & (rows >= 0) & (nulls >= rows)
-        lo, hi = _keys(found["min"], node.type), _keys(found["max"], node.type)
+        lo, hi = K.order_keys(found["min"], node.type), K.order_keys(found["max"], node.type)
         if lo is None:
             return self._unknown_values(node.type, self.no, self.yes)
-        lo_ok = known & ~empty & _valid(found["min"])
-        hi_ok = known & ~empty & _valid(found["max"])
+        lo_ok = known & ~empty & K.valid(found["min"])
+        hi_ok = known & ~empty & K.valid(found["max"])
         listed = known & found["listed"] & ~empty
         flat = parent = None
         if listed.any():
             lists = found["values"]
             parent = _numpy(pc.list_parent_indices(lists)).astype(np.int64)
-            flat = _keys(pc.list_flatten(lists), node.type)
+            flat = K.order_keys(pc.list_flatten(lists), node.type)
             some = listed & (np.bincount(parent, minlength=self.n) > 0)
             empty, nullable = empty | (listed & ~some), nullable | (listed & ~some)
             lo, hi = _per_file(flat, parent, some, lo, "min"), _per_file(flat, parent, some, hi, "max")
@@ -344,21 +340,13 @@ class _Evaluation:
 
     def _le(self, a: Any, a_ok: Any, b: Any, b_ok: Any, strict: bool = False) -> Any:
         """a <= b (a < b if strict) in Spark's order, true where a side is unbounded."""
-        return ~a_ok | ~b_ok | _compare(a, b, "<" if strict else "<=", self.n)
+        return ~a_ok | ~b_ok | K.compare(a, b, "<" if strict else "<=", self.n)
 
 
 def _comparable(a: str, b: str) -> bool:
     if V.decimal_type(a) and V.decimal_type(b):
         return True
     return a == b and V.is_orderable(a)
-
-
-def _valid(array: Any) -> Any:
-    import numpy as np
-
-    if array.null_count == 0:
-        return np.ones(len(array), dtype=bool)
-    return array.is_valid().to_numpy(zero_copy_only=False)
 
 
 def _mask(found: Any, default: Any) -> Any:
@@ -396,76 +384,3 @@ def _per_file(flat: Any, parent: Any, some: Any, bounds: Any, which: str) -> Any
     return pc.if_else(pa.array(some), taken, bounds)
 
 
-def _numeric(type_: str) -> bool:
-    return bool(V.integral_range(type_) or V.is_floating(type_) or V.decimal_type(type_)
-                or type_ in ("date", "timestamp", "timestamp_ntz"))
-
-
-def _float_keys(x: Any) -> Any:
-    """int64 keys ordering doubles as Spark does (NaN above +Infinity, -0.0 = 0.0)."""
-    import numpy as np
-
-    x = np.where(np.isnan(x), np.nan, x + 0.0)
-    bits = x.view(np.int64)
-    return bits ^ ((bits >> 63) & _SIGN_FREE)
-
-
-def _keys(array: Any, type_: str) -> Any:
-    """The order keys of an Arrow array of internal values (junk where null): numpy int64
-    for the numeric types, the array itself for strings and binaries; None when not kept so
-    (decimals of more than 18 digits)."""
-    import numpy as np
-    import pyarrow as pa
-
-    if isinstance(array, pa.ChunkedArray):
-        array = array.combine_chunks()
-    if V.is_floating(type_):
-        return _float_keys(array.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False))
-    if V.decimal_type(type_):
-        if V.decimal_type(type_)[0] > 18:
-            return None
-        array = array.cast(arrow_type(type_))
-        words = np.frombuffer(array.buffers()[1], dtype="<i8")
-        return words[2 * array.offset:2 * (array.offset + len(array)):2].copy()
-    if _numeric(type_):
-        return array.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False)
-    return array
-
-
-def _scalar_key(value: Any, type_: str) -> Any:
-    """The order key of one internal value, as :func:`_keys` gives them; None when not kept."""
-    import numpy as np
-    import pyarrow as pa
-
-    if V.is_floating(type_):
-        return int(_float_keys(np.array([float(value)]))[0])
-    if V.decimal_type(type_):
-        precision, scale = V.decimal_type(type_)
-        unscaled = Decimal(value).scaleb(scale)
-        if precision > 18 or unscaled != unscaled.to_integral_value():
-            return None
-        return int(unscaled)
-    if _numeric(type_):
-        return int(value)
-    if type_ in ("string", "binary"):
-        return pa.scalar(value, arrow_type(type_))
-    return None
-
-
-def _compare(a: Any, b: Any, op: str, n: int) -> Any:
-    """``a op b`` (op one of < <= =) over order keys (numpy, Arrow or scalars) as a numpy mask
-    of ``n`` files; junk where either is unbounded."""
-    import numpy as np
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if a is None or b is None:
-        return np.zeros(n, dtype=bool)
-    if isinstance(a, (pa.Array, pa.Scalar)) or isinstance(b, (pa.Array, pa.Scalar)):
-        fn = {"<": pc.less, "<=": pc.less_equal, "=": pc.equal}[op]
-        found = fn(a, b)
-        if isinstance(found, pa.Scalar):
-            return np.full(n, bool(found.as_py()))
-        return found.fill_null(False).to_numpy(zero_copy_only=False)
-    found = a < b if op == "<" else a <= b if op == "<=" else a == b
-    return np.broadcast_to(np.asarray(found, dtype=bool), (n,))
