@@ -222,11 +222,13 @@ def kept_files(condition: Any, table: StatsTable,
         keep[at[j]] = evaluator.may_match(condition, entries[j].stats)
     kept = np.flatnonzero(keep)
     paths = table.paths(files[kept])
-    by_file = dict(zip(at.tolist(), entries))
-    found = {p: by_file[k] for p, k in zip(paths, kept.tolist()) if k in by_file}
+    with_entry = np.flatnonzero(keep[at])
+    found = dict(zip(table.paths(files[at[with_entry]]), (entries[j] for j in with_entry.tolist())))
     positions = np.concatenate([listing.judged_positions[chosen[kept]], listing.unindexed_positions])
     named = paths + listing.unindexed
-    kept = [named[i] for i in np.argsort(positions, kind="stable").tolist()]
+    order = np.argsort(positions, kind="stable")
+    in_order = bool((order == np.arange(len(order))).all())      # a listing in table order
+    kept = named if in_order else [named[i] for i in order.tolist()]
     sizes = dict(zip(named, listing.sizes[positions].tolist()))
     return kept, found, sizes
 
@@ -236,7 +238,9 @@ def kept_row_groups(condition: Any, judged: dict[str, FileEntry],
     """For each ``kept`` file whose row groups the index describes and some of which provably
     hold no row the filter (IR ``condition``) accepts, the row groups that may (none: the file
     is skipped whole)."""
-    out = {}
+    out: dict[str, tuple[RowGroup, ...]] = {}
+    if not any(e.row_groups for e in judged.values()):
+        return out
     for path in kept:
         entry = judged.get(path)
         if entry is None or not entry.row_groups:
@@ -252,6 +256,8 @@ def read_in_part(kept: list[str], groups: dict[str, tuple[RowGroup, ...]],
     """From the ``kept`` files and the kept row groups of some (:func:`kept_row_groups`): the
     files still read (not those whose row groups are all skipped), the row groups of those read
     in part, and the bytes read (a file's ``size``, or its kept row groups' ranges)."""
+    if not groups:
+        return kept, groups, sum(map(size.__getitem__, kept))
     kept = [p for p in kept if groups.get(p) != ()]
     groups = {p: g for p, g in groups.items() if g}
     return kept, groups, sum(sum(g.end - g.start for g in groups[p]) if p in groups else size[p]

@@ -246,19 +246,18 @@ class StatsTable:
     def sketch_columns(self, key: str, type_: str, files: Any) -> dict | None:
         """The statistics of the sketched expression ``key`` of type ``type_`` of the files
         numbered ``files``, as columns: ``known`` (a numpy mask: the file has statistics of
-        it of that type), ``rows`` and ``nulls`` (numpy int64, -1 where unknown), ``min`` and
+        it of that type), ``nulls`` (numpy int64, -1 where unknown), ``min`` and
         ``max`` (Arrow arrays of internal values, null where unknown), ``values`` (an Arrow
         list array: the list of its values, null where unknown) and ``listed`` (a numpy mask:
         where it is known); None when no file has them."""
         import numpy as np
         import pyarrow as pa
 
-        rows = self.rows(files)
         if self._entries is not None:
             found = [self._entries[f].stats.columns.get(key) for f in files.tolist()]
             found = [cs if cs is not None and cs.type == type_ else None for cs in found]
             arrow = arrow_type(type_)
-            return {"known": np.array([cs is not None for cs in found], bool), "rows": rows,
+            return {"known": np.array([cs is not None for cs in found], bool),
                     "nulls": np.array([-1 if cs is None or cs.null_count is None
                                        else cs.null_count for cs in found], np.int64),
                     "min": pa.array([cs.min if cs else None for cs in found], arrow),
@@ -271,7 +270,7 @@ class StatsTable:
         if i is None or self.specs[i].type != type_:
             return None
         listed = self.column(f"s{i}_values", files)
-        return {"known": np.ones(len(files), bool), "rows": rows,
+        return {"known": np.ones(len(files), bool),
                 "nulls": self.column(f"s{i}_nulls", files).fill_null(-1).to_numpy(
                     zero_copy_only=False),
                 "min": self.column(f"s{i}_min", files), "max": self.column(f"s{i}_max", files),

@@ -81,8 +81,7 @@ def verdicts(condition: Node, table: Any, files: Any) -> tuple[Any, Any]:
     ``decided``."""
     ev = _Evaluation(table, files)
     result = ev.truth(condition, frozenset())
-    rows = table.rows(files)
-    none = rows == 0
+    none = ev.rows == 0
     return (result.e | result.t) & ~none, ~result.u | none
 
 
@@ -91,6 +90,7 @@ class _Evaluation:
         import numpy as np
 
         self.table, self.files, self.n = table, files, len(files)
+        self.rows = table.rows(files)
         self.no = np.zeros(self.n, dtype=bool)
         self.yes = np.ones(self.n, dtype=bool)
 
@@ -309,7 +309,7 @@ class _Evaluation:
         found = self.table.sketch_columns(node.key, node.type, self.files)
         if found is None or not V.is_orderable(node.type):
             return self._unknown_values(node.type, self.no, self.no)
-        known, rows, nulls = found["known"], found["rows"], found["nulls"]
+        known, rows, nulls = found["known"], self.rows, found["nulls"]
         if node.key in forced:
             nulls = np.where(known, 0, nulls)
         nullable = ~known | (nulls < 0) | (nulls > 0)
