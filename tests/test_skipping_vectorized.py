@@ -12,7 +12,8 @@ from indexes.skipping import vectorized
 from indexes.skipping.evaluator import may_match
 from indexes.skipping.ir import Sketched
 from indexes.skipping.stats import FileStats, SketchSpec
-from indexes.skipping.store import DATASET, FileEntry, decode, encode
+from indexes.skipping.match import kept_files, kept_row_groups, read_in_part
+from indexes.skipping.store import DATASET, FileEntry, RowGroup, decode, encode
 from indexes.skipping.table import StatsTable
 from tests import test_skipping_evaluator as cases
 
@@ -29,22 +30,29 @@ def _sketched(node, out):
     return out
 
 
-def _files(rng, pred, stats, n):
-    """``stats`` and ``n`` more random files over the expressions ``pred`` reads."""
+def _stats(rng, columns):
+    rows = rng.choice([0, 1, 3, 6, 6, 6])
+    found = {}
+    for key, t in columns.items():
+        if t == "unknown" or rng.random() < 0.08:
+            continue
+        anchor = cases.anchor_of(t, rng)
+        pool = [cases.fresh(t, rng, anchor) for _ in range(rng.randint(1, 4))]
+        null_rate = rng.choice([0.0, 0.0, 0.3, 1.0])
+        found[key] = cases.build_stats(
+            [None if rng.random() < null_rate else rng.choice(pool) for _ in range(rows)], t, rng)
+    return FileStats(None if rng.random() < 0.05 else rows, found)
+
+
+def _files(rng, pred, stats, n, groups=False):
+    """``stats`` and ``n`` more random files over the expressions ``pred`` reads (some with
+    random row groups when ``groups``)."""
     columns = _sketched(pred, {})
     files = {"f0": FileEntry(1, 1, stats)}
     for i in range(1, n + 1):
-        rows = rng.choice([0, 1, 3, 6, 6, 6])
-        found = {}
-        for key, t in columns.items():
-            if t == "unknown" or rng.random() < 0.08:
-                continue
-            anchor = cases.anchor_of(t, rng)
-            pool = [cases.fresh(t, rng, anchor) for _ in range(rng.randint(1, 4))]
-            null_rate = rng.choice([0.0, 0.0, 0.3, 1.0])
-            found[key] = cases.build_stats(
-                [None if rng.random() < null_rate else rng.choice(pool) for _ in range(rows)], t, rng)
-        files[f"f{i}"] = FileEntry(1, 1, FileStats(None if rng.random() < 0.05 else rows, found))
+        parts = rng.choice([0, 0, 2, 3]) if groups else 0
+        files[f"f{i:02d}"] = FileEntry(100, 1, _stats(rng, columns), tuple(
+            RowGroup(10 * g, 10 * g + 10, _stats(rng, columns)) for g in range(parts)))
     return files
 
 
@@ -72,12 +80,13 @@ def test_decides_as_the_evaluator_on_random_filters_and_statistics():
 
 def test_decides_as_the_evaluator_over_statistics_read_back():
     """The same over statistics written and read back as the build's dataset (Arrow types of
-    every sketched type: decimals, floats, dates, binaries; value lists and Bloom filters)."""
+    every sketched type: decimals, floats, dates, binaries; value lists and Bloom filters),
+    and the files and row groups pruning reads are those the evaluator alone reads."""
     rng = random.Random(5)
-    decided = total = 0
+    decided = total = read_in_groups = 0
     for case in range(300):
         pred, stats, _rows, _ref = cases.one_case(rng)
-        entries = _files(rng, pred, stats, 20)
+        entries = _files(rng, pred, stats, 20, groups=True)
         specs = [SketchSpec(k, t, minmax=True, max_values=6, bloom_capacity=16, bloom_fpp=0.05)
                  for k, t in _sketched(pred, {}).items() if t != "unknown"]
         fs = MemoryFs()
@@ -87,4 +96,17 @@ def test_decides_as_the_evaluator_over_statistics_read_back():
         stored = decode(specs, encode(specs, entries))
         d, n = _check(pred, table, [stored[p] for p in sorted(stored)])
         decided, total = decided + d, total + n
+        listed = [[p, e.size, e.mtime] for p, e in sorted(entries.items())]
+        kept, found, sizes = kept_files(pred, table, table.listing(listed))
+        got = read_in_part(kept, kept_row_groups(pred, found, kept), sizes)
+        judged = [p for p, _, _ in listed if may_match(pred, stored[p].stats)]
+        assert _spans(got) == _spans(read_in_part(judged, kept_row_groups(pred, stored, judged),
+                                                  {p: e.size for p, e in stored.items()})), pred
+        read_in_groups += len(got[1])
     assert decided > 0.4 * total, (decided, total)
+    assert read_in_groups > 50, read_in_groups
+
+
+def _spans(pruned):
+    kept, groups, size = pruned
+    return kept, {p: [(g.start, g.end) for g in gs] for p, gs in groups.items()}, size

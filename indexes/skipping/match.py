@@ -204,8 +204,9 @@ def kept_files(condition: Any, table: StatsTable,
     order: those the statistics ``table`` does not describe, and those the evaluator keeps
     among the ones the first pass (:mod:`indexes.skipping.prefilter`) leaves to it (judged
     over the statistics columns at once, :mod:`indexes.skipping.vectorized`, one by one where
-    that cannot decide); with the entries of the kept ones whose row groups the index
-    describes (and of those judged one by one), and every kept file's size."""
+    that cannot decide); with the entries of those judged one by one and of the kept ones
+    whose row groups the index describes but that are not all kept (the row groups of the
+    others are all read), and every kept file's size."""
     import numpy as np
 
     passing = prefilter.candidates(condition, table)
@@ -215,7 +216,9 @@ def kept_files(condition: Any, table: StatsTable,
     chosen = chosen[order]
     files = judged[chosen]
     keep, decided = vectorized.verdicts(condition, table, files)
-    wanted = ~decided | (keep & table.row_groups(files))
+    wanted = ~decided
+    in_groups = np.flatnonzero(keep & decided & table.row_groups(files))
+    wanted[in_groups[~vectorized.whole_files(condition, table, files[in_groups])]] = True
     at = np.flatnonzero(wanted)
     entries = table.entries(files[at], ir.sketched_keys(condition))
     for j in np.flatnonzero(~decided[at]).tolist():

@@ -243,6 +243,27 @@ class StatsTable:
             return np.array([bool(self._entries[f].row_groups) for f in files.tolist()], bool)
         return self._ends[files] - self._rows[files] > 1
 
+    def row_groups_of(self, files: Any) -> tuple["StatsTable", Any, Any] | None:
+        """The row groups of the files numbered ``files`` as files of another table:
+        ``(view, groups, owner)``, ``groups`` their numbers in ``view`` (whose every row is a
+        file, without Bloom filter slices) and ``owner`` each one's position in ``files``;
+        None for a table of entries in memory."""
+        import copy
+
+        import numpy as np
+
+        if self._entries is not None:
+            return None
+        starts, counts = self._rows[files] + 1, self._ends[files] - self._rows[files] - 1
+        owner = np.repeat(np.arange(len(files)), counts)
+        first = np.cumsum(counts) - counts
+        groups = np.arange(int(counts.sum())) - np.repeat(first, counts) + np.repeat(starts, counts)
+        view = copy.copy(self)
+        view._rows = np.arange(self._columns.num_rows)
+        view._ends = view._rows + 1
+        view._slicer, view._slices, view._bounds, view._position = None, {}, {}, None
+        return view, groups, owner
+
     def sketch_columns(self, key: str, type_: str, files: Any) -> dict | None:
         """The statistics of the sketched expression ``key`` of type ``type_`` of the files
         numbered ``files``, as columns: ``known`` (a numpy mask: the file has statistics of

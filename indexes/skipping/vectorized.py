@@ -85,6 +85,19 @@ def verdicts(condition: Node, table: Any, files: Any) -> tuple[Any, Any]:
     return (result.e | result.t) & ~none, ~result.u | none
 
 
+def whole_files(condition: Node, table: Any, files: Any) -> Any:
+    """A numpy mask over ``files`` (file numbers of ``table`` with row groups) of those the
+    evaluator keeps every row group of (False where it is not decided here)."""
+    import numpy as np
+
+    found = table.row_groups_of(files)
+    if found is None:
+        return np.zeros(len(files), dtype=bool)
+    view, groups, owner = found
+    keep, decided = verdicts(condition, view, groups)
+    return np.bincount(owner[~(keep & decided)], minlength=len(files)) == 0
+
+
 class _Evaluation:
     def __init__(self, table: Any, files: Any):
         import numpy as np
