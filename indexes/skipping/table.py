@@ -1,10 +1,13 @@
 """An index version's statistics in memory, in columns: every file's and row group's bounds,
-null counts and value lists as Arrow columns read once per version (the Bloom filters apart,
-read only for the files a query leaves to the evaluator, and only for the sketches its filter
-names), with what queries derive from them computed once per version instead of once per query:
-each sketched expression's sorted bounds (for the first pass, :mod:`indexes.skipping.prefilter`)
-and, per listing of the source, which of its files the statistics describe as they are now.
-A file's :class:`FileEntry` is made only when the evaluator judges it."""
+null counts and value lists as Arrow columns, read once per version and sketch (the files'
+paths, sizes and row counts when the version is first used, a sketch's statistics when a query
+first names it; the Bloom filters apart, read only for the files a query leaves to the
+evaluator, and only for the sketches its filter names), with what queries derive from them
+computed once per version instead of once per query: each sketched expression's sorted bounds
+(for the first pass, :mod:`indexes.skipping.prefilter`) and, per listing of the source, which
+of its files the statistics describe as they are now. A file's :class:`FileEntry` is made only
+when the evaluator judges it one by one (:mod:`indexes.skipping.vectorized` judges the rest
+over the columns)."""
 from __future__ import annotations
 
 import threading
@@ -44,19 +47,22 @@ class Listing:
 
 class StatsTable:
     """The statistics of one index version (see the module docstring), never changed once
-    loaded (so what is derived from it stays true), shared by the queries of every thread.
+    read (so what is derived from it stays true), shared by the queries of every thread.
     Files are numbered 0..n-1 in the order of their rows."""
 
     def __init__(self, specs: list[SketchSpec], columns: Any,
                  blooms: Callable[[str, Any], Any],
                  entries: list[FileEntry] | None = None,
-                 slicer: Callable[[str, Any], Any] | None = None):
+                 slicer: Callable[[str, Any], Any] | None = None,
+                 loader: Callable[[list[str]], Any] | None = None):
         """``columns``: an Arrow table of the stored columns but the Bloom filters, a file's
         row groups right after its row; ``blooms(column, rows)``: the stored filters of those
         rows (numpy), as :meth:`blooms` gives them;
         ``entries``: the files' entries when they are in memory already (then ``columns``
         needs only ``file``, ``size`` and ``mtime``); ``slicer(column, rows)``: the
-        :class:`BloomSlices` of those rows' filters, or None."""
+        :class:`BloomSlices` of those rows' filters, or None; ``loader(names)``: the stored
+        columns ``names`` not in ``columns`` yet, as an Arrow table of the same rows (read
+        when first needed: a query reads the statistics of the sketches its filter names)."""
         import numpy as np
         import pyarrow.compute as pc
 
@@ -78,19 +84,31 @@ class StatsTable:
         self._position: dict[str, int] | None = None
         self._slicer = slicer
         self._slices: dict[str, Any] = {}
+        self._loader = loader
 
     @staticmethod
     def read(fs: Any, data_path: str, specs: list[SketchSpec], layout: str | None) -> "StatsTable":
         """The statistics of the data version ``data_path`` (``layout`` as its content records
         it), without their Bloom filters, which are read when a query needs them (and kept
         when they are at most BLOOMS_KEPT_BYTES)."""
+        import pyarrow as pa
+
         stored = StoredStats(fs, data_path, layout)
-        names = list(BASE_COLUMNS) + [f"s{i}_{p}" for i in range(len(specs)) for p in _STAT_PARTS]
-        columns = stored.read(names)
+        schema = arrow_schema(specs)
+        columns = stored.read(list(BASE_COLUMNS))
         if columns.num_columns == 0:   # no statistics file: no file indexed
-            columns = arrow_schema(specs).empty_table().select(names)
+            columns = schema.empty_table().select(list(BASE_COLUMNS))
         ordered = _in_file_order(columns)
         moved = None if ordered is columns else ordered.column("__row").to_numpy()
+
+        def loader(names: list[str]) -> Any:
+            found = stored.read(names)
+            out = {}
+            for n in names:
+                column = (found.column(n) if n in found.column_names
+                          else pa.nulls(columns.num_rows, schema.field(n).type))
+                out[n] = column if moved is None else column.take(moved)
+            return pa.table(out)
 
         def blooms(column: str, rows: Any) -> tuple[Any, Any]:
             import numpy as np
@@ -108,7 +126,7 @@ class StatsTable:
             rows = rows if moved is None else moved[rows]
             return BloomSlices.of(every if len(rows) == len(every) and moved is None
                                   else every.take(rows))
-        return StatsTable(specs, ordered, blooms, slicer=slices)
+        return StatsTable(specs, ordered, blooms, slicer=slices, loader=loader)
 
     @staticmethod
     def of_entries(entries: dict[str, FileEntry],
@@ -153,10 +171,22 @@ class StatsTable:
                 self._position = {p: i for i, p in enumerate(self._paths.to_pylist())}
             return self._position
 
+    def _need(self, names: list[str]) -> Any:
+        """The columns (an Arrow table) with ``names`` among them, read if they are not yet."""
+        with self._lock:
+            columns = self._columns
+            missing = [n for n in names if n not in columns.column_names]
+            if missing and self._loader is not None:
+                found = self._loader(missing).combine_chunks()
+                for n in missing:
+                    columns = columns.append_column(n, found.column(n))
+                self._columns = columns
+            return columns
+
     def column(self, name: str, files: Any | None = None) -> Any:
         """A stored column at the files' rows (all files, or those numbered ``files``)."""
         rows = self._rows if files is None else self._rows[files]
-        return self._columns.column(name).take(rows)
+        return self._need([name]).column(name).take(rows)
 
     def spec_index(self, key: str) -> int | None:
         """The ordinal of the sketched expression ``key`` (None when not sketched)."""
@@ -200,7 +230,8 @@ class StatsTable:
         counts = self._ends[files] - self._rows[files]
         rows = np.concatenate([np.arange(a, b) for a, b in zip(self._rows[files], self._ends[files])]) \
             if counts.max() > 1 else self._rows[files]
-        taken = self._columns.take(rows)
+        taken = self._need([f"s{i}_{p}" for i in range(len(self.specs))
+                            for p in _STAT_PARTS]).take(rows)
         cols = {n: taken.column(n).to_pylist() for n in taken.column_names}
         blooms = {}
         for i, spec in enumerate(self.specs):
@@ -262,6 +293,7 @@ class StatsTable:
         view._rows = np.arange(self._columns.num_rows)
         view._ends = view._rows + 1
         view._slicer, view._slices, view._bounds, view._position = None, {}, {}, None
+        view._loader = lambda names: self._need(names).select(names)     # read once, shared
         return view, groups, owner
 
     def sketch_columns(self, key: str, type_: str, files: Any) -> dict | None:
@@ -290,6 +322,7 @@ class StatsTable:
         i = self._index.get(key)
         if i is None or self.specs[i].type != type_:
             return None
+        self._need([f"s{i}_{p}" for p in _STAT_PARTS])        # one read for the four
         listed = self.column(f"s{i}_values", files)
         return {"known": np.ones(len(files), bool),
                 "nulls": self.column(f"s{i}_nulls", files).fill_null(-1).to_numpy(
