@@ -10,8 +10,8 @@ import random
 from indexes.fs.memory import MemoryFs
 from indexes.skipping import vectorized
 from indexes.skipping.evaluator import may_match
-from indexes.skipping.ir import Sketched
-from indexes.skipping.stats import FileStats, SketchSpec
+from indexes.skipping.ir import Cmp, Lit, Sketched
+from indexes.skipping.stats import ColumnStats, FileStats, SketchSpec
 from indexes.skipping.match import kept_files, kept_row_groups, read_in_part
 from indexes.skipping.store import DATASET, FileEntry, RowGroup, decode, encode
 from indexes.skipping.table import StatsTable
@@ -110,3 +110,29 @@ def test_decides_as_the_evaluator_over_statistics_read_back():
 def _spans(pruned):
     kept, groups, size = pruned
     return kept, {p: [(g.start, g.end) for g in gs] for p, gs in groups.items()}, size
+
+
+def test_each_sketch_is_read_when_a_query_first_names_it():
+    """Row groups judged for a query on one sketch, then a query on another: its statistics
+    are read then (for the files and for their row groups) and prune both."""
+    specs = [SketchSpec('col("x")', "long", minmax=True), SketchSpec('col("y")', "long", minmax=True)]
+
+    def stats(lo, hi):
+        return FileStats(5, {s.key: ColumnStats("long", lo, hi * 2 - lo, 0) for s in specs[:1]}
+                         | {specs[1].key: ColumnStats("long", -hi, -lo, 0)})
+    entries = {f"f{i}": FileEntry(100, 1, stats(i, i + 10), (RowGroup(0, 50, stats(i, i + 5)),
+                                                             RowGroup(50, 100, stats(i + 6, i + 10))))
+               for i in range(10)}
+    fs = MemoryFs()
+    fs.mkdirs("memory:///v/stats")
+    fs.write_bytes("memory:///v/stats/part-0.parquet", encode(specs, entries))
+    table = StatsTable.read(fs, "memory:///v", specs, DATASET)
+    listing = table.listing([[p, 100, 1] for p in sorted(entries)])
+    for spec, value in ((specs[0], 3), (specs[1], -17)):
+        condition = Cmp("=", Sketched(spec.key, "long"), Lit(value, "long"))
+        kept, found, sizes = kept_files(condition, table, listing)
+        got = read_in_part(kept, kept_row_groups(condition, found, kept), sizes)
+        judged = [p for p in sorted(entries) if may_match(condition, entries[p].stats)]
+        assert _spans(got) == _spans(read_in_part(judged, kept_row_groups(condition, entries, judged),
+                                                  {p: 100 for p in entries}))
+        assert 0 < len(got[0]) < len(entries) and got[1]

@@ -218,7 +218,8 @@ def kept_files(condition: Any, table: StatsTable,
     keep, decided = vectorized.verdicts(condition, table, files)
     wanted = ~decided
     in_groups = np.flatnonzero(keep & decided & table.row_groups(files))
-    wanted[in_groups[~vectorized.whole_files(condition, table, files[in_groups])]] = True
+    if len(in_groups):
+        wanted[in_groups[~vectorized.whole_files(condition, table, files[in_groups])]] = True
     at = np.flatnonzero(wanted)
     entries = table.entries(files[at], ir.sketched_keys(condition))
     for j in np.flatnonzero(~decided[at]).tolist():

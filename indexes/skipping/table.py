@@ -85,6 +85,7 @@ class StatsTable:
         self._slicer = slicer
         self._slices: dict[str, Any] = {}
         self._loader = loader
+        self._view: StatsTable | None = None       # the row groups as files, when first needed
 
     @staticmethod
     def read(fs: Any, data_path: str, specs: list[SketchSpec], layout: str | None) -> "StatsTable":
@@ -289,11 +290,17 @@ class StatsTable:
         owner = np.repeat(np.arange(len(files)), counts)
         first = np.cumsum(counts) - counts
         groups = np.arange(int(counts.sum())) - np.repeat(first, counts) + np.repeat(starts, counts)
-        view = copy.copy(self)
-        view._rows = np.arange(self._columns.num_rows)
-        view._ends = view._rows + 1
-        view._slicer, view._slices, view._bounds, view._position = None, {}, {}, None
-        view._loader = lambda names: self._need(names).select(names)     # read once, shared
+        with self._lock:
+            view = self._view
+        if view is None:
+            view = copy.copy(self)
+            view._rows = np.arange(self._columns.num_rows)
+            view._ends = view._rows + 1
+            view._slicer, view._slices, view._bounds, view._position = None, {}, {}, None
+            view._lock = threading.Lock()       # its loader takes this table's
+            view._loader = lambda names: self._need(names).select(names)   # read once, shared
+            with self._lock:
+                self._view = view
         return view, groups, owner
 
     def sketch_columns(self, key: str, type_: str, files: Any) -> dict | None:
