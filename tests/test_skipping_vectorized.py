@@ -70,7 +70,7 @@ def _check(pred, table, entries):
 def test_decides_as_the_evaluator_on_random_filters_and_statistics():
     rng = random.Random(20261128)
     decided = total = 0
-    for _ in range(2_500):
+    for _ in range(1_500):
         pred, stats, _rows, _ref = cases.one_case(rng)
         entries = _files(rng, pred, stats, 12)
         d, n = _check(pred, StatsTable.of_entries(entries), list(entries.values()))
@@ -84,7 +84,7 @@ def test_decides_as_the_evaluator_over_statistics_read_back():
     and the files and row groups pruning reads are those the evaluator alone reads."""
     rng = random.Random(5)
     decided = total = read_in_groups = 0
-    for case in range(300):
+    for case in range(200):
         pred, stats, _rows, _ref = cases.one_case(rng)
         entries = _files(rng, pred, stats, 20, groups=True)
         specs = [SketchSpec(k, t, minmax=True, max_values=6, bloom_capacity=16, bloom_fpp=0.05)
