@@ -9,7 +9,7 @@ Bloom filters once per version, and the best of the next ``--runs``).
 
 The index: a MinMax sketch of a long ``x`` (file i holds [100 i, 100 i + 99]) and a Bloom
 filter sketch of a string ``t`` (no bounds; file i's filter holds ten keys of template i mod
-10,000). Queries: ``x`` equal to a value (keeps 1 file), ``x`` in a range of 1% of the files,
+10,000). Queries: ``x`` equal to a value (keeps 1 file), ``x`` in a range of 1% and of 10% of the files,
 ``t`` equal to a key (keeps files / 10,000, plus false positives). Prints one JSON document.
 Timings are reported, never asserted.
 """
@@ -105,6 +105,7 @@ def measure(n: int, capacity: int, runs: int) -> dict:
     queries = {
         "x_equal": Cmp("=", x, Lit(n * 50 + 5, "long")),
         "x_range_1pct": And(Cmp(">=", x, Lit(n * 50, "long")), Cmp("<", x, Lit(n * 51, "long"))),
+        "x_range_10pct": And(Cmp(">=", x, Lit(n * 10, "long")), Cmp("<", x, Lit(n * 20, "long"))),
         "t_equal_bloom": Cmp("=", s, Lit("t37-3", "string")),
     }
     out = {"files": n, "bloom_capacity": capacity, "stats_bytes": stats_bytes,

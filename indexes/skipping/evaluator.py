@@ -319,20 +319,20 @@ def _not(node: Not, stats: FileStats) -> ResultSpec:
     return _boolean(f, t, n, c.fallible)
 
 
-def _not_null_when_not_false(node: Node) -> list[str]:
+def not_null_when_not_false(node: Node) -> list[str]:
     """Keys of the sketched expressions that are not null on every row where node is not false
     (the IS NOT NULL conjuncts Spark puts first)."""
     if isinstance(node, IsNotNull) and isinstance(node.child, Sketched):
         return [node.child.key]
     if isinstance(node, And):
-        return _not_null_when_not_false(node.left) + _not_null_when_not_false(node.right)
+        return not_null_when_not_false(node.left) + not_null_when_not_false(node.right)
     return []
 
 
 def _and(node: And, stats: FileStats) -> ResultSpec:
     # Spark evaluates the right side only when the left is not false: on those rows the left's
     # IS NOT NULL conjuncts hold.
-    known = [k for k in _not_null_when_not_false(node.left)
+    known = [k for k in not_null_when_not_false(node.left)
              if k in stats.columns and stats.columns[k].null_count != 0]
     right_stats = stats if not known else FileStats(stats.rows, {
         **stats.columns, **{k: replace(stats.columns[k], null_count=0) for k in known}})

@@ -10,7 +10,7 @@ from typing import Any
 
 from indexes.description import SourceDescription
 from indexes.plan import PlanNode, output_attributes
-from indexes.skipping import evaluator, ir, prefilter
+from indexes.skipping import evaluator, ir, prefilter, vectorized
 from indexes.skipping.build import ResolvedSketch, sketch_specs
 from indexes.skipping.join_keys import JoinKeys, JoinNotUsed
 from indexes.skipping.mismatch import mismatch_reason
@@ -202,8 +202,11 @@ def kept_files(condition: Any, table: StatsTable,
                listing: Listing) -> tuple[list[str], dict[str, FileEntry], dict[str, int]]:
     """The files of ``listing`` a filter (IR ``condition``) may match rows of, in listing
     order: those the statistics ``table`` does not describe, and those the evaluator keeps
-    among the ones the first pass (:mod:`indexes.skipping.prefilter`) leaves to it; with the
-    entries of the indexed ones kept and every kept file's size."""
+    among the ones the first pass (:mod:`indexes.skipping.prefilter`) leaves to it (judged
+    over the statistics columns at once, :mod:`indexes.skipping.vectorized`, one by one where
+    that cannot decide); with the entries of those judged one by one and of the kept ones
+    whose row groups the index describes but that are not all kept (the row groups of the
+    others are all read), and every kept file's size."""
     import numpy as np
 
     passing = prefilter.candidates(condition, table)
@@ -211,14 +214,25 @@ def kept_files(condition: Any, table: StatsTable,
     chosen = np.arange(len(judged)) if passing is None else np.flatnonzero(passing[judged])
     order = np.argsort(judged[chosen], kind="stable")      # the table's order, for reading
     chosen = chosen[order]
-    entries = table.entries(judged[chosen], ir.sketched_keys(condition))
-    keep = [i for i, e in enumerate(entries) if evaluator.may_match(condition, e.stats)]
-    chosen = chosen[keep]
-    paths = table.paths(judged[chosen])
-    found = dict(zip(paths, (entries[i] for i in keep)))
-    positions = np.concatenate([listing.judged_positions[chosen], listing.unindexed_positions])
+    files = judged[chosen]
+    keep, decided = vectorized.verdicts(condition, table, files)
+    wanted = ~decided
+    in_groups = np.flatnonzero(keep & decided & table.row_groups(files))
+    if len(in_groups):
+        wanted[in_groups[~vectorized.whole_files(condition, table, files[in_groups])]] = True
+    at = np.flatnonzero(wanted)
+    entries = table.entries(files[at], ir.sketched_keys(condition))
+    for j in np.flatnonzero(~decided[at]).tolist():
+        keep[at[j]] = evaluator.may_match(condition, entries[j].stats)
+    kept = np.flatnonzero(keep)
+    paths = table.paths(files[kept])
+    with_entry = np.flatnonzero(keep[at])
+    found = dict(zip(table.paths(files[at[with_entry]]), (entries[j] for j in with_entry.tolist())))
+    positions = np.concatenate([listing.judged_positions[chosen[kept]], listing.unindexed_positions])
     named = paths + listing.unindexed
-    kept = [named[i] for i in np.argsort(positions, kind="stable").tolist()]
+    order = np.argsort(positions, kind="stable")
+    in_order = bool((order == np.arange(len(order))).all())      # a listing in table order
+    kept = named if in_order else [named[i] for i in order.tolist()]
     sizes = dict(zip(named, listing.sizes[positions].tolist()))
     return kept, found, sizes
 
@@ -228,7 +242,9 @@ def kept_row_groups(condition: Any, judged: dict[str, FileEntry],
     """For each ``kept`` file whose row groups the index describes and some of which provably
     hold no row the filter (IR ``condition``) accepts, the row groups that may (none: the file
     is skipped whole)."""
-    out = {}
+    out: dict[str, tuple[RowGroup, ...]] = {}
+    if not any(e.row_groups for e in judged.values()):
+        return out
     for path in kept:
         entry = judged.get(path)
         if entry is None or not entry.row_groups:
@@ -244,6 +260,8 @@ def read_in_part(kept: list[str], groups: dict[str, tuple[RowGroup, ...]],
     """From the ``kept`` files and the kept row groups of some (:func:`kept_row_groups`): the
     files still read (not those whose row groups are all skipped), the row groups of those read
     in part, and the bytes read (a file's ``size``, or its kept row groups' ranges)."""
+    if not groups:
+        return kept, groups, sum(map(size.__getitem__, kept))
     kept = [p for p in kept if groups.get(p) != ()]
     groups = {p: g for p, g in groups.items() if g}
     return kept, groups, sum(sum(g.end - g.start for g in groups[p]) if p in groups else size[p]

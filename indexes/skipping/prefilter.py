@@ -12,13 +12,12 @@ file whatever its statistics (then a conjunct true on no row makes the filter tr
 """
 from __future__ import annotations
 
-import bisect
-import itertools
 import struct
 from dataclasses import dataclass
 from typing import Any
 
 from indexes.skipping import evaluator
+from indexes.skipping import keys as K
 from indexes.skipping import values as V
 from indexes.skipping.ir import And, Cmp, In, Lit, Node, Sketched
 from indexes.skipping.stats import FileStats
@@ -29,8 +28,8 @@ _UNKNOWN = FileStats(None, {})
 
 @dataclass(frozen=True)
 class Test:
-    """A conjunct ``sketched op literal`` (``op`` one of = < <= > >=, the literal's order key
-    ``value``), or ``sketched IN points`` (``op`` "in", ``value`` a tuple of order keys)."""
+    """A conjunct ``sketched op literal`` (``op`` one of = < <= > >=, the literal ``value`` in
+    internal form), or ``sketched IN points`` (``op`` "in", ``value`` a tuple of them)."""
 
     key: str
     type: str
@@ -66,15 +65,14 @@ def _test(node: Node) -> Test | None:
             s = _sketched(column)
             lit = _literal(other, s.type) if s is not None else None
             if lit is not None:
-                return Test(s.key, s.type, "=" if op == "<=>" else op,
-                            V.order_key(lit.value, s.type), _bloom_keys([lit.value], s.type))
+                return Test(s.key, s.type, "=" if op == "<=>" else op, lit.value,
+                            _bloom_keys([lit.value], s.type))
     if isinstance(node, In):
         s = _sketched(node.value)
         if s is not None and node.items and all(
                 isinstance(i, Lit) and i.type == s.type for i in node.items):
             present = [i.value for i in node.items if i.value is not None]
-            return Test(s.key, s.type, "in", tuple(V.order_key(v, s.type) for v in present),
-                        _bloom_keys(present, s.type))
+            return Test(s.key, s.type, "in", tuple(present), _bloom_keys(present, s.type))
     return None
 
 
@@ -91,59 +89,73 @@ def tests(condition: Node) -> list[Test]:
 
 
 class Bounds:
-    """Every file's bounds of one sketched expression, as order keys, from an index's table
-    (a :class:`indexes.skipping.table.StatsTable`, files numbered 0..n-1), sorted so a test
-    reads only the files that may pass it: files with both bounds of the type by lower bound
-    (with the running maximum of the upper bounds) and by upper bound; the other files (never
-    ruled out here) in ``unbounded``."""
+    """Every file's bounds of one sketched expression, as order keys (:mod:`keys`: numpy
+    int64, or Python strings and binaries), from an index's table (a
+    :class:`indexes.skipping.table.StatsTable`, files numbered 0..n-1), sorted so a test reads
+    only the files that may pass it: files with both bounds of the type by lower bound (with
+    the running maximum of the upper bounds) and by upper bound; the other files (never ruled
+    out here) in ``unbounded``."""
 
     def __init__(self, table: Any, key: str, type_: str):
         import numpy as np
 
-        self.count = len(table)
-        ranges, unbounded = [], []
-        for f, (lo, hi) in enumerate(zip(*table.bound_values(key, type_))):
-            if lo is None or hi is None:
-                unbounded.append(f)
-            else:
-                ranges.append((V.order_key(lo, type_), V.order_key(hi, type_), f))
-        self.unbounded = np.array(unbounded, dtype=np.int64)
-        ranges.sort(key=lambda r: r[0])
-        self._lo = [r[0] for r in ranges]
-        self._hi = [r[1] for r in ranges]
-        self._files = np.array([r[2] for r in ranges], dtype=np.int64)
-        self._hi_so_far = list(itertools.accumulate(self._hi, max))
-        by_hi = sorted(ranges, key=lambda r: r[1])
-        self._hi_sorted = [r[1] for r in by_hi]
-        self._files_by_hi = np.array([r[2] for r in by_hi], dtype=np.int64)
+        self.count, self.type = len(table), type_
+        found = table.sketch_columns(key, type_, np.arange(self.count))
+        lo = hi = None
+        if found is not None:
+            lo, hi = K.order_keys(found["min"], type_), K.order_keys(found["max"], type_)
+        if lo is None:        # no bounds (or not kept as keys): every file passes
+            lo = hi = np.zeros(self.count, dtype=np.int64)
+            ok = np.zeros(self.count, dtype=bool)
+        else:
+            ok = found["known"] & K.valid(found["min"]) & K.valid(found["max"])
+        self._numeric = isinstance(lo, np.ndarray)
+        if not self._numeric:
+            lo, hi = (np.array(b.to_pylist(), dtype=object) for b in (lo, hi))
+        self.unbounded = np.flatnonzero(~ok)
+        bounded = np.flatnonzero(ok)
+        order = np.argsort(lo[bounded], kind="stable")
+        self._files = bounded[order]
+        self._lo, self._hi = lo[self._files], hi[self._files]
+        self._hi_so_far = np.maximum.accumulate(self._hi) if len(self._hi) else self._hi
+        self._files_by_hi = bounded[np.argsort(hi[bounded], kind="stable")]
+        self._hi_sorted = hi[self._files_by_hi]
+
+    def _key(self, value: Any) -> Any:
+        return K.scalar_key(value, self.type) if self._numeric else value
 
     def _holding(self, v: Any, out: Any) -> None:
-        """Marks the files whose [lo, hi] holds ``v``: among the files with lo <= v, from the
-        last one back while some file that far has hi >= v."""
-        i = bisect.bisect_right(self._lo, v) - 1
-        while i >= 0 and not self._hi_so_far[i] < v:
-            if not self._hi[i] < v:
-                out[self._files[i]] = True
-            i -= 1
+        """Marks the files whose [lo, hi] holds ``v``: among the files with lo <= v, those
+        from the first whose running maximum of upper bounds reaches v, with hi >= v."""
+        import numpy as np
+
+        last = np.searchsorted(self._lo, v, "right")
+        first = np.searchsorted(self._hi_so_far, v, "left")
+        if first < last:
+            out[self._files[first:last][np.asarray(self._hi[first:last] >= v, dtype=bool)]] = True
 
     def passing(self, test: Test) -> Any:
         """A numpy mask of the files whose bounds may hold a value passing ``test``."""
         import numpy as np
 
-        v, op = test.value, test.op
+        op = test.op
         found = np.zeros(self.count, dtype=bool)
         found[self.unbounded] = True
+        probes = [self._key(x) for x in (test.value if op == "in" else (test.value,))]
+        if any(p is None for p in probes):     # a literal kept as no key: none ruled out
+            found[:] = True
+        if found.all():
+            return found
         if op in ("=", "in"):
-            for x in (v if op == "in" else (v,)):
-                self._holding(x, found)
-        elif op == "<":
-            found[self._files[:bisect.bisect_left(self._lo, v)]] = True
-        elif op == "<=":
-            found[self._files[:bisect.bisect_right(self._lo, v)]] = True
-        elif op == ">":
-            found[self._files_by_hi[bisect.bisect_right(self._hi_sorted, v):]] = True
+            for v in probes:
+                self._holding(v, found)
+            return found
+        v = probes[0]
+        if op in ("<", "<="):
+            found[self._files[:np.searchsorted(self._lo, v, "left" if op == "<" else "right")]] = True
         else:
-            found[self._files_by_hi[bisect.bisect_left(self._hi_sorted, v):]] = True
+            found[self._files_by_hi[np.searchsorted(self._hi_sorted, v,
+                                                    "right" if op == ">" else "left"):]] = True
         return found
 
 
@@ -302,6 +314,15 @@ class BloomSlices:
         return np.unpackbits(out, bitorder="little")[:self.count].astype(bool)
 
 
+def bloom_excludes(table: Any, key: str, files: Any, keys: tuple[str, ...]) -> Any:
+    """A numpy mask over ``files`` (file numbers of ``table``, ascending) of those whose Bloom
+    filter of the sketch ``key`` holds none of ``keys`` (False where a file has none)."""
+    slices = table.bloom_slices(key)
+    if slices is not None:
+        return ~slices.holding(keys)[files]
+    return _without_keys(*table.blooms(key, files), keys)
+
+
 def _bloom_passing(table: Any, test: Test, found: Any) -> Any:
     """``found`` (a numpy mask of files) without the files whose Bloom filter of the test's
     expression holds none of its literals."""
@@ -316,7 +337,7 @@ def _bloom_passing(table: Any, test: Test, found: Any) -> Any:
     files = np.flatnonzero(found)
     if len(files):
         found = found.copy()
-        found[files[_without_keys(*table.blooms(test.key, files), test.bloom_keys)]] = False
+        found[files[bloom_excludes(table, test.key, files, test.bloom_keys)]] = False
     return found
 
 

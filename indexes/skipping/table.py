@@ -1,10 +1,13 @@
 """An index version's statistics in memory, in columns: every file's and row group's bounds,
-null counts and value lists as Arrow columns read once per version (the Bloom filters apart,
-read only for the files a query leaves to the evaluator, and only for the sketches its filter
-names), with what queries derive from them computed once per version instead of once per query:
-each sketched expression's sorted bounds (for the first pass, :mod:`indexes.skipping.prefilter`)
-and, per listing of the source, which of its files the statistics describe as they are now.
-A file's :class:`FileEntry` is made only when the evaluator judges it."""
+null counts and value lists as Arrow columns, read once per version and sketch (the files'
+paths, sizes and row counts when the version is first used, a sketch's statistics when a query
+first names it; the Bloom filters apart, read only for the files a query leaves to the
+evaluator, and only for the sketches its filter names), with what queries derive from them
+computed once per version instead of once per query: each sketched expression's sorted bounds
+(for the first pass, :mod:`indexes.skipping.prefilter`) and, per listing of the source, which
+of its files the statistics describe as they are now. A file's :class:`FileEntry` is made only
+when the evaluator judges it one by one (:mod:`indexes.skipping.vectorized` judges the rest
+over the columns)."""
 from __future__ import annotations
 
 import threading
@@ -18,7 +21,7 @@ from indexes.description import source_files
 from indexes.skipping.prefilter import BloomSlices, Bounds
 from indexes.skipping.stats import FileStats, SketchSpec
 from indexes.skipping.store import (BASE_COLUMNS, FileEntry, RowGroup, StoredStats, arrow_schema,
-                                    column_stats)
+                                    arrow_type, column_stats)
 
 _LISTINGS_KEPT = 8
 #: a sketch's Bloom filters (of every file of a version) are kept in memory, once read, up to
@@ -44,19 +47,22 @@ class Listing:
 
 class StatsTable:
     """The statistics of one index version (see the module docstring), never changed once
-    loaded (so what is derived from it stays true), shared by the queries of every thread.
+    read (so what is derived from it stays true), shared by the queries of every thread.
     Files are numbered 0..n-1 in the order of their rows."""
 
     def __init__(self, specs: list[SketchSpec], columns: Any,
                  blooms: Callable[[str, Any], Any],
                  entries: list[FileEntry] | None = None,
-                 slicer: Callable[[str, Any], Any] | None = None):
+                 slicer: Callable[[str, Any], Any] | None = None,
+                 loader: Callable[[list[str]], Any] | None = None):
         """``columns``: an Arrow table of the stored columns but the Bloom filters, a file's
         row groups right after its row; ``blooms(column, rows)``: the stored filters of those
         rows (numpy), as :meth:`blooms` gives them;
         ``entries``: the files' entries when they are in memory already (then ``columns``
         needs only ``file``, ``size`` and ``mtime``); ``slicer(column, rows)``: the
-        :class:`BloomSlices` of those rows' filters, or None."""
+        :class:`BloomSlices` of those rows' filters, or None; ``loader(names)``: the stored
+        columns ``names`` not in ``columns`` yet, as an Arrow table of the same rows (read
+        when first needed: a query reads the statistics of the sketches its filter names)."""
         import numpy as np
         import pyarrow.compute as pc
 
@@ -78,19 +84,32 @@ class StatsTable:
         self._position: dict[str, int] | None = None
         self._slicer = slicer
         self._slices: dict[str, Any] = {}
+        self._loader = loader
+        self._view: StatsTable | None = None       # the row groups as files, when first needed
 
     @staticmethod
     def read(fs: Any, data_path: str, specs: list[SketchSpec], layout: str | None) -> "StatsTable":
         """The statistics of the data version ``data_path`` (``layout`` as its content records
         it), without their Bloom filters, which are read when a query needs them (and kept
         when they are at most BLOOMS_KEPT_BYTES)."""
+        import pyarrow as pa
+
         stored = StoredStats(fs, data_path, layout)
-        names = list(BASE_COLUMNS) + [f"s{i}_{p}" for i in range(len(specs)) for p in _STAT_PARTS]
-        columns = stored.read(names)
+        schema = arrow_schema(specs)
+        columns = stored.read(list(BASE_COLUMNS))
         if columns.num_columns == 0:   # no statistics file: no file indexed
-            columns = arrow_schema(specs).empty_table().select(names)
+            columns = schema.empty_table().select(list(BASE_COLUMNS))
         ordered = _in_file_order(columns)
         moved = None if ordered is columns else ordered.column("__row").to_numpy()
+
+        def loader(names: list[str]) -> Any:
+            found = stored.read(names)
+            out = {}
+            for n in names:
+                column = (found.column(n) if n in found.column_names
+                          else pa.nulls(columns.num_rows, schema.field(n).type))
+                out[n] = column if moved is None else column.take(moved)
+            return pa.table(out)
 
         def blooms(column: str, rows: Any) -> tuple[Any, Any]:
             import numpy as np
@@ -108,7 +127,7 @@ class StatsTable:
             rows = rows if moved is None else moved[rows]
             return BloomSlices.of(every if len(rows) == len(every) and moved is None
                                   else every.take(rows))
-        return StatsTable(specs, ordered, blooms, slicer=slices)
+        return StatsTable(specs, ordered, blooms, slicer=slices, loader=loader)
 
     @staticmethod
     def of_entries(entries: dict[str, FileEntry],
@@ -153,10 +172,22 @@ class StatsTable:
                 self._position = {p: i for i, p in enumerate(self._paths.to_pylist())}
             return self._position
 
+    def _need(self, names: list[str]) -> Any:
+        """The columns (an Arrow table) with ``names`` among them, read if they are not yet."""
+        with self._lock:
+            columns = self._columns
+            missing = [n for n in names if n not in columns.column_names]
+            if missing and self._loader is not None:
+                found = self._loader(missing).combine_chunks()
+                for n in missing:
+                    columns = columns.append_column(n, found.column(n))
+                self._columns = columns
+            return columns
+
     def column(self, name: str, files: Any | None = None) -> Any:
         """A stored column at the files' rows (all files, or those numbered ``files``)."""
         rows = self._rows if files is None else self._rows[files]
-        return self._columns.column(name).take(rows)
+        return self._need([name]).column(name).take(rows)
 
     def spec_index(self, key: str) -> int | None:
         """The ordinal of the sketched expression ``key`` (None when not sketched)."""
@@ -200,7 +231,8 @@ class StatsTable:
         counts = self._ends[files] - self._rows[files]
         rows = np.concatenate([np.arange(a, b) for a, b in zip(self._rows[files], self._ends[files])]) \
             if counts.max() > 1 else self._rows[files]
-        taken = self._columns.take(rows)
+        taken = self._need([f"s{i}_{p}" for i in range(len(self.specs))
+                            for p in _STAT_PARTS]).take(rows)
         cols = {n: taken.column(n).to_pylist() for n in taken.column_names}
         blooms = {}
         for i, spec in enumerate(self.specs):
@@ -226,18 +258,84 @@ class StatsTable:
             j += n
         return out
 
-    def bound_values(self, key: str, type_: str) -> tuple[list, list]:
-        """Every file's stored lower and upper bounds of ``key`` (None where unknown or of
-        another type than ``type_``)."""
-        i = self._index.get(key)
+    def rows(self, files: Any) -> Any:
+        """The row counts of the files numbered ``files`` (numpy int64, -1 where unknown)."""
+        import numpy as np
+
         if self._entries is not None:
-            found = [e.stats.columns.get(key) for e in self._entries]
+            return np.array([-1 if self._entries[f].stats.rows is None
+                             else self._entries[f].stats.rows for f in files.tolist()], np.int64)
+        return self.column("rows", files).fill_null(-1).to_numpy(zero_copy_only=False)
+
+    def row_groups(self, files: Any) -> Any:
+        """A numpy mask over ``files`` of those whose row groups the statistics describe."""
+        import numpy as np
+
+        if self._entries is not None:
+            return np.array([bool(self._entries[f].row_groups) for f in files.tolist()], bool)
+        return self._ends[files] - self._rows[files] > 1
+
+    def row_groups_of(self, files: Any) -> tuple["StatsTable", Any, Any] | None:
+        """The row groups of the files numbered ``files`` as files of another table:
+        ``(view, groups, owner)``, ``groups`` their numbers in ``view`` (whose every row is a
+        file, without Bloom filter slices) and ``owner`` each one's position in ``files``;
+        None for a table of entries in memory."""
+        import copy
+
+        import numpy as np
+
+        if self._entries is not None:
+            return None
+        starts, counts = self._rows[files] + 1, self._ends[files] - self._rows[files] - 1
+        owner = np.repeat(np.arange(len(files)), counts)
+        first = np.cumsum(counts) - counts
+        groups = np.arange(int(counts.sum())) - np.repeat(first, counts) + np.repeat(starts, counts)
+        with self._lock:
+            view = self._view
+        if view is None:
+            view = copy.copy(self)
+            view._rows = np.arange(self._columns.num_rows)
+            view._ends = view._rows + 1
+            view._slicer, view._slices, view._bounds, view._position = None, {}, {}, None
+            view._lock = threading.Lock()       # its loader takes this table's
+            view._loader = lambda names: self._need(names).select(names)   # read once, shared
+            with self._lock:
+                self._view = view
+        return view, groups, owner
+
+    def sketch_columns(self, key: str, type_: str, files: Any) -> dict | None:
+        """The statistics of the sketched expression ``key`` of type ``type_`` of the files
+        numbered ``files``, as columns: ``known`` (a numpy mask: the file has statistics of
+        it of that type), ``nulls`` (numpy int64, -1 where unknown), ``min`` and
+        ``max`` (Arrow arrays of internal values, null where unknown), ``values`` (an Arrow
+        list array: the list of its values, null where unknown) and ``listed`` (a numpy mask:
+        where it is known); None when no file has them."""
+        import numpy as np
+        import pyarrow as pa
+
+        if self._entries is not None:
+            found = [self._entries[f].stats.columns.get(key) for f in files.tolist()]
             found = [cs if cs is not None and cs.type == type_ else None for cs in found]
-            return ([cs.min if cs is not None else None for cs in found],
-                    [cs.max if cs is not None else None for cs in found])
+            arrow = arrow_type(type_)
+            return {"known": np.array([cs is not None for cs in found], bool),
+                    "nulls": np.array([-1 if cs is None or cs.null_count is None
+                                       else cs.null_count for cs in found], np.int64),
+                    "min": pa.array([cs.min if cs else None for cs in found], arrow),
+                    "max": pa.array([cs.max if cs else None for cs in found], arrow),
+                    "listed": np.array([cs is not None and cs.values is not None
+                                        for cs in found], bool),
+                    "values": pa.array([list(cs.values) if cs and cs.values is not None
+                                        else None for cs in found], pa.list_(arrow))}
+        i = self._index.get(key)
         if i is None or self.specs[i].type != type_:
-            return [None] * len(self), [None] * len(self)
-        return self.column(f"s{i}_min").to_pylist(), self.column(f"s{i}_max").to_pylist()
+            return None
+        self._need([f"s{i}_{p}" for p in _STAT_PARTS])        # one read for the four
+        listed = self.column(f"s{i}_values", files)
+        return {"known": np.ones(len(files), bool),
+                "nulls": self.column(f"s{i}_nulls", files).fill_null(-1).to_numpy(
+                    zero_copy_only=False),
+                "min": self.column(f"s{i}_min", files), "max": self.column(f"s{i}_max", files),
+                "listed": listed.is_valid().to_numpy(zero_copy_only=False), "values": listed}
 
     def bounds(self, key: str, type_: str) -> Bounds:
         """Every file's bounds of the sketched expression ``key`` of type ``type_``."""
