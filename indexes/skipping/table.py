@@ -398,8 +398,10 @@ def _in_file_order(columns: Any) -> Any:
     import pyarrow as pa
 
     numbered = columns.append_column("__row", pa.array(np.arange(columns.num_rows)))
-    return numbered.sort_by([("file", "ascending"), ("row_group", "ascending")],
-                            null_placement="at_start")
+    # a file's own row (row_group null) first, then its row groups in order
+    row_group = pc.fill_null(columns.column("row_group"), -1).to_numpy(zero_copy_only=False)
+    file = columns.column("file").to_numpy(zero_copy_only=False)
+    return numbered.take(np.lexsort((row_group, file)))
 
 
 class JudgedFiles(Mapping):
