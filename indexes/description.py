@@ -228,7 +228,7 @@ class SourceDescription:
         nothing when the fingerprints are equal, the difference the JVM answered when it did,
         else None (then only :attr:`files` tells)."""
         if self.fingerprint is not None and self.fingerprint == recorded.fingerprint:
-            return FileChanges(recorded.fingerprint)
+            return FileChanges(recorded.listing_key or recorded.fingerprint)
         key = recorded.listing_key
         return next((c for c in self.changes if c.recorded == key), None)
 
