@@ -169,6 +169,10 @@ def main(argv: list[str] | None = None) -> int:
     planning_bench.add_arguments(sub.add_parser(
         "planning", help="the planning a data-skipping index adds at 10,000 to 1,000,000 "
                          "files, synthesized, without Spark (bench/planning.py)"))
+    from bench import freshness as freshness_bench
+    freshness_bench.add_arguments(sub.add_parser(
+        "freshness", help="the freshness check of a changed source at 10,000 to 1,000,000 "
+                          "files, synthesized, without Spark (bench/freshness.py)"))
     from bench import star as star_bench
     star_bench.add_arguments(sub.add_parser(
         "star", help="a star-schema decision-support workload with zero configuration: record, "
@@ -192,6 +196,8 @@ def main(argv: list[str] | None = None) -> int:
         return warmups_bench.run(args)
     if args.command == "planning":
         return planning_bench.run(args)
+    if args.command == "freshness":
+        return freshness_bench.run(args)
 
     from bench import datasets
     from bench.harness import (build_cost, cache_planning_cost, cache_warmup_cost, claim_work_dir,

@@ -39,6 +39,38 @@ def source_files(files: Iterable[Iterable[Any]]) -> tuple[SourceFile, ...]:
     return tuple(f if isinstance(f, SourceFile) else SourceFile(*f) for f in files)
 
 
+@dataclass(frozen=True)
+class FileChanges:
+    """How a relation's files differ from those an index version recorded (the JVM's answer,
+    see ``PlanRewrite.changes``): ``recorded``, the key of the recorded files this is
+    relative to (their :attr:`SourceDescription.listing_key`); ``appended``, the relation's files not among them
+    (new, modified or with another deletion vector), ``deleted``, those of them no longer
+    listed (a modified file is in both); the relation's file ``count`` and ``bytes`` (None
+    when the fingerprints are equal: those of the recorded files)."""
+
+    recorded: str
+    appended: tuple[SourceFile, ...] = ()
+    deleted: tuple[SourceFile, ...] = ()
+    count: int | None = None
+    bytes: int | None = None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], recorded: str,
+                  files: tuple[SourceFile, ...]) -> "FileChanges":
+        """The JVM's answer ``data`` relative to the ``files`` recorded under the key
+        ``recorded`` (its ``deleted`` are positions in them)."""
+        return cls(recorded, source_files(data["appended"]),
+                   tuple(files[i] for i in data["deleted"]), int(data["count"]),
+                   int(data["bytes"]))
+
+    def applied_to(self, files: tuple[SourceFile, ...]) -> tuple[SourceFile, ...]:
+        """The relation's files: the recorded ``files`` less the deleted, then the appended."""
+        if not self.deleted:
+            return files + self.appended
+        gone = set(self.deleted)
+        return tuple(f for f in files if f not in gone) + self.appended
+
+
 #: attribute name -> JSON key, in the order the JVM writes them
 _KEYS = {
     "format": "format",
@@ -83,9 +115,11 @@ class SourceDescription:
 
     Every attribute is None when its key is absent; ``null_keys`` holds the keys present with
     null (``"fingerprint": null`` for a relation that does not list its files) and ``extra``
-    the keys this version does not know, both written back by :meth:`to_json`. Frozen: a
-    description completed later is a new one (:meth:`with_listing`, :meth:`with_files`,
-    :meth:`with_read_settings`, :meth:`with_index_facts`).
+    the keys this version does not know, both written back by :meth:`to_json`. ``changes``
+    (never written) holds the relation's differences to listings indexes recorded, where the
+    JVM answered them instead of the files (:meth:`changes_since`). Frozen: a description
+    completed later is a new one (:meth:`with_listing`, :meth:`with_files`,
+    :meth:`with_changes`, :meth:`with_read_settings`, :meth:`with_index_facts`).
     """
 
     format: str | None = None
@@ -107,6 +141,7 @@ class SourceDescription:
     spark_version: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     null_keys: frozenset[str] = frozenset()
+    changes: tuple[FileChanges, ...] = ()
 
     @classmethod
     def from_json(cls, data: dict[str, Any] | None) -> "SourceDescription":
@@ -183,6 +218,30 @@ class SourceDescription:
     def with_files(self, files: Iterable[Iterable[Any]] | None) -> "SourceDescription":
         """A copy holding ``files`` (None: the relation does not list its files)."""
         return self._with("files", None if files is None else source_files(files))
+
+    def with_changes(self, changes: FileChanges) -> "SourceDescription":
+        """A copy knowing ``changes`` (its difference to a recorded listing) too."""
+        return replace(self, changes=self.changes + (changes,))
+
+    def changes_since(self, recorded: "SourceDescription") -> FileChanges | None:
+        """How this relation's files differ from those ``recorded`` (an index's source):
+        nothing when the fingerprints are equal, the difference the JVM answered when it did,
+        else None (then only :attr:`files` tells)."""
+        if self.fingerprint is not None and self.fingerprint == recorded.fingerprint:
+            return FileChanges(recorded.listing_key or recorded.fingerprint)
+        key = recorded.listing_key
+        return next((c for c in self.changes if c.recorded == key), None)
+
+    @property
+    def listing_key(self) -> str | None:
+        """What the files an index recorded are known by to the JVM (``PlanRewrite.changes``):
+        their fingerprint, count, first and last file (the files recorded under one
+        fingerprint are in one order, the JVM's sorted lines, and :class:`FileChanges` names
+        deleted files by position); None when it recorded none."""
+        files = self.files
+        if self.fingerprint is None or not files:
+            return None
+        return f"{self.fingerprint}:{len(files)}:{files[0].path}:{files[-1].path}"
 
     def with_listing(self, listed: "SourceDescription") -> "SourceDescription":
         """A copy with what ``listed`` (a JVM description of the same relation at a higher

@@ -233,6 +233,12 @@ class IndexKind(ABC):
         """Whether matching ``entry`` needs the relation's file list."""
         return self.serving is Serving.PRUNE
 
+    def needs_changes(self, entry: Any, fingerprint: str | None, settings: Any) -> bool:
+        """Whether matching ``entry`` needs how the relation's files differ from those it
+        recorded (:meth:`SourceDescription.changes_since`; the JVM answers it without the
+        files), when it does not need the files."""
+        return False
+
     def serve_joins(self, root: PlanNode, relations: list[PlanNode], decisions: list[Any],
                     indexes: list[Any], settings: Any, hints: list[str],
                     parallelism: Callable[[], int]) -> dict[int, int]:

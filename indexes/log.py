@@ -13,9 +13,11 @@ work on any Hadoop-supported file system, :class:`~indexes.fs.MemoryFs` in memor
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import re
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field, replace
@@ -27,6 +29,13 @@ from indexes.errors import CorruptLogError
 from indexes.fs import FileSystem
 
 logger = logging.getLogger("accelerator.indexes.log")
+
+#: entries parsed lately, by path, with the SHA-256 of their text: the driver's index catalog
+#: rereads every log at each reload, and an entry recording a million source files is some
+#: 90 MB of JSON that takes seconds to parse (hashing it, a fraction of a second)
+_PARSED: dict[str, tuple[bytes, "IndexLogEntry"]] = {}
+_PARSED_KEPT = 256
+_PARSED_LOCK = threading.Lock()
 
 LOG_DIR = "_log"
 LATEST_STABLE = "latestStable"
@@ -154,6 +163,24 @@ class IndexLogEntry:
         return replace(self, id=id, state=state, timestamp=now_ms(), **changes)
 
 
+def _parsed(path: str, text: str) -> IndexLogEntry:
+    """The entry ``text`` (read from ``path``) holds: the one parsed last time when the text is
+    the same (entries are not changed once written: the same object, so what is derived from
+    it per version stays derived), else parsed; raises ValueError as
+    :meth:`IndexLogEntry.from_json`."""
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+    with _PARSED_LOCK:
+        found = _PARSED.get(path)
+    if found is not None and found[0] == digest:
+        return found[1]
+    entry = IndexLogEntry.from_json(text)
+    with _PARSED_LOCK:
+        if path not in _PARSED and len(_PARSED) >= _PARSED_KEPT:
+            _PARSED.pop(next(iter(_PARSED)))
+        _PARSED[path] = (digest, entry)
+    return entry
+
+
 class IndexLogManager:
     """Reads and appends the log of the index stored at ``index_path``."""
 
@@ -200,7 +227,7 @@ class IndexLogManager:
         remedy = (f"it was modified outside the accelerator: restore it from a backup, or "
                   f"remove the index and its data with vacuum('{self._dir_name}')")
         try:
-            entry = IndexLogEntry.from_json(text)
+            entry = _parsed(path, text)
         except ValueError as exc:
             raise CorruptLogError(f"index log entry {path} is corrupt ({exc}); {remedy}",
                                   path) from exc

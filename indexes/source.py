@@ -1,6 +1,7 @@
 """What an index records of its source, and whether a relation still reads that source."""
 from __future__ import annotations
 
+import threading
 import unicodedata
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -38,6 +39,52 @@ def file_changes(entry: Any, files: Sequence[SourceFile]
     covered = set(covered_files(entry))
     current = set(files)
     return sorted(current - covered), sorted(covered - current)
+
+
+def source_changes(entry: Any, source: SourceDescription
+                   ) -> tuple[list[SourceFile], list[SourceFile]] | None:
+    """:func:`file_changes` of ``entry`` against the relation ``source`` describes, from its
+    difference to the index's recorded files where it knows that (no more work than the
+    difference holds: :meth:`SourceDescription.changes_since`), else from its files; None when
+    it describes neither."""
+    changes = source.changes_since(entry.source)
+    if changes is None:
+        return None if source.files is None else file_changes(entry, source.files)
+    # the relation holds recorded - deleted + appended; the index's data holds recorded - the
+    # quick refresh's appended + its deleted (its appended are recorded, its deleted are not)
+    pending = entry.content.get("quickRefresh") or {}
+    quick_appended = set(source_files(pending.get("appended", [])))
+    quick_deleted = set(source_files(pending.get("deleted", [])))
+    appended, deleted = set(changes.appended), set(changes.deleted)
+    return (sorted((quick_appended - deleted) | (appended - quick_deleted)),
+            sorted((deleted - quick_appended) | (quick_deleted - appended)))
+
+
+#: the recorded files' bytes, by the identity of an index version's files (the last few)
+_RECORDED_BYTES: dict[int, tuple[Any, int]] = {}
+_RECORDED_KEPT = 16
+_RECORDED_LOCK = threading.Lock()
+
+
+def source_bytes(entry: Any, source: SourceDescription) -> int:
+    """The bytes of the files the relation ``source`` describes reads: summed from its files,
+    else given with its difference to the recorded files of ``entry``, else (the same files)
+    those recorded, summed once per index version."""
+    if source.files is not None:
+        return sum(f.size for f in source.files)
+    changes = source.changes_since(entry.source)
+    if changes is not None and changes.bytes is not None:
+        return changes.bytes
+    files = entry.source.files or ()
+    with _RECORDED_LOCK:
+        found = _RECORDED_BYTES.get(id(files))
+    if found is None or found[0] is not files:
+        found = (files, sum(f.size for f in files))
+        with _RECORDED_LOCK:
+            if len(_RECORDED_BYTES) >= _RECORDED_KEPT:
+                _RECORDED_BYTES.pop(next(iter(_RECORDED_BYTES)))
+            _RECORDED_BYTES[id(files)] = found
+    return found[1]
 
 
 # --- which source a relation reads ---------------------------------------------------------
@@ -156,6 +203,8 @@ def source_mismatch(recorded: SourceDescription, current: SourceDescription,
         if files is not None:
             old = set(recorded.files or ())
             new = set(files)
+            if old == new and recorded.files is not None:
+                return None   # the same files, fingerprinted by an older version's scheme
             return (f"the source files changed since the index was built "
                     f"({len(new - old)} appended or modified, {len(old - new)} deleted); refresh the index")
         return "the source files changed since the index was built; refresh the index"

@@ -15,10 +15,11 @@ from pyspark.sql.types import StringType, IntegerType
 
 from indexes.covering.config import IndexColumn
 from indexes.covering.match import Applicable, choose, evaluate
-from indexes.description import SourceDescription
+from indexes.description import FileChanges, SourceDescription, source_files
 from indexes.kind import HybridScan
 from indexes.plan import chain, file_relations, parse_plan, plan_references, unsupported_reason
-from indexes.source import NotApplicable, pruning_problem, relation_schema, source_mismatch
+from indexes.source import (NotApplicable, file_changes, pruning_problem, relation_schema,
+                            source_changes, source_mismatch)
 
 PLANS = json.loads((Path(__file__).parent / "data" / "nested_plans.json").read_text())
 SETTINGS = {"spark.sql.session.timeZone": "UTC"}
@@ -194,6 +195,52 @@ def test_changed_files_are_counted_when_listed():
         {**description_json("f2"), "files": [["a", 1, 1], ["c", 1, 1], ["d", 1, 1]]})
     result = evaluate(root, relation, current, index, False)
     assert "2 appended or modified, 1 deleted" in result.reason
+
+
+def _with_changes(recorded: SourceDescription, current: list, fingerprint: str = "f2"
+                  ) -> SourceDescription:
+    """A relation over ``current`` files described, as the JVM answers it, by its difference
+    to the ``recorded`` files (not by its files)."""
+    now = set(source_files(current))
+    changes = FileChanges(recorded.listing_key, tuple(sorted(now - set(recorded.files))),
+                          tuple(f for f in recorded.files if f not in now), len(now),
+                          sum(f.size for f in now))
+    return description(fingerprint).with_changes(changes)
+
+
+def test_difference_to_recorded_files_gives_the_changes_the_files_give():
+    """Hybrid scan from the JVM's difference (appended and deleted files only) finds what
+    comparing every file finds, a quick refresh's pending files included."""
+    import random
+
+    rng = random.Random(7)
+    pool = [[f"file:/data/nested/f{i}", 10 + i, 1] for i in range(12)]
+    for _ in range(200):
+        recorded = sorted(rng.sample(pool, rng.randint(1, 8)))
+        current = rng.sample(pool, rng.randint(0, 8))
+        if rng.random() < 0.3:   # a file modified in place: same path, another size
+            current.append([recorded[0][0], 99, 2])
+        pending = {}
+        if rng.random() < 0.5:
+            pending = {"appended": rng.sample(recorded, rng.randint(0, len(recorded))),
+                       "deleted": [f for f in rng.sample(pool, 3) if f not in recorded]}
+        index = Entry("idx", {}, SourceDescription.from_json(
+            {**description_json(), "files": recorded}),
+            {"quickRefresh": pending} if pending else {})
+        described = _with_changes(index.source, current)
+        assert described.files is None
+        assert source_changes(index, described) == file_changes(index, source_files(current))
+
+
+def test_same_files_under_another_fingerprint_keep_the_index_without_hybrid_scan():
+    """An index logged with an older version's fingerprint serves the unchanged source."""
+    root, relation = plan("seed")
+    files = [["file:/data/nested/a", 1, 1], ["file:/data/nested/b", 1, 1]]
+    index = entry(relation, *SEED_INDEX, files=files, fingerprint="0" * 64)
+    assert isinstance(evaluate(root, relation, _with_changes(index.source, files), index, False),
+                      Applicable)
+    changed = evaluate(root, relation, _with_changes(index.source, files[:1]), index, False)
+    assert changed.code == "SOURCE_CHANGED" and "0 appended or modified, 1 deleted" in changed.reason
 
 
 def test_smallest_applicable_index_wins():

@@ -173,3 +173,32 @@ def test_incremental_refresh_after_a_delete_asks_for_a_full_one(spark, hs, sourc
     df = query(spark, source)
     assert rows(df) == vanilla(spark, lambda: query(spark, source))
     assert why(hs, df, "ix")[0] == "APPLIED"
+
+
+def test_the_jvm_answers_only_the_difference_to_the_recorded_files(spark, source):
+    """The fingerprint check of a changed source: the JVM names the appended, deleted and
+    modified files against an index's recorded listing, and nothing else."""
+    from types import SimpleNamespace
+
+    from accelerator.query.relation_files import RelationFiles
+    from accelerator.runtime.jvm import helpers
+
+    files = RelationFiles(helpers(spark).plans)
+    plan = lambda: spark.read.parquet(source)._jdf.queryExecution().analyzed()  # noqa: E731
+    recorded = files.describe(plan(), 0, 2)
+    assert files.describe(plan(), 0, 1).fingerprint == recorded.fingerprint
+    parquet = sorted(f for f in os.listdir(source) if f.endswith(".parquet"))
+    os.remove(os.path.join(source, parquet[0]))
+    with open(os.path.join(source, parquet[1]), "ab") as f:   # modified: another size
+        f.write(b"x")
+    new = {n for n in append(spark, source, range(1000, 1010)) if n.endswith(".parquet")}
+    now = plan()
+    listed = files.describe(now, 0, 2)
+    current = files.describe(now, 0, 1)
+    assert current.fingerprint == listed.fingerprint != recorded.fingerprint
+    changes = files.changes(now, SimpleNamespace(ordinal=0, description=current), recorded)
+    name = lambda fs: sorted(os.path.basename(f.path) for f in fs)  # noqa: E731
+    assert name(changes.appended) == sorted([parquet[1], *new])
+    assert name(changes.deleted) == sorted(parquet[:2])
+    assert set(changes.applied_to(recorded.files)) == set(listed.files)
+    assert (changes.count, changes.bytes) == (len(listed.files), sum(f.size for f in listed.files))

@@ -50,6 +50,13 @@ class RelationChoice:
                 decision.description = self._files.describe(plan, decision.ordinal,
                                                             2 if with_files else 1)
             fingerprint = decision.description.fingerprint
+            for e in candidates:
+                if (not decision.description.files_described
+                        and kinds.kind_of(e).needs_changes(e, fingerprint, settings)
+                        and decision.description.changes_since(e.source) is None):
+                    changes = self._files.changes(plan, decision, e.source)
+                    if changes is not None:
+                        decision.description = decision.description.with_changes(changes)
             listed = any(kinds.kind_of(e).needs_files(e, fingerprint, settings)
                          for e in candidates)
             if listed and not decision.description.files_described:

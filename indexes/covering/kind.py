@@ -193,10 +193,10 @@ class CoveringKind(IndexKind):
         """Replaces the relation by one over the index's data (:mod:`indexes.covering.replace`)."""
         return replace.serve(plan, ordinal, verdict, surgery, join_groups, settings, payload)
 
-    def needs_files(self, entry: Any, fingerprint: str | None, settings: Any) -> bool:
-        """Hybrid scan compares the relation's files with the index's when they may differ."""
-        return settings.hybrid_scan and (entry.source.fingerprint != fingerprint
-                                         or bool(entry.content.get("quickRefresh")))
+    def needs_changes(self, entry: Any, fingerprint: str | None, settings: Any) -> bool:
+        """When the fingerprints differ, the relation's files may still be the index's (an
+        older version's fingerprint), or hybrid scan reads the difference."""
+        return entry.source.fingerprint != fingerprint
 
     def columns(self, entry: Any) -> tuple[list[str], list[str]]:
         indexed, included = index_columns(entry.config)

@@ -21,9 +21,9 @@ from indexes.plan import (
 )
 from indexes.source import (
     NotApplicable,
-    covered_files,
-    file_changes,
     relation_schema,
+    source_bytes,
+    source_changes,
     source_mismatch,
 )
 
@@ -101,6 +101,14 @@ class SourceDelta:
     deleted_ids: tuple[int, ...] = ()
 
 
+def _files_changed(found: tuple[list[Any], list[Any]] | None) -> str:
+    """Why the index's files are not the relation's, counted when their difference is known."""
+    if found is None:
+        return "the source files changed since the index was built; refresh the index"
+    return (f"the source files changed since the index was built ({len(found[0])} appended or "
+            f"modified, {len(found[1])} deleted); refresh the index")
+
+
 def _source_state(relation: PlanNode, source: SourceDescription, entry: Any,
                   hybrid: HybridScan | None) -> NotApplicable | SourceDelta:
     """Why the index cannot stand for ``relation``'s source, or what hybrid scan must do for
@@ -116,15 +124,17 @@ def _source_state(relation: PlanNode, source: SourceDescription, entry: Any,
     pending = entry.content.get("quickRefresh")
     if entry.source.fingerprint == source.fingerprint and not pending:
         return SourceDelta()
-    files = source.files
-    if hybrid is None or files is None:
+    found = source_changes(entry, source)
+    if found is not None and not found[0] and not found[1]:
+        return SourceDelta()   # the same files (fingerprinted by an older version's scheme)
+    if hybrid is None or found is None:
         if pending and hybrid is None:
             return changed("the index was refreshed with mode='quick', whose changes are read by "
                            "hybrid scan, and spark.accelerator.index.hybridScan.enabled is "
                            "false; refresh it with mode='incremental' or 'full'")
-        return changed(source_mismatch(entry.source, source, relation_schema(relation))
-                       or "the source files changed since the index was built")
-    appended, deleted = file_changes(entry, files)
+        return changed(_files_changed(found))
+    appended, deleted = found
+    total = source_bytes(entry, source)
     hidden = [f for f in appended if f.deletion_vector is not None]
     if hidden:   # hybrid scan reads appended files through a pruned list, bypassing them
         return changed(
@@ -139,7 +149,7 @@ def _source_state(relation: PlanNode, source: SourceDescription, entry: Any,
                 "has no lineage column to filter their rows out (create it with "
                 f"spark.accelerator.index.lineage.enabled=true); refreshIndex('{entry.name}', "
                 "mode='full') brings it up to date")
-        indexed_bytes = sum(f.size for f in covered_files(entry))
+        indexed_bytes = total - sum(f.size for f in appended) + sum(f.size for f in deleted)
         share = sum(f.size for f in deleted) / max(1, indexed_bytes)
         if share > hybrid.max_deleted_ratio:
             return changed(
@@ -147,7 +157,7 @@ def _source_state(relation: PlanNode, source: SourceDescription, entry: Any,
                 "bytes, over spark.accelerator.index.hybridScan.maxDeletedRatio "
                 f"({hybrid.max_deleted_ratio:g}); refresh the index")
         ids = tuple(sorted({int(lineage[f.path]) for f in deleted}))
-    share = sum(f.size for f in appended) / max(1, sum(f.size for f in files))
+    share = sum(f.size for f in appended) / max(1, total)
     if share > hybrid.max_appended_ratio:
         return changed(
             f"{len(appended)} appended files hold {share:.0%} of the source's bytes, over "

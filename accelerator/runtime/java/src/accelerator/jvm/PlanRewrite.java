@@ -76,6 +76,23 @@ public final class PlanRewrite {
   }
 
   /**
+   * The difference between the files of the {@code ordinal}-th file relation of the plan and
+   * those recorded under {@code recordedKey} (see {@link RelationDescriptions#changes}): null
+   * when none are, then {@link #recordListing} them.
+   */
+  public String changes(LogicalPlan plan, int ordinal, String recordedKey) {
+    return RelationDescriptions.changes(fileRelation(plan, ordinal), recordedKey);
+  }
+
+  /**
+   * Keeps an index version's recorded files ({@code filesJson}: the JSON array of its log
+   * entry's {@code files}) under {@code recordedKey}; returns their fingerprint.
+   */
+  public String recordListing(String recordedKey, String filesJson) throws java.io.IOException {
+    return RecordedListing.record(recordedKey, filesJson).fingerprint;
+  }
+
+  /**
    * Replaces the {@code ordinal}-th file relation of {@code plan} by a fresh instance of
    * {@code indexRelation}, as {@link RelationReplacement#replace} says ({@code specLines},
    * {@code appendedLines} and {@code excludedIdLines}: newline-separated, one py4j argument

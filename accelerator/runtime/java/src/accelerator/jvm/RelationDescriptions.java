@@ -39,9 +39,9 @@ final class RelationDescriptions {
 
   /**
    * Describes a file relation as JSON: format, root paths, partition columns, options, a
-   * fingerprint of its files (SHA-256 over the sorted [path,size,mtime] lines) and the files
-   * themselves, as {@code detail} asks: 0 neither, 1 the fingerprint, 2 both (one py4j answer
-   * instead of thousands of calls).
+   * fingerprint of its files (see {@link FileHashes}) and the files themselves, as
+   * {@code detail} asks: 0 neither, 1 the fingerprint, 2 both (one py4j answer instead of
+   * thousands of calls).
    */
   static String describe(LogicalPlan relation, int detail) {
     LogicalRelation rel = (LogicalRelation) relation;
@@ -127,9 +127,25 @@ final class RelationDescriptions {
       sb.append(",\"deletionVectors\":").append(listing.deletionVectors);
     }
     if (detail > 1) {
-      sb.append(",\"files\":[").append(String.join(",", listing.lines)).append(']');
+      sb.append(",\"files\":[").append(String.join(",", listing.lines())).append(']');
     }
     return sb.append('}').toString();
+  }
+
+  /**
+   * The difference between a file relation's files and those an index recorded (kept under
+   * {@code recordedKey}, see {@link RecordedListing}) as {@link Listing#changes} gives it;
+   * {@code "null"} for a relation that does not list its files, null when nothing is kept
+   * under the key.
+   */
+  static String changes(LogicalPlan relation, String recordedKey) {
+    RecordedListing recorded = RecordedListing.of(recordedKey);
+    if (recorded == null) {
+      return null;
+    }
+    Listing listing = listing(((HadoopFsRelation) ((LogicalRelation) relation).relation())
+        .location());
+    return listing == null ? "null" : listing.changes(recorded);
   }
 
   private static String schemaJson(StructType schema) {
