@@ -30,7 +30,6 @@ from accelerator.runtime.spark_versions import dataset_class
 from indexes.description import SourceDescription
 from indexes.join_probes import JoinProbe, probes, side_shape
 from indexes.plan import PlanNode
-from indexes.skipping import values as V
 from indexes.skipping.ir import expression_key, key_columns
 from indexes.skipping.join_keys import JoinKeys, JoinNotUsed
 
@@ -118,28 +117,18 @@ class JoinSides:
         rows = max_keys * ROWS_PER_KEY
         with self._suspended():
             self.collected += 1
-            read = self._values(keys.limit(rows + 1), probe.type)
+            read = [r[0] for r in keys.limit(rows + 1).collect()]
             if len(read) <= rows:      # every key, in one pass without a shuffle
                 found = JoinKeys.listed(probe, read)
                 if len(found.values) <= max_keys:
                     return found
                 return JoinKeys(probe, None, found.values[0], found.values[-1])
             distinct = keys.distinct()
-            listed = self._values(distinct.limit(max_keys + 1), probe.type)
+            listed = [r[0] for r in distinct.limit(max_keys + 1).collect()]
             if len(listed) <= max_keys:
                 return JoinKeys.listed(probe, listed)
             low, high = distinct.agg(F.min("k"), F.max("k")).first()
         return JoinKeys.ranged(probe, low, high)
-
-    def _values(self, keys: DataFrame, key_type: str) -> list[Any]:
-        """The values of the column ``k`` of ``keys`` (of ``key_type``, timestamps as
-        microseconds), internal (:mod:`indexes.skipping.values`), read from the JVM as one
-        string: ``collect()`` serves them to Python through a socket, which took about as
-        long again as the keys' query itself."""
-        texts = keys.select(F.col("k").cast("string").alias("k"))._jdf.toJSON().collectAsList()
-        joined = self._spark._jvm.java.lang.String.join("\n", texts)
-        return [int(text) if key_type == "timestamp" else V.parse_literal(text, key_type, "UTC")
-                for text in (json.loads(line)["k"] for line in joined.split("\n") if line)]
 
 
 def _memo_key(root: PlanNode, probe: JoinProbe, max_keys: int,

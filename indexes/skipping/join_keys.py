@@ -31,7 +31,7 @@ class JoinKeys:
 
     @staticmethod
     def listed(probe: JoinProbe, keys: Iterable[Any]) -> "JoinKeys":
-        """The keys as ``collect()`` returns them, or in internal form (nulls dropped)."""
+        """The keys as ``collect()`` returns them (nulls dropped)."""
         t = probe.type
         internal = {V.normalize(V.from_python(k, t), t) for k in keys if k is not None}
         return JoinKeys(probe, tuple(sorted(internal, key=lambda v: V.order_key(v, t))))
