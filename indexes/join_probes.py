@@ -128,7 +128,9 @@ def side_shape(side: PlanNode, key: int) -> str | None:
     drops). Two sides of equal shape over relations of equal
     descriptions (their fingerprints among them) hold the same keys.
 
-    Projects on top of the side that pass ``key`` through as it is are left out: they change
+    Attributes' qualifiers (the alias a query names a relation by, a CTE's among them) are
+    left out: they name, never change, values. Projects on top of the side that pass ``key``
+    through as it is are left out: they change
     which other columns the side outputs, never which keys it holds, so a filtered dimension
     read for its key alone and read for its key and other columns (two queries, or two
     readings in one) have one shape."""
@@ -143,7 +145,7 @@ def side_shape(side: PlanNode, key: int) -> str | None:
         if isinstance(value, dict):
             return {k: ids.setdefault(int(v["id"]), len(ids))
                     if k == "exprId" and isinstance(v, dict) else renumbered(v)
-                    for k, v in sorted(value.items())}
+                    for k, v in sorted(value.items()) if k != "qualifier"}
         if isinstance(value, list):
             return [renumbered(v) for v in value]
         return value
