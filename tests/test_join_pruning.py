@@ -215,10 +215,18 @@ def test_the_keys_of_an_unchanged_other_side_are_collected_once(spark, hs, star,
     # another month is another side; a changed dimension file is another source version
     check(spark, lambda: joined(spark, fact, dim, "d_moy = 5"), fact, 1)
     assert collections(spark) == before + 1
+    # a CTE read twice (one reading's attributes qualified by its alias): once for both
+    spark.read.parquet(fact).createOrReplaceTempView("dfp_cte_sales")
+    spark.read.parquet(dim).createOrReplaceTempView("dfp_cte_dates")
+    cte = ("WITH m AS (SELECT d_year, sum(amt) AS s FROM dfp_cte_sales JOIN dfp_cte_dates "
+           "ON ss_sold_date_sk = d_date_sk WHERE d_moy = 6 AND d_year IN (2000, 2001) "
+           "GROUP BY d_year) SELECT a.s, b.s FROM m a JOIN m b ON b.d_year = a.d_year + 1")
+    check(spark, lambda: spark.sql(cte), fact, 1)
+    assert collections(spark) == before + 2
     spark.createDataFrame([(55, 2001, 4)], "d_date_sk int, d_year int, d_moy int") \
         .coalesce(1).write.mode("append").parquet(dim)
     check(spark, lambda: joined(spark, fact, dim, "d_moy = 4"), fact, 2)
-    assert collections(spark) == before + 2
+    assert collections(spark) == before + 3
 
 
 def test_past_max_keys_the_range_of_keys_prunes(spark, hs, star):
