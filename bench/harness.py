@@ -128,18 +128,53 @@ def scan_stats(spark: SparkSession, df: DataFrame) -> dict:
             spark.conf.unset(VECTORED_IO)
         else:
             spark.conf.set(VECTORED_IO, previous)
-    jsc = sc._jsc.sc()
-    jsc.listenerBus().waitUntilEmpty()   # the status store is filled by the listener bus
-    store = jsc.statusStore()
-    jobs = store.jobsList(None)
-    read = 0
-    for i in range(jobs.size()):
-        job = jobs.apply(i)
-        if job.jobGroup().isDefined() and job.jobGroup().get() == group:
-            ids = job.stageIds()
-            for j in range(ids.size()):
-                read += int(store.lastStageAttempt(ids.apply(j)).inputBytes())
+    store = _status_store(spark)
+    read = _input_bytes(store, [job for job in _jobs(store).values()
+                                if job.jobGroup().isDefined() and job.jobGroup().get() == group])
     return {"files": _scan_files(df), "bytes_read": read}
+
+
+def job_work(spark: SparkSession, run: Callable[[], Any]) -> dict:
+    """Runs ``run()`` without Parquet's vectored reads (see :func:`scan_stats`) and reports
+    the Spark jobs the application started meanwhile and the bytes their stages' tasks read:
+    every job, those a rewrite runs while planning (other threads) included, so nothing else
+    may use the application meanwhile. Neither depends on the machine's load."""
+    previous = spark.conf.get(VECTORED_IO, None)
+    store = _status_store(spark)
+    before = set(_jobs(store))
+    spark.conf.set(VECTORED_IO, "false")
+    try:
+        run()
+    finally:
+        if previous is None:
+            spark.conf.unset(VECTORED_IO)
+        else:
+            spark.conf.set(VECTORED_IO, previous)
+    store = _status_store(spark)
+    new = [job for i, job in _jobs(store).items() if i not in before]
+    return {"jobs": len(new), "bytes_read": _input_bytes(store, new)}
+
+
+def _status_store(spark: SparkSession) -> Any:
+    """The application's status store, once the listener bus (which fills it) is drained."""
+    jsc = spark.sparkContext._jsc.sc()
+    jsc.listenerBus().waitUntilEmpty()
+    return jsc.statusStore()
+
+
+def _jobs(store: Any) -> dict[int, Any]:
+    jobs = store.jobsList(None)
+    return {int(jobs.apply(i).jobId()): jobs.apply(i) for i in range(jobs.size())}
+
+
+def _input_bytes(store: Any, jobs: list) -> int:
+    """Bytes the tasks of the stages of ``jobs`` read (their last attempts)."""
+    read = 0
+    for job in jobs:
+        ids = job.stageIds()
+        for j in range(ids.size()):
+            read += int(store.lastStageAttempt(ids.apply(j)).inputBytes())
+    return read
 
 
 def _scan_files(df: DataFrame) -> int:

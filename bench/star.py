@@ -15,7 +15,9 @@ accelerator setting but the system path under ``--work-dir``:
 
 The JSON report (printed, and written to ``--out``) holds per template the median seconds of
 each side and the median of the rounds' accelerated/vanilla ratios, whether its answers were
-identical; the same for the total of a round; the instructions advised and how applying them
+identical, and the Spark jobs and bytes read of one more query of it on each side (see
+``_work``: figures that do not depend on the machine's load); the same for the total of a
+round; the instructions advised and how applying them
 went; and the fact table's bytes a one-month dimension filter reads (the sizes of the files
 its scans read of the fact, or of an index over the fact serving it, with the accelerator
 and without, over the fact's bytes). Exits 1 when
@@ -142,6 +144,23 @@ def _measure(spark: SparkSession, facts: dict, rng: random.Random, warmups: int,
     return times, mismatches
 
 
+def _work(spark: SparkSession, facts: dict, rng: random.Random) -> dict[str, dict]:
+    """Per template, one query (new literals) run vanilla then accelerated: the Spark jobs
+    each side started (the accelerated side's planning included: the keys' queries of dynamic
+    file pruning) and the bytes their tasks read (:func:`bench.harness.job_work`)."""
+    from bench.harness import job_work
+    from bench.star_queries import TEMPLATES
+
+    out = {}
+    for t in TEMPLATES:
+        sql = t.make(rng, facts)
+        sides = {side: job_work(spark, lambda: _run(spark, sql, accelerated))
+                 for side, accelerated in (("vanilla", False), ("accelerated", True))}
+        out[t.name] = {k: {side: sides[side][k] for side in sides}
+                       for k in ("jobs", "bytes_read")}
+    return out
+
+
 def _fact_read(spark: SparkSession, facts: dict, seed: int) -> dict:
     """The fact files and bytes a one-month dimension filter's scans read, each side: the
     files of the fact, or of an index over it serving the query."""
@@ -176,16 +195,18 @@ def _ratios(pairs: list[tuple[float, float]]) -> dict:
 
 def report(args: argparse.Namespace, facts: dict, recorded: dict, advised: dict, applied: dict,
            times: dict[str, list[tuple[float, float]]], mismatches: list[dict],
-           fact_read: dict, spark_version: str) -> dict:
+           fact_read: dict, work: dict[str, dict], spark_version: str) -> dict:
     """The JSON report (see the module docstring)."""
     from bench.star_queries import TEMPLATES
 
     differing = {m["template"] for m in mismatches}
     templates = [{"name": t.name, "shapes": list(t.shapes), **_ratios(times[t.name]),
-                  "identical": t.name not in differing} for t in TEMPLATES]
+                  "identical": t.name not in differing, **work[t.name]} for t in TEMPLATES]
     rounds = list(zip(*times.values()))     # per round, (vanilla, accelerated) per template
     total = {**_ratios([(sum(v for v, _ in r), sum(a for _, a in r)) for r in rounds]),
-             "identical": not mismatches}
+             "identical": not mismatches,
+             **{k: {side: sum(w[k][side] for w in work.values())
+                    for side in ("vanilla", "accelerated")} for k in ("jobs", "bytes_read")}}
     worst = max(t["ratio"] for t in templates)
     return {
         "benchmark": "star", "scale": args.scale, "spark": spark_version,
@@ -210,11 +231,15 @@ def report(args: argparse.Namespace, facts: dict, recorded: dict, advised: dict,
 
 def table(rep: dict) -> str:
     """The report's per-template figures as text."""
-    head = f"{'template':42} {'vanilla s':>9} {'accel s':>8} {'a/v':>6} {'identical':>9}"
+    head = (f"{'template':42} {'vanilla s':>9} {'accel s':>8} {'a/v':>6} {'identical':>9} "
+            f"{'jobs v/a':>8} {'MB read v/a':>13}")
     lines = [head, "-" * len(head)]
     for t in rep["templates"] + [{"name": "TOTAL", **rep["total"]}]:
+        jobs, read = t["jobs"], t["bytes_read"]
         lines.append(f"{t['name'][:42]:42} {t['vanilla_s']:9.3f} {t['accelerated_s']:8.3f} "
-                     f"{t['ratio']:6.2f} {str(t['identical']):>9}")
+                     f"{t['ratio']:6.2f} {str(t['identical']):>9} "
+                     f"{jobs['vanilla']:>4}/{jobs['accelerated']:<3} "
+                     f"{read['vanilla'] / 1e6:6.1f}/{read['accelerated'] / 1e6:<6.1f}")
     read = rep["one_month_fact_read"]
     lines.append(f"one month: fact bytes read {read['accelerated_bytes']:,} of "
                  f"{read['fact_bytes']:,} ({read['share']:.3f}); vanilla "
@@ -242,8 +267,9 @@ def run(args: argparse.Namespace) -> int:
     advised, applied = _advise(spark)
     log.info("advised %d instructions", len(advised["instructions"]))
     times, mismatches = _measure(spark, facts, rng, args.warmups, args.pairs)
+    work = _work(spark, facts, rng)
     rep = report(args, facts, recorded, advised, applied, times, mismatches,
-                 _fact_read(spark, facts, args.seed), spark.version)
+                 _fact_read(spark, facts, args.seed), work, spark.version)
     rep["wall_s"] = time.perf_counter() - t0
     spark.stop()
     publish(rep, table(rep), args.out)

@@ -126,7 +126,15 @@ def side_shape(side: PlanNode, key: int) -> str | None:
     and its files alone (a local relation, whose rows its JSON omits; a cached or an RDD
     relation; a table of another catalog) or an expression's (``InSet``, whose values ``toJSON``
     drops). Two sides of equal shape over relations of equal
-    descriptions (their fingerprints among them) hold the same keys."""
+    descriptions (their fingerprints among them) hold the same keys.
+
+    Attributes' qualifiers (the alias a query names a relation by, a CTE's among them) are
+    left out: they name, never change, values. Projects on top of the side that pass ``key``
+    through as it is are left out: they change
+    which other columns the side outputs, never which keys it holds, so a filtered dimension
+    read for its key alone and read for its key and other columns (two queries, or two
+    readings in one) have one shape."""
+    side = _key_source(side, key)
     if any((not n.children and n.cls not in SHAPED_LEAVES)
            or any(e.cls == "InSet" for tree in n.all_exprs() for e in tree.walk())
            for n in side.walk()):
@@ -137,7 +145,7 @@ def side_shape(side: PlanNode, key: int) -> str | None:
         if isinstance(value, dict):
             return {k: ids.setdefault(int(v["id"]), len(ids))
                     if k == "exprId" and isinstance(v, dict) else renumbered(v)
-                    for k, v in sorted(value.items())}
+                    for k, v in sorted(value.items()) if k != "qualifier"}
         if isinstance(value, list):
             return [renumbered(v) for v in value]
         return value
@@ -154,6 +162,15 @@ def side_shape(side: PlanNode, key: int) -> str | None:
     if key not in ids:
         return None
     return json.dumps([shape, ids[key]], sort_keys=True, default=str)
+
+
+def _key_source(side: PlanNode, key: int) -> PlanNode:
+    """``side`` without the Projects on its top that output the attribute ``key`` itself."""
+    while side.cls == "Project" and side.children and any(
+            e.cls == "AttributeReference" and e.expr_id == key
+            for e in side.exprs.get("projectList", [])):
+        side = side.children[0]
+    return side
 
 
 def _equalities(join: PlanNode) -> list[Expr]:

@@ -102,7 +102,8 @@ def test_every_workload_runs_with_identical_results(tmp_path):
 def test_the_star_schema_benchmark_advises_and_answers_as_vanilla(tmp_path):
     """``python -m bench star`` at its smallest scale: recommend() never fails, it proposes the
     min/max sketch dynamic file pruning needs on the fact's date key, every answer equals
-    vanilla's and a one-month filter reads fewer of the fact's bytes."""
+    vanilla's and a one-month filter reads fewer of the fact's bytes (its files, and its
+    jobs' input bytes)."""
     out = tmp_path / "star.json"
     run = subprocess.run(
         [sys.executable, "-m", "bench", "star", "--scale", "0.001", "--pairs", "1",
@@ -122,4 +123,8 @@ def test_the_star_schema_benchmark_advises_and_answers_as_vanilla(tmp_path):
                for i in advised), advised
     read = report["one_month_fact_read"]
     assert read["accelerated_bytes"] < read["vanilla_bytes"] == read["fact_bytes"]
+    # its jobs (the keys' query among the accelerated side's) read fewer bytes than vanilla's
+    month = next(t for t in report["templates"] if t["name"] == "month_by_category")
+    assert month["jobs"]["vanilla"] >= 1 and month["jobs"]["accelerated"] >= 1, month
+    assert 0 < month["bytes_read"]["accelerated"] < month["bytes_read"]["vanilla"], month
     assert "TOTAL" in run.stdout

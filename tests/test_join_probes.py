@@ -185,14 +185,27 @@ def _dimension(first_id: int, month: int, leaf: PlanNode | None = None) -> PlanN
 
 def test_the_same_other_side_planned_again_has_the_same_shape():
     """The keys are remembered by the side's shape: equal for the same side with other
-    attribute ids, different for another filter, another key column, or a leaf whose rows the
-    plan does not show (a local relation, an InSet's values)."""
+    attribute ids, qualifiers or other columns projected beside the key, different for another filter,
+    another key column, or a leaf whose rows the plan does not show (a local relation, an
+    InSet's values)."""
     shape = side_shape(_dimension(2, 3), 2)
     assert shape is not None
     assert side_shape(_dimension(72, 3), 72) == shape
     assert side_shape(_dimension(2, 4), 2) != shape
     assert side_shape(_dimension(2, 3), 3) != shape
     assert side_shape(_dimension(2, 3), 99) is None
+    # Projects on top passing the key through keep its keys: one shape; an alias is another
+
+    def projected(*exprs: Expr) -> PlanNode:
+        return linked(PlanNode("Project", {}, [_dimension(2, 3)], {"projectList": list(exprs)}))
+    assert side_shape(projected(attr("d_date_sk", 2)), 2) == shape
+    assert side_shape(projected(attr("d_moy", 3), attr("d_date_sk", 2)), 2) == shape
+    alias = Expr("Alias", {"name": "k", "exprId": {"id": 9}}, [attr("d_date_sk", 2)])
+    assert side_shape(projected(alias), 9) not in (None, shape)
+    # the qualifier a query names the dimension by (a CTE's alias) is not part of it
+    qualified = attr("d_date_sk", 2)
+    qualified.fields["qualifier"] = "[a]"
+    assert side_shape(projected(qualified), 2) == shape
     local = PlanNode("LocalRelation", {}, [], {"output": [attr("d_date_sk", 2)]})
     assert side_shape(_dimension(2, 3, local), 2) is None
     in_set = linked(node("Filter", relation(attr("d_date_sk", 2)),
