@@ -1,5 +1,5 @@
 """Builds of the covering and text indexes and the cache warm-up under a
-``spark.driver.maxResultSize`` (1 MB) smaller than the data they read and write (about 6 MB of
+``spark.driver.maxResultSize`` (1 MB) smaller than the data they read and write (about 3 MB of
 Parquet): their per-file and per-row work stays on the executors and the driver receives only
 small summaries, so they succeed, with results equal to vanilla Spark's and the index or cache
 used. The data-skipping builds' counterpart is in tests/test_skipping_scale.py."""
@@ -12,7 +12,7 @@ from accelerator import IndexConfig, TextIndexConfig
 from tests.helpers import driver_result_limit, rows, vanilla
 
 FILES = 4
-ROWS = 20_000     # per file; 64-character hashes: ~1.6 MB of Parquet per file
+ROWS = 10_000     # per file; 64-character hashes: ~0.8 MB of Parquet per file
 LIMIT = "1m"
 
 
