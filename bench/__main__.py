@@ -66,11 +66,17 @@ def _table(report: dict) -> str:
                          f"{after['ratio_vanilla_over_accelerated']:19.2f}")
     if report.get("builds"):
         lines.append("")
-        lines.append(f"{'build (median s)':34} {'index':>9} {'scan':>8} {'i/scan':>8} {'target':>8} {'met':>5}")
+        lines.append(f"{'build (median s)':34} {'index':>9} {'limit':>8} {'i/limit':>8} {'target':>8} "
+                     f"{'met':>5} {'heap+ MB':>9} {'limit heap+':>11} {'py+ MB':>7}")
         for b in report["builds"]:
-            lines.append(f"{b['name'][:34]:34} {b['index_s']['median']:9.3f} {b['scan_s']['median']:8.3f} "
-                         f"{b['ratio_index_over_scan']:8.3f} {'<= ' + format(b['expected']['max_fraction'], 'g'):>8} "
-                         f"{str(b['expected']['met']):>5}")
+            target = b["expected"]["max_ratio"]
+            mem, lim = b["driver_memory"]["index"], b["driver_memory"]["limit"]
+            lines.append(f"{b['name'][:34]:34} {b['index_s']['median']:9.3f} {b['limit_s']['median']:8.3f} "
+                         f"{b['ratio_index_over_limit']:8.3f} "
+                         f"{('<= ' + format(target, 'g')) if target else '-':>8} "
+                         f"{str(b['expected']['met']) if target else '-':>5} "
+                         f"{mem['jvm_heap_added_mb']:9.0f} {lim['jvm_heap_added_mb']:11.0f} "
+                         f"{mem['python_rss_added_mb']:7.1f}")
     if report.get("pruning"):
         lines.append("")
         lines.append(f"{'pruning (median ms of planning)':34} {'off':>9} {'on':>8} {'added':>8} {'target':>8} "
@@ -90,11 +96,14 @@ def _table(report: dict) -> str:
                          f"{c['bytesWritten'] / 1e6:8.1f} {c['wall_s']:8.1f} {str(c.get('served')):>7}")
     if report.get("cache_warmups"):
         lines.append("")
-        lines.append(f"{'cache warm-up (median s)':34} {'cache':>9} {'scan':>8} {'c/scan':>8} {'target':>8} {'met':>5}")
+        lines.append(f"{'cache warm-up (median s)':34} {'cache':>9} {'scan':>8} {'c/scan':>8} {'target':>8} "
+                     f"{'met':>5} {'heap+ MB':>9} {'scan heap+':>11} {'py+ MB':>7}")
         for b in report["cache_warmups"]:
+            mem, scan = b["driver_memory"]["cache"], b["driver_memory"]["scan"]
             lines.append(f"{b['name'][:34]:34} {b['cache_s']['median']:9.3f} {b['scan_s']['median']:8.3f} "
                          f"{b['ratio_cache_over_scan']:8.3f} {'<= ' + format(b['expected']['max_ratio'], 'g'):>8} "
-                         f"{str(b['expected']['met']):>5}")
+                         f"{str(b['expected']['met']):>5} {mem['jvm_heap_added_mb']:9.0f} "
+                         f"{scan['jvm_heap_added_mb']:11.0f} {mem['python_rss_added_mb']:7.1f}")
     if report.get("cache_planning"):
         lines.append("")
         lines.append(f"{'cache planning (median ms)':34} {'off':>9} {'on':>8} {'added':>8} {'target':>8} "
@@ -224,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
                                                 args.pairs, args.warmups, built))
     for bench in chosen(BUILDS):
         logging.getLogger("bench").info("build cost %s", bench.name)
-        report["builds"].append(build_cost(spark, bench, ctx, args.build_runs,
+        report["builds"].append(build_cost(spark, bench, ctx, args.work_dir, args.build_runs,
                                            warmups=min(1, args.warmups)))
     for bench in chosen(PRUNING):
         logging.getLogger("bench").info("pruning cost %s", bench.name)

@@ -19,8 +19,10 @@ from accelerator import (
     IndexConfig,
     MinMaxSketch,
     TextIndexConfig,
+    ValueListSketch,
 )
 from bench import datasets, eventlog
+from indexes.names import quote_path
 
 
 @dataclass(frozen=True)
@@ -84,21 +86,27 @@ class Workload:
 
 @dataclass(frozen=True)
 class BuildCost:
-    """The cost of building an index against the one Spark job that computes the same facts by
-    scanning the source.
+    """The cost of building an index against its limit: the plain Spark job that produces what
+    the index holds (the same facts computed by scanning, or the same columns written the same
+    way), with no accelerator code in it.
 
-    ``prepare(ctx)`` returns facts with ``path`` (the Parquet source); ``index(facts)`` is the
-    index config (built, timed, deleted and vacuumed, ``runs`` times); ``scan(df, facts)`` is the
-    equivalent query over the source DataFrame (collected, timed). The expectation is
-    ``median build / median scan <= max_fraction``.
+    ``prepare(ctx)`` returns facts with ``path`` (the source, read by ``read``); ``index(facts)``
+    is the index config (built, timed, deleted and vacuumed, ``runs`` times);
+    ``limit(df, facts, config)`` is the limit job's DataFrame over the source DataFrame, given
+    the index's config as its log entry recorded it (the bucket count a covering index chose):
+    collected, or with ``write_limit`` written as Parquet into a fresh directory (deleted
+    afterwards). The expectation is ``median build / median limit <= max_ratio`` (None: the
+    ratio is reported, no target).
     """
 
     name: str
     description: str
     prepare: Callable[[Context], dict]
     index: Callable[[dict], Any]
-    scan: Callable[[DataFrame, dict], DataFrame]
-    max_fraction: float
+    limit: Callable[[DataFrame, dict, dict], DataFrame]
+    max_ratio: float | None
+    write_limit: bool = False
+    read: Callable[[Any, str, dict], DataFrame] = read_parquet
 
 
 @dataclass(frozen=True)
@@ -521,7 +529,47 @@ LINEITEM_FOOTER_COLUMNS = ["l_orderkey", "l_partkey", "l_suppkey", "l_linenumber
                            "l_extendedprice", "l_discount", "l_tax", "l_shipdate", "l_commitdate",
                            "l_receiptdate"]
 
+def _per_file(aggregates: Callable[[], list[Any]]) -> Callable[[DataFrame, dict, dict], DataFrame]:
+    """A data-skipping build's limit: one Spark job aggregating each source file's rows by the
+    columns ``aggregates()`` makes."""
+    return lambda df, facts, config: df.groupBy(F.col("_metadata.file_path")).agg(*aggregates())
+
+
+def _bucketed_sorted(df: DataFrame, facts: dict, config: dict) -> DataFrame:
+    """A covering build's limit: the same columns hash-partitioned into the index's bucket
+    count by its indexed columns and sorted by them within each (written as plain Parquet)."""
+    columns = [F.col(quote_path(c["path"])).alias(c["name"])
+               for c in config["indexedColumns"] + config["includedColumns"]]
+    names = [F.col(f"`{c['name']}`") for c in config["indexedColumns"]]
+    return df.select(*columns).repartition(config["numBuckets"], *names).sortWithinPartitions(*names)
+
+
+def _text_columns(df: DataFrame, facts: dict, config: dict) -> DataFrame:
+    """A text build's limit: the columns its tasks read (file, text, row index), written as
+    plain Parquet."""
+    return df.select(F.col("_metadata.file_path"), F.col(quote_path(config["path"])).alias("t"),
+                     F.col("_metadata.row_index"))
+
+
+def _events(ctx: Context) -> dict:
+    return datasets.eventlog(ctx.spark, ctx.data_dir, ctx.scale)
+
+
 BUILDS: list[BuildCost] = [
+    BuildCost(
+        name="tpch_lineitem_covering_build",
+        description="covering index on l_partkey including l_orderkey, l_quantity, "
+                    "l_extendedprice vs a plain Spark job writing those columns as Parquet, "
+                    "hash-partitioned into the index's bucket count and sorted by l_partkey",
+        prepare=lambda ctx: {"path": datasets.tpch(ctx.data_dir, ctx.scale)["lineitem"]},
+        # the lookups' index under a name of its own (theirs stays built during the run)
+        index=lambda facts: IndexConfig("bench_lineitem_partkey_build",
+                                        indexedColumns=LINEITEM_INDEX.indexedColumns,
+                                        includedColumns=LINEITEM_INDEX.includedColumns),
+        limit=_bucketed_sorted,
+        write_limit=True,
+        max_ratio=1.3,
+    ),
     BuildCost(
         name="tpch_lineitem_minmax_build",
         description="MinMax data-skipping index over lineitem's numeric and date columns "
@@ -529,10 +577,41 @@ BUILDS: list[BuildCost] = [
         prepare=lambda ctx: {"path": datasets.tpch(ctx.data_dir, ctx.scale)["lineitem"]},
         index=lambda facts: DataSkippingIndexConfig(
             "bench_lineitem_minmax", *[MinMaxSketch(c) for c in LINEITEM_FOOTER_COLUMNS]),
-        scan=lambda df, facts: df.groupBy(F.col("_metadata.file_path")).agg(
-            *[agg(c).alias(f"{name}_{c}") for c in LINEITEM_FOOTER_COLUMNS
-              for name, agg in (("min", F.min), ("max", F.max))]),
-        max_fraction=0.2,
+        limit=_per_file(lambda: [agg(c).alias(f"{name}_{c}") for c in LINEITEM_FOOTER_COLUMNS
+                                 for name, agg in (("min", F.min), ("max", F.max))]),
+        max_ratio=0.2,
+    ),
+    BuildCost(
+        name="eventlog_bloom_build",
+        description="Bloom filter data-skipping index of the event log's trace_id (1% false "
+                    "positives, sized above a file's events) vs one Spark job computing a "
+                    "per-file sketch of it (approx_count_distinct: every value hashed)",
+        prepare=_events,
+        index=lambda facts: DataSkippingIndexConfig(
+            "bench_events_trace_bloom", BloomFilterSketch(
+                "trace_id", fpp=0.01, expectedDistinctCountPerFile=generously(facts["max_file_rows"]))),
+        limit=_per_file(lambda: [F.approx_count_distinct("trace_id").alias("trace_ids")]),
+        max_ratio=None,
+    ),
+    BuildCost(
+        name="eventlog_valuelist_build",
+        description="ValueList data-skipping index of the event log's level vs one Spark job "
+                    "collecting each file's set of levels",
+        prepare=_events,
+        index=lambda facts: DataSkippingIndexConfig("bench_events_levels", ValueListSketch("level")),
+        limit=_per_file(lambda: [F.collect_set("level").alias("levels")]),
+        max_ratio=None,
+    ),
+    BuildCost(
+        name="eventlog_text_build",
+        description="text index of the event log's message vs a plain Spark job reading the "
+                    "columns its tasks read (file, message, row index) and writing them as Parquet",
+        prepare=_events,
+        index=lambda facts: TextIndexConfig("bench_events_message_build",
+                                            column=MESSAGE_INDEX.column),
+        limit=_text_columns,
+        write_limit=True,
+        max_ratio=None,
     ),
 ]
 

@@ -1,5 +1,5 @@
-"""Comparing a query's rows with and without the accelerator; setting the system path; waiting
-for what background threads do."""
+"""Comparing a query's rows with and without the accelerator; setting the system path and
+settings; a low driver result limit; waiting for what background threads do."""
 from __future__ import annotations
 
 import contextlib
@@ -47,6 +47,23 @@ def using_system_path(spark, path: str):
 def session_conf(spark, **settings: str):
     """Sets Spark settings (``spark__sql__x="1"`` for ``spark.sql.x``) for the block."""
     return conf_set(spark, {k.replace("__", "."): v for k, v in settings.items()})
+
+
+@contextlib.contextmanager
+def driver_result_limit(spark, limit: str):
+    """spark.driver.maxResultSize set on the running SparkContext (each stage's task set reads
+    it when it starts) for the duration of the block: a build that collects per-file or per-row
+    data to the driver fails under it."""
+    conf = spark.sparkContext._jsc.sc().conf()
+    before = conf.getOption("spark.driver.maxResultSize")
+    conf.set("spark.driver.maxResultSize", limit)
+    try:
+        yield
+    finally:
+        if before.isDefined():
+            conf.set("spark.driver.maxResultSize", before.get())
+        else:
+            conf.remove("spark.driver.maxResultSize")
 
 
 def eventually(condition, timeout_s: float = 20.0) -> bool:

@@ -62,10 +62,16 @@ def test_every_workload_runs_with_identical_results(tmp_path):
     (text,) = rare["indexes"]
     assert text["text_bytes"] > 0 and text["text_mb_per_s"] > 0 and text["column_parquet_bytes"] > 0
     assert "bench_events_message" in run.stdout  # the index builds' table
-    (build,) = report["builds"]
-    assert build["name"] == "tpch_lineitem_minmax_build" and build["files"] == 4
-    assert build["index_s"]["median"] > 0 and build["scan_s"]["median"] > 0
+    from bench.workloads import BUILDS
+    builds = {b["name"]: b for b in report["builds"]}
+    assert list(builds) == [b.name for b in BUILDS]
+    for b in builds.values():   # each against its limit, with the driver's peak memory
+        assert b["index_s"]["median"] > 0 and b["limit_s"]["median"] > 0, b["name"]
+        assert b["driver_memory"]["index"]["jvm_heap_peak_mb"] > 0, b["name"]
+    build = builds["tpch_lineitem_minmax_build"]
+    assert build["files"] == 4
     assert build["scannedSketches"] == [] and len(build["footerSketches"]) == 11
+    assert builds["tpch_lineitem_covering_build"]["config"] == {"numBuckets": 4}
     (pruning,) = report["pruning"]
     assert pruning["identical"] and (pruning["files"], pruning["kept_files"]) == (200, 1)
     assert pruning["on_ms"] > 0 and pruning["off_ms"] > 0

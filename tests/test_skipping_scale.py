@@ -3,8 +3,6 @@ succeed under a ``spark.driver.maxResultSize`` smaller than the filters, which t
 build of before exceeded), with pruning unchanged; statistics read from either layout."""
 from __future__ import annotations
 
-import contextlib
-
 from pyspark.sql import functions as F
 
 from accelerator import BloomFilterSketch, DataSkippingIndexConfig, MinMaxSketch
@@ -15,28 +13,12 @@ from indexes.skipping.match import kept_files, kept_row_groups
 from indexes.skipping.stats import ColumnStats, FileStats, SketchSpec
 from indexes.skipping.store import DATASET, FileEntry, encode
 from indexes.skipping.table import StatsTable
-from tests.helpers import rows, vanilla
+from tests.helpers import driver_result_limit, rows, vanilla
 
 #: each file's filter: ~1.2 MB with 25,000 values (2.5% full), which compress to more than a
 #: quarter of the 1 MB result limit (a collect compresses)
 CAPACITY = 1_000_000
 PER_FILE = 25_000
-
-
-@contextlib.contextmanager
-def driver_result_limit(spark, limit: str):
-    """spark.driver.maxResultSize set on the running SparkContext (each stage's task set reads
-    it when it starts) for the duration of the block."""
-    conf = spark.sparkContext._jsc.sc().conf()
-    before = conf.getOption("spark.driver.maxResultSize")
-    conf.set("spark.driver.maxResultSize", limit)
-    try:
-        yield
-    finally:
-        if before.isDefined():
-            conf.set("spark.driver.maxResultSize", before.get())
-        else:
-            conf.remove("spark.driver.maxResultSize")
 
 
 def _write(spark, path: str, first: int, files: int) -> None:

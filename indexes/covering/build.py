@@ -8,7 +8,7 @@ from pyspark.sql import DataFrame, functions as F
 
 from indexes.covering.config import IndexColumn
 from indexes.covering.match import LINEAGE_COLUMN
-from indexes.fs import HadoopFs
+from indexes.fs import HadoopFs, in_parallel
 from indexes.names import quote_path
 
 _TASK_FILE = re.compile(r"^part-(\d+)-(.+)-(c\d+)(\..+)$")
@@ -83,10 +83,9 @@ def write_buckets(rows: DataFrame, keys: list[str], num_buckets: int, data_path:
     (rows.repartition(num_buckets, *columns)
          .sortWithinPartitions(*columns)
          .write.mode("errorifexists").options(**WRITE_OPTIONS).parquet(data_path))
-    for info in fs.list(data_path):
-        target = bucket_file_name(info.name) if not info.is_dir else None
-        if target is not None:
-            fs.rename(info.path, f"{data_path}/{target}")
+    moves = [(info.path, f"{data_path}/{target}") for info in fs.list(data_path)
+             if not info.is_dir and (target := bucket_file_name(info.name)) is not None]
+    in_parallel(lambda move: fs.rename(*move), moves)
     return data_facts(rows.sparkSession, data_path, fs)
 
 
@@ -136,16 +135,20 @@ def data_facts(spark: Any, data_path: str, fs: HadoopFs) -> dict[str, Any]:
     """What a data version directory holds: schema, rows, files and bytes, and each file as
     ``[name, bucket, rows, bytes]``, the name relative to the index directory
     (``v__=3/part-...``), which is what optimizeIndex and the events work from (a delta
-    file's bucket is None)."""
+    file's bucket is None).
+
+    Row counts come from the files' footers (one small read per file, several at once), not
+    from a Spark job reading the data back: the driver's work grows with the bucket files, not
+    with their rows."""
     version = data_path.rstrip("/").rsplit("/", 1)[-1]
     sizes = {i.name: i.size for i in fs.list(data_path)
              if not i.is_dir and bucket_of(i.name) is not None}
-    written = spark.read.parquet(data_path)
-    counts = {r[0]: r[1] for r in written.groupBy(F.col("_metadata.file_name")).count().collect()}
-    files = [[f"{version}/{name}", bucket_of(name), int(counts.get(name, 0)), size]
-             for name, size in sorted(sizes.items())]
+    names = sorted(sizes)
+    counts = in_parallel(lambda name: fs.parquet_rows(f"{data_path.rstrip('/')}/{name}"), names)
+    files = [[f"{version}/{name}", bucket_of(name), int(count), sizes[name]]
+             for name, count in zip(names, counts)]
     return {
-        "schema": written.schema.json(),
+        "schema": spark.read.parquet(data_path).schema.json(),
         "numRows": sum(f[2] for f in files),
         "numFiles": len(files),
         "sizeInBytes": sum(f[3] for f in files),
