@@ -360,7 +360,8 @@ def warm(spark: Any, tier: CacheTier, settings: Settings, df: DataFrame,
     read_settings = json.loads(jvm.helpers(spark).plans.currentReadSettings(spark._jsparkSession))
     found = scans(spark, df, tier.fs.qualify(settings.system_path))
     markers = tier.never.list()
-    known = tier.manifest.entries()
+    read = tier.manifest.read()
+    known = read.entries()   # EVICTED ones too: a key seen in any state is merged, not batched
     entries = defaultdict(list)
     for e in known:
         entries[e.file_path].append(e)
@@ -380,8 +381,8 @@ def warm(spark: Any, tier: CacheTier, settings: Settings, df: DataFrame,
                 todo.append((f, key, plan))
             elif (plan.priority, plan.ttl_seconds) != (plan.keep.priority, plan.keep.ttl_seconds):
                 raised.append((key.hex, plan))
-        in_parallel(lambda r: tier.manifest.raise_terms(r[0], r[1].priority, r[1].ttl_seconds),
-                    raised)
+        in_parallel(lambda r: tier.manifest.raise_terms(r[0], r[1].priority, r[1].ttl_seconds,
+                                                        read), raised)
         jobs.append((s, wanted, todo))
     files = sum(len(s.files) for s in found)
     read = written = always = 0
@@ -415,7 +416,7 @@ def warm(spark: Any, tier: CacheTier, settings: Settings, df: DataFrame,
                 except CacheCapacityError:
                     tier.fs.delete(batch, recursive=True)
                     raise
-                seen = {e.key for e in known}   # (an EVICTED key, unseen, costs one lost try)
+                seen = {e.key for e in known}
                 tier.manifest.commit_all([(entry, plan.supersedes) for entry, plan in new],
                                          frozenset(e.key for e, _ in new if e.key not in seen))
                 read += sum(int(f.size) for f, _, _ in items)
