@@ -374,8 +374,9 @@ def test_a_warmups_new_entries_go_to_one_batch_file_with_the_folders_before_them
     entry (never before: its puts would be served again)."""
     old = warmed(manifest, key="c" * 64)
     manifest.commit(old)                                  # a folder of versions
-    new = [warmed(manifest, key=k) for k in (KEY, OTHER)]
-    results = manifest.commit_all([(e, ()) for e in new], new_keys=frozenset({KEY, OTHER}))
+    third = "d" * 64
+    new = [warmed(manifest, key=k) for k in (KEY, OTHER, third)]
+    results = manifest.commit_all([(e, ()) for e in new], new_keys=frozenset({KEY, OTHER, third}))
     assert all(r.committed for r in results)
     [batch] = names(fs, f"{CACHE}/_manifest/batches")
     assert names(fs, f"{CACHE}/_manifest/entries") == ["c" * 64]
@@ -387,16 +388,20 @@ def test_a_warmups_new_entries_go_to_one_batch_file_with_the_folders_before_them
     evicted = manifest.evict([manifest.get(OTHER), manifest.get(KEY)], now=t0)
     assert {e.key for e in evicted} == {KEY, OTHER}
     assert manifest.get(OTHER).state is EntryState.EVICTED
-    assert [e.key for e in manifest.entries()] == ["c" * 64]
+    assert sorted(e.key for e in manifest.entries()) == ["c" * 64, third]
     manifest.collect(now=t0 + 10)
     assert fs.exists(new[1].data_path) and manifest.get(OTHER).state is EntryState.EVICTED
-    deleted = manifest.collect(now=t0 + 3600)
-    assert f"{CACHE}/_manifest/batches/{batch}" in deleted
-    assert not fs.exists(new[1].data_path) and not fs.exists(wider.data_path)
-    assert manifest.get(OTHER) is None
-    manifest.collect(now=t0 + 3600)   # KEY's folder went after the batch file
+    manifest.collect(now=t0 + 3600)   # OTHER's put is over: not listed, though its file stays
+    assert manifest.get(OTHER) is None and fs.exists(f"{CACHE}/_manifest/batches/{batch}")
+    assert not fs.exists(wider.data_path) and fs.exists(new[2].data_path)
+    assert OTHER not in {e.key for e in manifest.entries(include_evicted=True)}
+    manifest.evict([manifest.get(third)], now=t0 + 4000)
+    deleted = manifest.collect(now=t0 + 4000 + 3600)
+    assert f"{CACHE}/_manifest/batches/{batch}" in deleted and not fs.exists(new[2].data_path)
+    manifest.collect(now=t0 + 4000 + 3600)   # KEY's folder went after the batch file
     assert manifest.keys() == ["c" * 64] and manifest.entries() == [old]
-    assert manifest.usage.read().evictions == {}   # the evictions were forgotten with them
+    usage = manifest.usage.read()
+    assert usage.evictions == {} and usage.collected == {}   # forgotten with their keys
 
 
 def test_two_warmups_putting_one_new_key_in_batches_agree_on_its_entry(manifest):

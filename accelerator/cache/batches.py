@@ -51,12 +51,12 @@ class Batches:
                 puts.setdefault(e.key, []).append(e)
         return cls(dict(files), {k: tuple(v) for k, v in puts.items()})
 
-    def winner(self, key: str,
-               evicted_at: Callable[[str, str], float | None]) -> CacheEntry | None:
+    def winner(self, key: str, evicted_at: Callable[[str, str], float | None],
+               collected: Callable[[str, str], bool]) -> CacheEntry | None:
         """The entry of ``key`` its puts make (see the module docstring; None when no batch
-        holds it): the best put not evicted (``evicted_at(key, data_path)`` None), else the put
-        evicted last, EVICTED."""
-        puts = self.puts.get(key, ())
+        holds one not ``collected``): the best put not evicted (``evicted_at(key, data_path)``
+        None), else the put evicted last, EVICTED."""
+        puts = [e for e in self.puts.get(key, ()) if not collected(key, e.data_path)]
         if not puts:
             return None
         live = [e for e in puts if evicted_at(key, e.data_path) is None]

@@ -71,14 +71,15 @@ class ManifestRead:
     def keys(self) -> list[str]:
         """Every key with an entry, in a folder of its own or in a batch file."""
         return sorted({k for k, (_, seq, _) in self.found.items() if seq >= 0}
-                      | set(self.batches.puts))
+                      | {k for k, puts in self.batches.puts.items()
+                         if any(not self.usage.is_collected(k, e.data_path) for e in puts)})
 
     def current(self, key: str) -> CacheEntry | None:
         """The current entry of ``key`` (its folder's current version, else its batch files'
         puts), EVICTED when its eviction was recorded; without usage."""
         _, seq, written = self.found.get(key, ([], -1, None))
         if seq < 0:
-            written = self.batches.winner(key, self.usage.evicted_at)
+            written = self.batches.winner(key, self.usage.evicted_at, self.usage.is_collected)
         return self.usage.evicted(written)
 
     def entries(self) -> list[CacheEntry]:
@@ -397,7 +398,9 @@ class CacheManifest:
         for used, done in in_parallel(collect_key, sorted(read.found.items())):
             referenced |= used
             doomed |= done
-        live, dead = self._collect_puts(read, cutoff, referenced, doomed)
+        live, dead, over = self._collect_puts(read, cutoff, referenced, doomed)
+        if over:   # no longer listed, not even EVICTED
+            self.usage.record({}, now=now, collected=over)
         for path in sorted(doomed - referenced):   # a pack goes with the last entry naming it
             delete(path)
         for path in dead:   # after the data: a crash in between leaves dead puts, deleted next
@@ -410,7 +413,7 @@ class CacheManifest:
         present = {k for k, (_, seq, _) in read.found.items() if seq >= 0 and k not in gone} \
             | {e.key for path, entries in read.batches.files.items() if path not in dead
                for e in entries}
-        self._log_changes(gone, force=bool(dead))
+        self._log_changes(gone, force=bool(dead or over))
         dropped = {e.key for path in dead for e in read.batches.files[path]}
         self.usage.compact(forget=(gone | dropped | set(read.usage.evictions)) - present)
 
@@ -448,13 +451,16 @@ class CacheManifest:
 
     @staticmethod
     def _collect_puts(read: ManifestRead, cutoff: float, referenced: set[str],
-                      doomed: set[str]) -> tuple[list[CacheEntry], list[str]]:
+                      doomed: set[str]
+                      ) -> tuple[list[CacheEntry], list[str], dict[str, str]]:
         """The entries of batch files: those live (not overridden by their key's folder, not
-        evicted before ``cutoff``: their data is ``referenced``) and the batch files holding
-        none (deleted by the caller); the data of puts evicted before ``cutoff`` is ``doomed``
-        (deleted unless another entry references it)."""
+        evicted before ``cutoff``: their data is ``referenced``), the batch files holding
+        none (deleted by the caller) and the puts evicted before ``cutoff`` not recorded as
+        collected yet (key: data path), whose data is ``doomed`` (deleted unless another entry
+        references it)."""
         live: list[CacheEntry] = []
         dead: list[str] = []
+        over: dict[str, str] = {}
         for path, entries in sorted(read.batches.files.items()):
             alive = False
             for e in entries:
@@ -463,13 +469,15 @@ class CacheManifest:
                 at = read.usage.evicted_at(e.key, e.data_path)
                 if at is not None and at <= cutoff:
                     doomed.add(e.data_path)
+                    if not read.usage.is_collected(e.key, e.data_path):
+                        over[e.key] = e.data_path
                     continue
                 alive = True
                 live.append(e)
                 referenced.add(e.data_path)
             if not alive:
                 dead.append(path)
-        return live, dead
+        return live, dead, over
 
     def _collect_unnamed(self, live: list[CacheEntry], cutoff: float,
                          delete: Callable[[str], None]) -> None:

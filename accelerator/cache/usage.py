@@ -58,8 +58,16 @@ class Usage:
     folded: dict
     records: dict[str, dict]
     evictions: dict[str, dict[str, float]] = field(init=False, compare=False)
+    collected: dict[str, set[str]] = field(init=False, compare=False)
 
     def __post_init__(self) -> None:
+        collected: dict[str, set[str]] = {}
+        for source in [self.folded.get("collected", {}),
+                       *({k: [p] for k, p in r.get("collected", {}).items()}
+                         for r in self.records.values())]:
+            for key, paths in source.items():
+                collected.setdefault(key, set()).update(paths)
+        object.__setattr__(self, "collected", collected)
         found: dict[str, dict[str, float]] = {}
         for source in [self.folded.get("evicted", {}),
                        *({k: {p: t} for k, (p, t) in r.get("evicted", {}).items()}
@@ -69,6 +77,11 @@ class Usage:
                 for path, t in paths.items():
                     held[path] = min(float(t), held.get(path, float(t)))
         object.__setattr__(self, "evictions", found)
+
+    def is_collected(self, key: str, data_path: str) -> bool:
+        """Whether the entry of ``key`` holding ``data_path`` was evicted and collected (its
+        batch file, which other entries keep, still holds it)."""
+        return data_path in self.collected.get(key, ())
 
     def evicted_at(self, key: str, data_path: str) -> float | None:
         """When the entry of ``key`` holding ``data_path`` was evicted (None: it was not)."""
@@ -118,6 +131,7 @@ class UsageLog:
         folded.setdefault("folded", [])
         folded.setdefault("entries", {})
         folded.setdefault("evicted", {})
+        folded.setdefault("collected", {})
         return seq, folded
 
     def read(self) -> Usage:
@@ -141,16 +155,20 @@ class UsageLog:
 
     def record(self, uses: Mapping[str, tuple[int, float]], misses: int = 0,
                bytes_served: int = 0, evictions: int = 0, now: float | None = None,
-               evicted: Mapping[str, str] | None = None) -> None:
+               evicted: Mapping[str, str] | None = None,
+               collected: Mapping[str, str] | None = None) -> None:
         """Appends one usage record: ``uses`` maps keys to (hits, last use); the counters add
-        to :meth:`totals`; ``evicted`` maps keys to the data path evicted at ``now``. A serving
-        process writes one per flush, not one per query; the demoter one per run."""
+        to :meth:`totals`; ``evicted`` maps keys to the data path evicted at ``now``,
+        ``collected`` to one whose eviction is over. A serving process writes one per flush,
+        not one per query; the demoter one per run."""
         now = self._clock() if now is None else now
         record = {"entries": {k: [int(h), float(t)] for k, (h, t) in uses.items()},
                   "misses": int(misses), "bytesServed": int(bytes_served),
                   "evictions": int(evictions)}
         if evicted:
             record["evicted"] = {k: [p, float(now)] for k, p in evicted.items()}
+        if collected:
+            record["collected"] = dict(collected)
         if not self.fs.create_exclusive(f"{self.records_path}/{record_name(now)}",
                                         json.dumps(record)):
             raise OSError(f"could not create a usage record under {self.records_path}")
@@ -179,7 +197,8 @@ class UsageLog:
             # no longer listed were deleted, never to be counted again
             listed = self._listed()
             new = [n for n in records if n in listed and n not in current["folded"]]
-            gone = forget & (set(current["entries"]) | set(current["evicted"]))
+            gone = forget & (set(current["entries"]) | set(current["evicted"])
+                             | set(current["collected"]))
             if not new and not gone:
                 break
             out = {k: int(current.get(k, 0)) + sum(int(records[n].get(k, 0)) for n in new)
@@ -196,6 +215,11 @@ class UsageLog:
                     held = evicted.setdefault(key, {})
                     held[path] = min(float(t), held.get(path, float(t)))
             out["evicted"] = evicted
+            collected = {k: set(p) for k, p in current["collected"].items() if k not in gone}
+            for n in new:
+                for key, path in records[n].get("collected", {}).items():
+                    collected.setdefault(key, set()).add(path)
+            out["collected"] = {k: sorted(p) for k, p in collected.items()}
             out["folded"] = sorted({n for n in current["folded"] if n in listed} | set(new))
             if self.fs.create_exclusive(f"{self.totals_path}/{seq + 1:010d}.json",
                                         json.dumps(out)):
