@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 from dataclasses import dataclass, replace
 from typing import Callable, Iterable, Mapping
 
@@ -64,6 +65,8 @@ class Batches:
             last = max(puts, key=lambda e: (evicted_at(key, e.data_path), _rank(e)))
             return last.evicted(evicted_at(key, last.data_path))
         best = max(live, key=_rank)
+        if len(live) == 1:
+            return best
         ttl = best.ttl_seconds
         for e in live:
             ttl = merge_ttl(ttl, e.ttl_seconds)
@@ -77,6 +80,8 @@ class BatchLog:
         self.fs = fs
         self.path = f"{cache_path}/_manifest/batches"
         self._parsed: dict[str, tuple[CacheEntry, ...]] = {}
+        self._last: tuple[tuple[str, ...], Batches] | None = None   # the last read, reused
+        self._lock = threading.Lock()   # readers in the tier's background thread too
 
     def write(self, entries: Iterable[CacheEntry], now: float) -> str:
         """Writes one batch file of ``entries`` (their first versions); returns its path."""
@@ -85,21 +90,28 @@ class BatchLog:
         text = "".join(e.to_json() + "\n" for e in found)
         if not self.fs.create_exclusive(path, text):   # a fresh uuid: never taken
             raise OSError(f"could not create the cache batch file {path}")
-        self._parsed[path] = found
+        with self._lock:
+            self._parsed[path] = found
         return path
 
     def read(self) -> Batches:
         """Every batch file now: one listing, and a read of those not read before."""
         names = sorted(f.path for f in self.fs.list(self.path)
                        if not f.is_dir and BATCH_NAME.fullmatch(f.name))
-        new = [p for p in names if p not in self._parsed]
-        for path, text in zip(new, self.fs.read_each(new)):
-            if text is not None:   # deleted meanwhile: all its entries were dead
-                self._parsed[path] = self._entries(path, text)
-        listed = set(names)
-        for gone in [p for p in self._parsed if p not in listed]:
-            del self._parsed[gone]
-        return Batches.of({p: self._parsed[p] for p in names if p in self._parsed})
+        with self._lock:
+            new = [p for p in names if p not in self._parsed]
+        parsed = {path: self._entries(path, text)
+                  for path, text in zip(new, self.fs.read_each(new))
+                  if text is not None}   # None: deleted meanwhile, all its entries dead
+        with self._lock:
+            self._parsed.update(parsed)
+            listed = set(names)
+            for gone in [p for p in self._parsed if p not in listed]:
+                del self._parsed[gone]
+            held = tuple(p for p in names if p in self._parsed)
+            if self._last is None or self._last[0] != held:
+                self._last = (held, Batches.of({p: self._parsed[p] for p in held}))
+            return self._last[1]
 
     @staticmethod
     def _entries(path: str, text: str) -> tuple[CacheEntry, ...]:
@@ -115,5 +127,6 @@ class BatchLog:
 
     def delete(self, path: str) -> bool:
         """Deletes one batch file (its entries can never be served again)."""
-        self._parsed.pop(path, None)
+        with self._lock:
+            self._parsed.pop(path, None)
         return self.fs.delete(path, recursive=False)
