@@ -368,9 +368,13 @@ def _write(spark: Any, tier: CacheTier, scan: Scan, files: list[ScanFile],
         else:   # a task reads file after file: each file's rows are together, in read order;
             # the tasks report which tags they wrote (one file each)
             observation = Observation(f"accelerator-pack-{uuid.uuid4().hex}")
+            # one long per row, (task << 32) + the tag's low half (the pack's number is the
+            # high one): cheaper to gather than pairs
             writer = tagged.withColumn(_TASK, F.spark_partition_id().cast("long")).observe(
-                observation, F.to_json(F.collect_set(F.array(F.col(_TASK), F.col(FILE_ID))))
-                .alias("held")).drop(_TASK).write
+                observation, F.to_json(F.collect_set(
+                    F.shiftleft(F.col(_TASK), PACK_SHIFT)
+                    + F.col(FILE_ID).bitwiseAND(F.lit((1 << PACK_SHIFT) - 1)))).alias("held")) \
+                .drop(_TASK).write
         with session.suspended(spark), session.conf_set(spark, _WRITE_CONF):
             writer.mode("errorifexists").parquet(target)
             written = _written(tier, target)
@@ -378,8 +382,10 @@ def _write(spark: Any, tier: CacheTier, scan: Scan, files: list[ScanFile],
             if observation is not None:
                 weights = {(number << PACK_SHIFT) + zlib.crc32(names[i].encode("utf-8")):
                            int(files[i].size) for i in group}
-                members = _observed_members(json.loads(observation.get["held"] or "[]"),
-                                            written, weights)
+                low = (1 << PACK_SHIFT) - 1
+                held = [(v >> PACK_SHIFT, (number << PACK_SHIFT) + (v & low))
+                        for v in json.loads(observation.get["held"] or "[]")]
+                members = _observed_members(held, written, weights)
             if members is None:
                 members = _members(spark, target, written)
         rows_in: dict[str, int] = defaultdict(int)
