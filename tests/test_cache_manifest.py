@@ -350,15 +350,72 @@ def test_change_records_name_the_keys_readers_must_read_again(manifest, fs, cloc
     manifest.commit(first)
     names = manifest.change_names()
     assert manifest.changed_keys(names) == {KEY}
-    assert manifest.entries_of({KEY, OTHER}) == {KEY: first, OTHER: None}
-    manifest.evict([first], now=5.0)
+    before = manifest.read()
+    fresh = warmed(manifest, key=OTHER)
+    manifest.commit_all([(fresh, ())], new_keys=frozenset({OTHER}))   # a batch file
+    manifest.evict([first], now=5.0)                                  # a usage record
     later = manifest.change_names() - names
-    assert manifest.changed_keys(later) == {KEY}
+    assert len(later) == 2 and manifest.changed_keys(later) == set()  # no folder to read again
+    again = manifest.read(before, set())
+    assert again.current(KEY).state is EntryState.EVICTED and again.current(OTHER) == fresh
     manifest.usage.record({KEY: (1, 6.0)}, now=6.0)     # usage changes nothing a reader serves
     assert manifest.change_names() - names == later
     manifest.collect(now=5.0 + 3600)                     # the evicted entry goes: a change
     assert manifest.changed_keys(manifest.change_names() - names - later) == {KEY}
+    assert manifest.read(again, {KEY}).keys() == [OTHER]
     assert manifest.changed_keys({"0000000000001-" + "0" * 32 + ".json"}) is None
+
+
+def test_a_warmups_new_entries_go_to_one_batch_file_with_the_folders_before_them(
+        manifest, fs, clock):
+    """A warm-up of new files writes one manifest file however many files it caches; entries
+    in folders of their own (the layout before batch files) are read with them; evicting and
+    collecting a batch's entries works as for those, and the batch file goes with its last
+    entry (never before: its puts would be served again)."""
+    old = warmed(manifest, key="c" * 64)
+    manifest.commit(old)                                  # a folder of versions
+    third = "d" * 64
+    new = [warmed(manifest, key=k) for k in (KEY, OTHER, third)]
+    results = manifest.commit_all([(e, ()) for e in new], new_keys=frozenset({KEY, OTHER, third}))
+    assert all(r.committed for r in results)
+    [batch] = names(fs, f"{CACHE}/_manifest/batches")
+    assert names(fs, f"{CACHE}/_manifest/entries") == ["c" * 64]
+    assert sorted(manifest.entries(), key=lambda e: e.key) == sorted([old, *new],
+                                                                     key=lambda e: e.key)
+    wider = warmed(manifest, key=KEY, columns=("a", "b"))   # a widening writes KEY's folder
+    assert manifest.commit(wider).committed and manifest.get(KEY).data_path == wider.data_path
+    t0 = clock.now / 1000.0
+    evicted = manifest.evict([manifest.get(OTHER), manifest.get(KEY)], now=t0)
+    assert {e.key for e in evicted} == {KEY, OTHER}
+    assert manifest.get(OTHER).state is EntryState.EVICTED
+    assert sorted(e.key for e in manifest.entries()) == ["c" * 64, third]
+    manifest.collect(now=t0 + 10)
+    assert fs.exists(new[1].data_path) and manifest.get(OTHER).state is EntryState.EVICTED
+    manifest.collect(now=t0 + 3600)   # OTHER's put is over: not listed, though its file stays
+    assert manifest.get(OTHER) is None and fs.exists(f"{CACHE}/_manifest/batches/{batch}")
+    assert not fs.exists(wider.data_path) and fs.exists(new[2].data_path)
+    assert OTHER not in {e.key for e in manifest.entries(include_evicted=True)}
+    manifest.evict([manifest.get(third)], now=t0 + 4000)
+    deleted = manifest.collect(now=t0 + 4000 + 3600)
+    assert f"{CACHE}/_manifest/batches/{batch}" in deleted and not fs.exists(new[2].data_path)
+    manifest.collect(now=t0 + 4000 + 3600)   # KEY's folder went after the batch file
+    assert manifest.keys() == ["c" * 64] and manifest.entries() == [old]
+    usage = manifest.usage.read()
+    assert usage.evictions == {} and usage.collected == {}   # forgotten with their keys
+
+
+def test_two_warmups_putting_one_new_key_in_batches_agree_on_its_entry(manifest):
+    """Batch files are not exclusive per key: the wider put wins, whatever the order, with the
+    highest priority; evicting it leaves the other's put, whose data stays until then."""
+    narrow = warmed(manifest, columns=("a",), priority=Priority.ALWAYS)
+    wide = warmed(manifest, columns=("a", "b"), priority=Priority.LOW)
+    manifest.batches.write([wide], 1.0)
+    manifest.batches.write([narrow], 2.0)
+    current = manifest.get(KEY)
+    assert current.data_path == wide.data_path and current.priority is Priority.ALWAYS
+    manifest.evict([current], now=5.0)
+    assert manifest.get(KEY).data_path == narrow.data_path and manifest.get(KEY).active
+    assert manifest.fs.exists(narrow.data_path)
 
 
 def test_a_commit_that_assumed_a_new_key_still_merges_with_an_existing_entry(manifest):

@@ -8,8 +8,12 @@ import glob
 import os
 import time
 
+import pytest
 from pyspark.sql import functions as F
 
+from accelerator.cache import warmup
+from accelerator.cache.warmup import FILE_ID
+from accelerator.operations.cache import CacheOperations
 from tests.helpers import rows, session_conf, vanilla
 from tests.test_cache_tier import CACHED_SCAN, cache_files, plan_of
 
@@ -32,9 +36,11 @@ def query(spark, src):
 
 
 def test_many_small_files_make_few_cache_files_and_serve_identical_results(spark, hs,
-                                                                           tmp_path):
+                                                                           tmp_path, monkeypatch):
     src = str(tmp_path / "src")
     sources = small_files(spark, src)
+    # the writing tasks report which pack files hold which file: no second job reads them back
+    monkeypatch.setattr(warmup, "_members", lambda *a: pytest.fail("tags read back"))
     summary = hs.cache(spark.read.parquet(src)).collect()[0]
     assert summary.files == len(sources) == FILES
     data = os.path.join(spark.conf.get("spark.accelerator.system.path"), "_cache", "data")
@@ -49,6 +55,13 @@ def test_many_small_files_make_few_cache_files_and_serve_identical_results(spark
     assert spark.read.parquet(src).count() == FILES * 10
     entries = hs.cacheEntries().collect()
     assert len(entries) == FILES and 0 < sum(e.bytes for e in entries)
+    # each entry names exactly the pack files holding its rows (as the writing tasks told)
+    held = {}
+    packs = spark.read.option("recursiveFileLookup", "true").parquet(data)
+    for r in packs.groupBy(F.input_file_name().alias("f"), FILE_ID).count().collect():
+        held.setdefault(r[FILE_ID], set()).add(r["f"].replace("file://", "file:"))
+    named = {e.tag: {p for p, _ in e.files} for e in CacheOperations(spark).entries()}
+    assert named == held
 
 
 def test_a_partitioned_source_packs_each_partition_apart(spark, hs, tmp_path):

@@ -7,9 +7,10 @@ Spark and Hadoop report it.
 from __future__ import annotations
 
 import enum
+import functools
 import hashlib
 import json
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any, Iterable, Mapping
 
 from indexes.errors import AcceleratorError, CacheRequestError
@@ -96,10 +97,11 @@ class CacheKey:
         return file_key(self.read_key, self.path, self.size, self.modification_time)
 
 
+@functools.lru_cache(maxsize=256)
 def read_key(format: str, options: tuple[tuple[str, str], ...], schema_json: str | None,
              read_settings: tuple[tuple[str, str], ...]) -> str:
     """The sha256 hex digest of how a relation reads its files (normalized as
-    :meth:`CacheKey.create` does)."""
+    :meth:`CacheKey.create` does); remembered, since every file of a relation has the same."""
     canonical = json.dumps(
         {"v": 1, "format": format, "options": [list(o) for o in options],
          "schema": _canonical_json(schema_json), "settings": [list(s) for s in read_settings]},
@@ -194,7 +196,7 @@ class CacheEntry:
         return self if not self.active else replace(self, state=EntryState.EVICTED, evicted_at=now)
 
     def to_json(self) -> str:
-        data = asdict(self)
+        data = {f.name: getattr(self, f.name) for f in fields(self)}   # no deep copy (asdict)
         data["priority"] = self.priority.name
         data["state"] = self.state.value
         data["columns"] = list(self.columns)

@@ -95,17 +95,6 @@ class CacheView:
         return cls(generation, loaded_at, {e.key: e for e in entries}, active,
                    {p: tuple(v) for p, v in by_path.items()}, frozenset(dirs))
 
-    def changed(self, entries: Mapping[str, CacheEntry | None], generation: int,
-                loaded_at: float) -> "CacheView":
-        """This view with the entries of some keys replaced (None: the key has none now)."""
-        current = dict(self.by_key)
-        for key, entry in entries.items():
-            if entry is None:
-                current.pop(key, None)
-            else:
-                current[key] = entry
-        return CacheView.of(current.values(), generation, loaded_at)
-
     def covers(self, roots: Iterable[str]) -> bool:
         """Whether the file of some entry (ACTIVE or EVICTED) lies under one of ``roots`` or is
         one of them (the roots of a read by a glob pattern are the files it matched)."""

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
-from accelerator.cache.manifest import CacheManifest
+from accelerator.cache.manifest import CacheManifest, ManifestRead
 from accelerator.cache.model import CacheEntry
 from accelerator.cache.never import NeverMarkers
 from accelerator.cache.policy import Eviction, choose_evictions
@@ -65,6 +65,7 @@ class CacheTier:
         self._clock = clock
         self._lock = threading.Lock()
         self._view: CacheView | None = None
+        self._read: ManifestRead | None = None   # the manifest the view was made of
         self._seen: set[str] = set()     # change records the snapshot has applied
         self._full_at = 0.0              # when the manifest was last read whole
         self._checked_at = 0.0           # when the change records were last listed
@@ -95,38 +96,39 @@ class CacheTier:
         """Reads the whole manifest into a new snapshot now."""
         loaded_at = self._clock()
         names = self.manifest.change_names()   # before the entries: later changes come next time
-        entries = self.manifest.entries(include_evicted=True)
-        return self._install(lambda g: CacheView.of(entries, g, loaded_at), names, loaded_at,
-                             loaded_at)
+        read = self.manifest.read()
+        return self._install(read, names, loaded_at, loaded_at)
 
     def refresh(self) -> CacheView:
         """A snapshot with what other processes changed since the last one: one listing of the
-        change records when nothing changed, the changed keys re-read otherwise, everything
-        every :data:`FULL_RELOAD_SECONDS` (a writer that died between its commit and its change
-        record is seen then)."""
+        change records when nothing changed; otherwise the folders of the keys they name read
+        again, the batch files listed again (new ones read) and the usage (evictions) read
+        again; everything every :data:`FULL_RELOAD_SECONDS` (a writer that died between its
+        commit and its change record is seen then)."""
         with self._lock:
-            view, seen, full_at = self._view, self._seen, self._full_at
+            view, seen, full_at, read = self._view, self._seen, self._full_at, self._read
         now = self._clock()
-        if view is None or now - full_at >= FULL_RELOAD_SECONDS:
+        if view is None or read is None or now - full_at >= FULL_RELOAD_SECONDS:
             return self.reload()
         names = self.manifest.change_names()
         new = names - seen
-        keys = self.manifest.changed_keys(new) if new else set()
-        if keys is None:
-            return self.reload()
-        if not keys:   # nothing changed: the same snapshot (its decisions stay memoized)
+        if not new:   # nothing changed: the same snapshot (its decisions stay memoized)
             with self._lock:
                 self._seen, self._checked_at, self._loading = names, now, False
             return view
-        changed = self.manifest.entries_of(keys)
-        return self._install(lambda g: view.changed(changed, g, now), names, None, now)
+        keys = self.manifest.changed_keys(new)
+        if keys is None:
+            return self.reload()
+        return self._install(self.manifest.read(read, keys), names, None, now)
 
-    def _install(self, make: Callable[[int], CacheView], names: set[str],
+    def _install(self, read: ManifestRead, names: set[str],
                  full_at: float | None, checked_at: float) -> CacheView:
+        entries = read.entries()
         with self._lock:
             self._generation += 1
-            view = make(self._generation)
+            view = CacheView.of(entries, self._generation, checked_at)
             self._view = view
+            self._read = read
             self._seen = names
             self._checked_at = checked_at
             if full_at is not None:
@@ -201,8 +203,8 @@ class CacheTier:
                                   self.max_bytes(settings.cache_max_bytes),
                                   settings.cache_max_usage_percent,
                                   settings.cache_cleanup_percent)
-        done = {e.key for e in self.manifest.evict([c.entry for c in chosen], now)}
-        deleted = self.manifest.collect(now, settings.cache_grace_seconds, read, done)
+        done = {e.key for e in self.manifest.evict([c.entry for c in chosen], now, read)}
+        deleted = self.manifest.collect(now, settings.cache_grace_seconds, read)
         self.refresh()
         return DemoterRun([c for c in chosen if c.entry.key in done], deleted)
 

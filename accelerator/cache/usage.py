@@ -1,26 +1,29 @@
 """The cache's usage, shared by several processes: records appended by serving processes (hits
-and last use per key, misses, bytes served, evictions) and their folding into versions of the
-totals. Over the file-system protocol, no JVM.
+and last use per key, misses, bytes served, evictions) and by the demoter (which entries it
+evicted: facts about a key's data path), and their folding into versions of the totals. Over
+the file-system protocol, no JVM.
 
 Layout under the cache path::
 
     _manifest/usage/<ms>-<uuid>.json        usage records not yet folded in
     _manifest/totals/<seq>.json             versions of the folded usage: the counters of the
-                                            whole cache, hits and last use per key
+                                            whole cache, hits and last use per key, and when
+                                            each (key, data path) was evicted
 
 Usage is appended as small records with unique names, never by rewriting an entry, so
 concurrent queries never lose each other's hits; :meth:`UsageLog.compact` folds them into one
 new version of the totals (one write however many entries were used), which names the records
 it counted (``folded``) so that a reader never counts one twice. A key's folded usage outlives
 an eviction and a re-warm of the same key and is dropped when the manifest's collection deletes
-the key (``forget``).
+the key (``forget``). An eviction is a fact about one key's data path, so it holds whatever
+order it is read in and however often: a later warm-up of the key writes another data path.
 """
 from __future__ import annotations
 
 import json
 import re
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable, Mapping
 
 from accelerator.cache.model import CacheEntry
@@ -54,9 +57,47 @@ class Usage:
 
     folded: dict
     records: dict[str, dict]
+    evictions: dict[str, dict[str, float]] = field(init=False, compare=False)
+    collected: dict[str, set[str]] = field(init=False, compare=False)
+
+    def __post_init__(self) -> None:
+        collected: dict[str, set[str]] = {}
+        for source in [self.folded.get("collected", {}),
+                       *({k: [p] for k, p in r.get("collected", {}).items()}
+                         for r in self.records.values())]:
+            for key, paths in source.items():
+                collected.setdefault(key, set()).update(paths)
+        object.__setattr__(self, "collected", collected)
+        found: dict[str, dict[str, float]] = {}
+        for source in [self.folded.get("evicted", {}),
+                       *({k: {p: t} for k, (p, t) in r.get("evicted", {}).items()}
+                         for r in self.records.values())]:
+            for key, paths in source.items():
+                held = found.setdefault(key, {})
+                for path, t in paths.items():
+                    held[path] = min(float(t), held.get(path, float(t)))
+        object.__setattr__(self, "evictions", found)
+
+    def is_collected(self, key: str, data_path: str) -> bool:
+        """Whether the entry of ``key`` holding ``data_path`` was evicted and collected (its
+        batch file, which other entries keep, still holds it)."""
+        return data_path in self.collected.get(key, ())
+
+    def evicted_at(self, key: str, data_path: str) -> float | None:
+        """When the entry of ``key`` holding ``data_path`` was evicted (None: it was not)."""
+        return self.evictions.get(key, {}).get(data_path)
+
+    def evicted(self, entry: CacheEntry | None) -> CacheEntry | None:
+        """``entry`` EVICTED when an eviction of its key's data path was recorded."""
+        if entry is None or not entry.active:
+            return entry
+        at = self.evicted_at(entry.key, entry.data_path)
+        return entry if at is None else entry.evicted(at)
 
     def of(self, entry: CacheEntry) -> CacheEntry:
-        """``entry`` with its key's folded usage and that of the records not folded yet."""
+        """``entry`` with its key's folded usage and that of the records not folded yet, and
+        EVICTED when its eviction was recorded."""
+        entry = self.evicted(entry)
         uses = [u for u in [self.folded["entries"].get(entry.key),
                             *(r.get("entries", {}).get(entry.key)
                               for r in self.records.values())]
@@ -89,14 +130,21 @@ class UsageLog:
         folded = json.loads(text) if text else {}
         folded.setdefault("folded", [])
         folded.setdefault("entries", {})
+        folded.setdefault("evicted", {})
+        folded.setdefault("collected", {})
         return seq, folded
 
     def read(self) -> Usage:
-        """The folded usage, then the records it has not folded yet (read in that order: a
-        record folded and deleted in between is missed once, never counted twice)."""
-        folded = self._folded()[1]
-        done = set(folded["folded"])
-        return Usage(folded, {n: r for n, r in self._records().items() if n not in done})
+        """The folded usage, then the records it has not folded yet (read in that order, again
+        when a new version of the totals came meanwhile: a record is never counted twice, and
+        an eviction folded and deleted in between is never missed)."""
+        for _ in range(MAX_ATTEMPTS):
+            seq, folded = self._folded()
+            done = set(folded["folded"])
+            records = {n: r for n, r in self._records().items() if n not in done}
+            if self.current_seq() == seq:
+                return Usage(folded, records)
+        raise ConcurrentModificationError("the cache's usage kept changing while read")
 
     def totals(self) -> UsageTotals:
         """The cache's counters, usage not yet folded in included."""
@@ -106,14 +154,24 @@ class UsageLog:
         return UsageTotals(counts["misses"], counts["bytesServed"], counts["evictions"])
 
     def record(self, uses: Mapping[str, tuple[int, float]], misses: int = 0,
-               bytes_served: int = 0, evictions: int = 0, now: float | None = None) -> None:
+               bytes_served: int = 0, evictions: int = 0, now: float | None = None,
+               evicted: Mapping[str, str] | None = None,
+               collected: Mapping[str, str] | None = None) -> None:
         """Appends one usage record: ``uses`` maps keys to (hits, last use); the counters add
-        to :meth:`totals`. A serving process writes one per flush, not one per query."""
+        to :meth:`totals`; ``evicted`` maps keys to the data path evicted at ``now``,
+        ``collected`` to one whose eviction is over. A serving process writes one per flush,
+        not one per query; the demoter one per run."""
         now = self._clock() if now is None else now
-        self.fs.create_exclusive(f"{self.records_path}/{record_name(now)}", json.dumps({
-            "entries": {k: [int(h), float(t)] for k, (h, t) in uses.items()},
-            "misses": int(misses), "bytesServed": int(bytes_served),
-            "evictions": int(evictions)}))
+        record = {"entries": {k: [int(h), float(t)] for k, (h, t) in uses.items()},
+                  "misses": int(misses), "bytesServed": int(bytes_served),
+                  "evictions": int(evictions)}
+        if evicted:
+            record["evicted"] = {k: [p, float(now)] for k, p in evicted.items()}
+        if collected:
+            record["collected"] = dict(collected)
+        if not self.fs.create_exclusive(f"{self.records_path}/{record_name(now)}",
+                                        json.dumps(record)):
+            raise OSError(f"could not create a usage record under {self.records_path}")
 
     def _listed(self) -> set[str]:
         return {f.name for f in self.fs.list(self.records_path)
@@ -139,7 +197,8 @@ class UsageLog:
             # no longer listed were deleted, never to be counted again
             listed = self._listed()
             new = [n for n in records if n in listed and n not in current["folded"]]
-            gone = forget & set(current["entries"])
+            gone = forget & (set(current["entries"]) | set(current["evicted"])
+                             | set(current["collected"]))
             if not new and not gone:
                 break
             out = {k: int(current.get(k, 0)) + sum(int(records[n].get(k, 0)) for n in new)
@@ -150,6 +209,17 @@ class UsageLog:
                     before = uses.get(key, (0, 0.0))
                     uses[key] = [int(before[0]) + int(hits), max(float(before[1]), float(last))]
             out["entries"] = uses
+            evicted = {k: dict(p) for k, p in current["evicted"].items() if k not in gone}
+            for n in new:
+                for key, (path, t) in records[n].get("evicted", {}).items():
+                    held = evicted.setdefault(key, {})
+                    held[path] = min(float(t), held.get(path, float(t)))
+            out["evicted"] = evicted
+            collected = {k: set(p) for k, p in current["collected"].items() if k not in gone}
+            for n in new:
+                for key, path in records[n].get("collected", {}).items():
+                    collected.setdefault(key, set()).add(path)
+            out["collected"] = {k: sorted(p) for k, p in collected.items()}
             out["folded"] = sorted({n for n in current["folded"] if n in listed} | set(new))
             if self.fs.create_exclusive(f"{self.totals_path}/{seq + 1:010d}.json",
                                         json.dumps(out)):

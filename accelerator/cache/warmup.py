@@ -10,9 +10,12 @@ tag (the pack's random number and a hash of the file's name, see
 ``maxPartitionBytes`` of source (at least one per core): each task one Parquet file of the rows
 it read (one per partition it read, under the partition's folder, sorted by tag), each file's
 rows together in the order read. So many small files make few cache files.
-A second small job reads the pack's tags back: which pack files hold which file's rows. Entries
-are committed after the jobs; a crash before a commit leaves only files that no entry names,
-which the demoter deletes after the grace period.
+Which pack files hold which file's rows (Spark may split a file between tasks) the writing tasks
+report as an observed metric, the set of (task, tag) pairs, each task writing one file named by
+its number; for a partitioned source (a task writes one file per partition), or files not named
+so, a second small job reads the pack's tags back. The new entries are committed after the jobs,
+in one batch file (:mod:`accelerator.cache.batches`); a crash before the commit leaves only
+files that no entry names, which the demoter deletes after the grace period.
 
 Under the scheduler's FAIR pool (:data:`accelerator.runtime.settings.JOBS_POOL`, the local property
 ``spark.scheduler.pool``), a warm-up runs in the background of interactive queries, which Spark
@@ -24,14 +27,16 @@ one task); what each job writes, and the entries, are the same as in one job.
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import time
+import uuid
 import zlib
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, NamedTuple
 
-from pyspark.sql import DataFrame, functions as F
+from pyspark.sql import DataFrame, Observation, functions as F
 
 from accelerator.cache.model import (CacheCapacityError, CacheEntry, CacheKey, Priority,
                                      parse_duration, parse_priority, plan_warmup)
@@ -48,6 +53,7 @@ from indexes.kind import size_text
 
 FILE_ID = "__accelerator_file"
 _ROW = "__accelerator_row"
+_TASK = "__accelerator_task"
 #: Spark types Parquet cannot hold
 _UNSUPPORTED_TYPES = ("interval", "void", "calendarinterval")
 #: what the warm-up job writes with, whatever the session says (readable by any reader)
@@ -274,10 +280,8 @@ def _pack_number() -> int:
     return secrets.randbelow((1 << 31) - 1) + 1
 
 
-def _members(spark: Any, tier: CacheTier, target: str) -> dict[int, list[tuple[str, int, int]]]:
-    """Per tag, the pack files under ``target`` holding rows of it: (path, size, rows), read
-    back from the pack's hidden column (one small job over that column alone; a source file's
-    rows may be split between tasks, and a task's file holds the rows of all its files)."""
+def _written(tier: CacheTier, target: str) -> dict[str, int]:
+    """The Parquet files of the pack under ``target`` (its partition folders too), by size."""
     written: dict[str, int] = {}
     folders = [target]
     while folders:   # the pack's folder and its partition folders
@@ -285,6 +289,14 @@ def _members(spark: Any, tier: CacheTier, target: str) -> dict[int, list[tuple[s
         written.update((f.path, f.size) for f in listed
                        if not f.is_dir and not f.name.startswith((".", "_")))
         folders = [f.path for f in listed if f.is_dir]
+    return written
+
+
+def _members(spark: Any, target: str, written: dict[str, int]
+             ) -> dict[int, list[tuple[str, int, int]]]:
+    """Per tag, the pack files under ``target`` holding rows of it: (path, size, rows), read
+    back from the pack's hidden column (one small job over that column alone; a source file's
+    rows may be split between tasks, and a task's file holds the rows of all its files)."""
     if not written:
         return {}
     jvm_path, uri = spark._jvm.org.apache.hadoop.fs.Path, spark._jvm.java.net.URI
@@ -295,6 +307,30 @@ def _members(spark: Any, tier: CacheTier, target: str) -> dict[int, list[tuple[s
     for r in counts:
         path = paths[r["f"]]
         out[int(r[FILE_ID])].append((path, int(written[path]), int(r["count"])))
+    return out
+
+
+_TASK_FILE = re.compile(r"part-(\d+)-")
+
+
+def _observed_members(held: list, written: dict[str, int], weights: dict[int, int]
+                      ) -> dict[int, list[tuple[str, int, int]]] | None:
+    """Per tag, the pack files holding rows of it, from the (task, tag) pairs the writing tasks
+    reported (``held``: an unpartitioned pack, whose task ``n`` wrote the one file
+    ``part-<n>-...``), each weighed by its source file's size (``weights``) instead of its
+    rows; None when the files are not one per task as named (read the tags back then)."""
+    by_task: dict[int, list[str]] = defaultdict(list)
+    for path in written:
+        m = _TASK_FILE.match(path.rpartition("/")[2])
+        if m is None:
+            return None
+        by_task[int(m.group(1))].append(path)
+    out: dict[int, list[tuple[str, int, int]]] = defaultdict(list)
+    for task, tag in held:
+        found = by_task.get(int(task), [])
+        if len(found) != 1:
+            return None
+        out[int(tag)].append((found[0], int(written[found[0]]), max(1, weights.get(tag, 1))))
     return out
 
 
@@ -324,15 +360,34 @@ def _write(spark: Any, tier: CacheTier, scan: Scan, files: list[ScanFile],
             *[F.col(_quoted(c)) for c in [*columns, *partitions]],
             (F.lit(number << PACK_SHIFT)
              + F.crc32(F.input_file_name().cast("binary"))).alias(FILE_ID))
+        observation = None
         if partitions:   # a pack file holds rows of one partition (listed under its values)
             writer = tagged.withColumn(_ROW, F.monotonically_increasing_id()) \
                 .sortWithinPartitions(*[_quoted(p) for p in partitions], FILE_ID, _ROW) \
                 .drop(_ROW).write.partitionBy(*partitions)
-        else:   # a task reads file after file: each file's rows are together, in read order
-            writer = tagged.write
+        else:   # a task reads file after file: each file's rows are together, in read order;
+            # the tasks report which tags they wrote (one file each)
+            observation = Observation(f"accelerator-pack-{uuid.uuid4().hex}")
+            # one long per row, (task << 32) + the tag's low half (the pack's number is the
+            # high one): cheaper to gather than pairs
+            writer = tagged.withColumn(_TASK, F.spark_partition_id().cast("long")).observe(
+                observation, F.to_json(F.collect_set(
+                    F.shiftleft(F.col(_TASK), PACK_SHIFT)
+                    + F.col(FILE_ID).bitwiseAND(F.lit((1 << PACK_SHIFT) - 1)))).alias("held")) \
+                .drop(_TASK).write
         with session.suspended(spark), session.conf_set(spark, _WRITE_CONF):
             writer.mode("errorifexists").parquet(target)
-            members = _members(spark, tier, target)
+            written = _written(tier, target)
+            members = None
+            if observation is not None:
+                weights = {(number << PACK_SHIFT) + zlib.crc32(names[i].encode("utf-8")):
+                           int(files[i].size) for i in group}
+                low = (1 << PACK_SHIFT) - 1
+                held = [(v >> PACK_SHIFT, (number << PACK_SHIFT) + (v & low))
+                        for v in json.loads(observation.get["held"] or "[]")]
+                members = _observed_members(held, written, weights)
+            if members is None:
+                members = _members(spark, target, written)
         rows_in: dict[str, int] = defaultdict(int)
         for held in members.values():
             for path, _, rows in held:
@@ -360,7 +415,8 @@ def warm(spark: Any, tier: CacheTier, settings: Settings, df: DataFrame,
     read_settings = json.loads(jvm.helpers(spark).plans.currentReadSettings(spark._jsparkSession))
     found = scans(spark, df, tier.fs.qualify(settings.system_path))
     markers = tier.never.list()
-    known = tier.manifest.entries()
+    read = tier.manifest.read()
+    known = read.entries()   # EVICTED ones too: a key seen in any state is merged, not batched
     entries = defaultdict(list)
     for e in known:
         entries[e.file_path].append(e)
@@ -380,8 +436,8 @@ def warm(spark: Any, tier: CacheTier, settings: Settings, df: DataFrame,
                 todo.append((f, key, plan))
             elif (plan.priority, plan.ttl_seconds) != (plan.keep.priority, plan.keep.ttl_seconds):
                 raised.append((key.hex, plan))
-        in_parallel(lambda r: tier.manifest.raise_terms(r[0], r[1].priority, r[1].ttl_seconds),
-                    raised)
+        in_parallel(lambda r: tier.manifest.raise_terms(r[0], r[1].priority, r[1].ttl_seconds,
+                                                        read), raised)
         jobs.append((s, wanted, todo))
     files = sum(len(s.files) for s in found)
     read = written = always = 0
@@ -415,7 +471,7 @@ def warm(spark: Any, tier: CacheTier, settings: Settings, df: DataFrame,
                 except CacheCapacityError:
                     tier.fs.delete(batch, recursive=True)
                     raise
-                seen = {e.key for e in known}   # (an EVICTED key, unseen, costs one lost try)
+                seen = {e.key for e in known}
                 tier.manifest.commit_all([(entry, plan.supersedes) for entry, plan in new],
                                          frozenset(e.key for e, _ in new if e.key not in seen))
                 read += sum(int(f.size) for f, _, _ in items)
