@@ -22,6 +22,8 @@ went; and the fact table's bytes a one-month dimension filter reads (the sizes o
 its scans read of the fact, or of an index over the fact serving it, with the accelerator
 and without, over the fact's bytes). Exits 1 when
 an answer differs (or fails) or ``recommend()`` failed. Timings are reported, never asserted.
+With ``--limits``, each template is also timed over only the fact files the accelerator keeps,
+without it (:func:`_limits`): the floor file pruning could reach, reported under ``limits``.
 """
 from __future__ import annotations
 
@@ -56,6 +58,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="timed rounds of vanilla and accelerated runs of every template")
     parser.add_argument("--warmups", type=int, default=1, help="untimed rounds first")
     parser.add_argument("--seed", type=int, default=47, help="seed of the queries' literals")
+    parser.add_argument("--limits", action="store_true",
+                        help="also time each template over only the fact files the accelerator "
+                             "keeps, without it: the floor of file pruning (see _limits)")
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                         help="a Spark setting of the benchmark's session (repeatable), e.g. "
                              "spark.accelerator.dynamicFilePruning.minScanBytes=0 for data "
@@ -187,6 +192,61 @@ def _fact_read(spark: SparkSession, facts: dict, seed: int) -> dict:
     return out
 
 
+def _limits(spark: SparkSession, facts: dict, rng: random.Random, pairs: int) -> dict[str, dict]:
+    """Per template, its floor under file pruning (``--limits``): one query (new literals)
+    planned with the accelerator, the fact files its scans read, then ``pairs`` alternating
+    vanilla runs of it over the whole fact and over those files alone (the ``store_sales`` view
+    replaced), both without the accelerator: the time of perfect file pruning with no cost of
+    its own. Every scan of the fact gets the files any of them keeps (a floor for a query
+    reading the fact once). None for a template an index serves instead of the fact's files;
+    ``identical`` checks the answers over the kept files (pruning's soundness)."""
+    from accelerator import Hyperspace
+    from bench.harness import canonical, file_scans
+    from bench.star_queries import TEMPLATES
+
+    fact_path = facts["paths"]["store_sales"]
+    fact_root = os.path.realpath(fact_path) + "/"
+    fact = spark.read.parquet(fact_path)
+    out: dict[str, dict] = {}
+    for t in TEMPLATES:
+        sql = t.make(rng, facts)
+        Hyperspace.enable(spark)
+        scans = [files for files, _ in file_scans(spark.sql(sql)) if files is not None]
+        Hyperspace.disable(spark)
+        kept = sorted({p for files in scans for p in files
+                       if os.path.realpath(p.removeprefix("file:")).startswith(fact_root)})
+        if not kept and any(scans):
+            out[t.name] = None   # an index serves it: not a file-pruning floor
+            continue
+        restricted = spark.read.parquet(*kept) if kept else fact.where("false")
+        runs: list[tuple[float, float]] = []
+        identical = True
+        for round_ in range(pairs):
+            timed = {}
+            for side in (("whole", "kept") if round_ % 2 == 0 else ("kept", "whole")):
+                (restricted if side == "kept" else fact).createOrReplaceTempView("store_sales")
+                start = time.perf_counter()
+                rows = canonical(spark.sql(sql).collect())
+                timed[side] = (time.perf_counter() - start, rows)
+            identical = identical and timed["kept"][1] == timed["whole"][1]
+            runs.append((timed["whole"][0], timed["kept"][0]))
+        fact.createOrReplaceTempView("store_sales")
+        out[t.name] = {"kept_files": len(kept), "identical": identical,
+                       **{k.replace("accelerated", "limit"): v
+                          for k, v in _ratios(runs).items()}}
+    return out
+
+
+def _limits_report(limits: dict[str, dict | None]) -> dict:
+    """The floors of :func:`_limits` and their total over the templates that have one."""
+    floored = [v for v in limits.values() if v is not None]
+    whole = sum(v["vanilla_s"] for v in floored)
+    kept = sum(v["limit_s"] for v in floored)
+    return {"templates": limits, "served_by_an_index": [k for k, v in limits.items() if v is None],
+            "total": {"vanilla_s": whole, "limit_s": kept, "ratio": kept / whole if whole else None,
+                      "identical": all(v["identical"] for v in floored)}}
+
+
 def _ratios(pairs: list[tuple[float, float]]) -> dict:
     return {"vanilla_s": statistics.median(v for v, _ in pairs),
             "accelerated_s": statistics.median(a for _, a in pairs),
@@ -244,6 +304,16 @@ def table(rep: dict) -> str:
     lines.append(f"one month: fact bytes read {read['accelerated_bytes']:,} of "
                  f"{read['fact_bytes']:,} ({read['share']:.3f}); vanilla "
                  f"{read['vanilla_bytes']:,}")
+    if "limits" in rep:
+        floors = rep["limits"]
+        for name, v in floors["templates"].items():
+            if v is not None:
+                lines.append(f"floor {name[:36]:36} whole {v['vanilla_s']:7.3f} s, kept "
+                             f"{v['kept_files']:4} files {v['limit_s']:7.3f} s ({v['ratio']:.2f})")
+        total = floors["total"]
+        lines.append(f"floor of file pruning, total: {total['limit_s']:.3f} of "
+                     f"{total['vanilla_s']:.3f} s ({total['ratio']:.2f}); served by an index: "
+                     f"{', '.join(floors['served_by_an_index']) or 'none'}")
     return "\n".join(lines)
 
 
@@ -270,6 +340,8 @@ def run(args: argparse.Namespace) -> int:
     work = _work(spark, facts, rng)
     rep = report(args, facts, recorded, advised, applied, times, mismatches,
                  _fact_read(spark, facts, args.seed), work, spark.version)
+    if args.limits:
+        rep["limits"] = _limits_report(_limits(spark, facts, rng, args.pairs))
     rep["wall_s"] = time.perf_counter() - t0
     spark.stop()
     publish(rep, table(rep), args.out)
