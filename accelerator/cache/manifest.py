@@ -31,7 +31,7 @@ of thousands of new files adds one file to read, not thousands.
 
 Evicting records the eviction of each entry's data path in one usage record (it stops being
 served at once); its files stay for a grace period so that running queries keep their files,
-and :meth:`CacheManifest.collect` deletes them once no other entry names them (a pack goes with
+and :meth:`CacheManifest.collect` (:mod:`accelerator.cache.collection`) deletes them once no other entry names them (a pack goes with
 the last of its entries), and a batch file once none of its entries can be served again.
 """
 from __future__ import annotations
@@ -45,10 +45,10 @@ from dataclasses import dataclass, replace
 from typing import Callable, Iterable
 
 from accelerator.cache.batches import Batches, BatchLog
+from accelerator.cache.collection import Collection
 from accelerator.cache.model import CacheEntry, Priority, merge_ttl
 from accelerator.cache.usage import RECORD_NAME, Usage, UsageLog, record_name
-from accelerator.cache.versions import (MAX_ATTEMPTS, VERSION, delete_old, is_temp, latest,
-                                        versions_of)
+from accelerator.cache.versions import MAX_ATTEMPTS, latest, versions_of
 from indexes.errors import ConcurrentModificationError
 from indexes.fs import FileInfo, FileSystem, in_parallel
 
@@ -107,12 +107,12 @@ class CacheManifest:
         self.fs = fs
         self.path = cache_path.rstrip("/")
         self._clock = clock
-        self._entries = f"{self.path}/_manifest/entries"
+        self.entries_path = f"{self.path}/_manifest/entries"
         self.usage = UsageLog(fs, self.path, clock)
         self.batches = BatchLog(fs, self.path)
-        self._changes = f"{self.path}/_manifest/changes"
+        self.changes_path = f"{self.path}/_manifest/changes"
         self.never_path = f"{self.path}/_manifest/never"
-        self._data = f"{self.path}/data"
+        self.data_root = f"{self.path}/data"
 
     def now(self) -> float:
         """The manifest clock's time, epoch seconds."""
@@ -123,14 +123,14 @@ class CacheManifest:
     def new_data_path(self) -> str:
         """A fresh directory for a warm-up to write into before committing entries naming
         folders below it."""
-        return f"{self._data}/{uuid.uuid4().hex}"
+        return f"{self.data_root}/{uuid.uuid4().hex}"
 
     def _current(self, key: str, base: ManifestRead) -> tuple[int, CacheEntry | None]:
         """The highest version number of ``key`` and its entry, EVICTED when its eviction was
         recorded (-1 and the entry of its batch files when it has no version; an unreadable
         version reads as None and is logged, so a new version replaces it). ``base`` gives the
         batch files and the evictions (a moment old is safe: see :mod:`accelerator.cache.batches`)."""
-        seq, text = latest(self.fs, f"{self._entries}/{key}")
+        seq, text = latest(self.fs, f"{self.entries_path}/{key}")
         if seq < 0:
             return seq, base.current(key)
         return seq, base.usage.evicted(self._parsed(key, seq, text))
@@ -140,15 +140,15 @@ class CacheManifest:
         """For each key: the listing of its folder, its highest version number and its entry
         (as :meth:`_current`), all listed in one call and read in another; a key whose latest
         version is gone by the time it is read (collected meanwhile) is listed and read again."""
-        listings = self.fs.list_each([f"{self._entries}/{k}" for k in keys])
+        listings = self.fs.list_each([f"{self.entries_path}/{k}" for k in keys])
         versions = [versions_of(listed) for listed in listings]
         texts = iter(self.fs.read_each([found[-1][1] for found in versions if found]))
         out = []
         for key, listed, found in zip(keys, listings, versions):
             text = next(texts) if found else None
             if found and text is None:
-                listed = self.fs.list(f"{self._entries}/{key}")
-                seq, text = latest(self.fs, f"{self._entries}/{key}")
+                listed = self.fs.list(f"{self.entries_path}/{key}")
+                seq, text = latest(self.fs, f"{self.entries_path}/{key}")
                 out.append((listed, seq, self._parsed(key, seq, text)))
             else:
                 seq = found[-1][0] if found else -1
@@ -172,7 +172,7 @@ class CacheManifest:
         return None if entry is None else base.usage.of(entry)
 
     def _folder_keys(self) -> list[str]:
-        return sorted(f.name for f in self.fs.list(self._entries)
+        return sorted(f.name for f in self.fs.list(self.entries_path)
                       if f.is_dir and _KEY.fullmatch(f.name))
 
     def keys(self) -> list[str]:
@@ -223,7 +223,7 @@ class CacheManifest:
                 return current
             if new.key != key:
                 raise ValueError(f"entry of key {new.key} written under {key}")
-            if self.fs.create_exclusive(f"{self._entries}/{key}/{seq + 1:010d}.json",
+            if self.fs.create_exclusive(f"{self.entries_path}/{key}/{seq + 1:010d}.json",
                                         new.to_json()):
                 return new
         raise ConcurrentModificationError(
@@ -308,7 +308,7 @@ class CacheManifest:
                       for s in ss if s.key != e.key]
         if superseded:
             self._evict(superseded, self.now(), self.read(base, {s.key for s in superseded}))
-        self._log_changes({e.key for e, _ in merged}, force=True)
+        self.log_changes({e.key for e, _ in merged}, force=True)
         return results
 
     def evict(self, entries: Iterable[CacheEntry], now: float | None = None,
@@ -319,7 +319,7 @@ class CacheManifest:
         given = list(entries)
         done = self._evict(given, now, self.read() if read is None else read)
         if done:
-            self._log_changes(set(), force=True)
+            self.log_changes(set(), force=True)
         return done
 
     def _evict(self, entries: list[CacheEntry], now: float | None,
@@ -339,22 +339,22 @@ class CacheManifest:
 
     # ------------------------------------------------------------------ changes
 
-    def _log_changes(self, keys: set[str], force: bool = False) -> None:
+    def log_changes(self, keys: set[str], force: bool = False) -> None:
         """A change record naming the keys whose folders of versions changed (``force``: also
         when there are none: batch files or evictions changed, which readers read again)."""
         if keys or force:
-            self.fs.create_exclusive(f"{self._changes}/{record_name(self.now())}",
+            self.fs.create_exclusive(f"{self.changes_path}/{record_name(self.now())}",
                                      json.dumps(sorted(keys)))
 
     def change_names(self) -> set[str]:
         """The change records now (one listing: what a reader checks before re-reading)."""
-        return {f.name for f in self.fs.list(self._changes)
+        return {f.name for f in self.fs.list(self.changes_path)
                 if not f.is_dir and RECORD_NAME.fullmatch(f.name)}
 
     def changed_keys(self, names: Iterable[str]) -> set[str] | None:
         """The keys the change records ``names`` list; None when one of them is gone (collected:
         the reader has been away longer than the grace period and must read everything)."""
-        found = self.fs.read_each([f"{self._changes}/{n}" for n in sorted(names)])
+        found = self.fs.read_each([f"{self.changes_path}/{n}" for n in sorted(names)])
         if any(text is None for text in found):
             return None
         return {k for text in found for k in json.loads(text)}
@@ -364,191 +364,10 @@ class CacheManifest:
     def collect(self, now: float | None = None,
                 grace_seconds: float = DEFAULT_GRACE_SECONDS, read: "ManifestRead | None" = None,
                 changed: Iterable[str] = ()) -> list[str]:
-        """Deletes what no query can still read, returning the deleted paths: the files of
-        entries EVICTED more than ``grace_seconds`` ago (data and versions), data paths retired
-        that long ago, versions older than the current one, data directories no entry names
-        that were last written that long ago (warm-ups killed before they committed all their
-        entries: keep the grace above the longest warm-up), files in live entries' packs no
-        entry names written that long ago, and temp files left that long ago.
-        Usage records are folded (:meth:`UsageLog.compact`), forgetting the deleted keys'.
+        """Deletes what no query can still read and returns the deleted paths
+        (:class:`accelerator.cache.collection.Collection` says what goes and why it is safe).
         ``read``: the manifest as :meth:`read` read it a moment ago, the keys ``changed`` since
-        read again (each deletion is safe against writers racing it, see :meth:`_collect_key`)."""
+        read again."""
         now = self.now() if now is None else now
-        cutoff = now - grace_seconds
-        deleted: list[str] = []
-
-        def delete(path: str) -> None:
-            if self.fs.delete(path, recursive=True):
-                deleted.append(path)
-
-        warmups = [(b.path, b.modification_time / 1000.0)
-                   for b in self.fs.list(self._data) if b.is_dir]
-        folders = {p: [(d.path, d.modification_time / 1000.0) for d in listed if d.is_dir]
-                   for (p, _), listed in zip(warmups, self.fs.list_each([p for p, _ in warmups]))}
-        referenced: set[str] = set()
-        doomed: set[str] = set()
-        removed: list[str] = []
         read = self.read() if read is None else self.read(read, changed)
-        held = set(read.batches.puts)   # a key's folder stays while a batch file holds it
-
-        def collect_key(item: tuple) -> tuple[set[str], set[str]]:
-            key, found = item
-            return self._collect_key(key, found, read, cutoff, delete, removed, key in held)
-
-        for used, done in in_parallel(collect_key, sorted(read.found.items())):
-            referenced |= used
-            doomed |= done
-        live, dead, over = self._collect_puts(read, cutoff, referenced, doomed)
-        if over:   # no longer listed, not even EVICTED
-            self.usage.record({}, now=now, collected=over)
-        for path in sorted(doomed - referenced):   # a pack goes with the last entry naming it
-            delete(path)
-        for path in dead:   # after the data: a crash in between leaves dead puts, deleted next
-            if self.batches.delete(path):
-                deleted.append(path)
-        gone = set(removed)
-        live += [e for k, (_, seq, e) in read.found.items()
-                 if seq >= 0 and e is not None and k not in gone]
-        self._collect_unnamed(live, cutoff, delete)
-        present = {k for k, (_, seq, _) in read.found.items() if seq >= 0 and k not in gone} \
-            | {e.key for path, entries in read.batches.files.items() if path not in dead
-               for e in entries}
-        self._log_changes(gone, force=bool(dead or over))
-        dropped = {e.key for path in dead for e in read.batches.files[path]}
-        self.usage.compact(forget=(gone | dropped | set(read.usage.evictions)) - present)
-
-        used = set(referenced)
-        for path in referenced:
-            while path.startswith(self._data + "/"):
-                path = path.rpartition("/")[0]
-                used.add(path)
-
-        def unused(folder: str) -> bool:
-            return folder not in used
-
-        # a warm-up's folder, then the folders in it (listed before entries' data was deleted
-        # in them, which made them newer), then the entries' folders in those
-        for warmup, written in warmups:
-            if unused(warmup) and written <= cutoff \
-                    and all(t <= cutoff for _, t in folders[warmup]):
-                delete(warmup)
-                continue
-            for path, written_at in folders[warmup]:
-                if unused(path) and written_at <= cutoff:
-                    delete(path)
-                elif not unused(path) and path not in referenced:   # entries' folders in it
-                    for sub in self.fs.list(path):
-                        if sub.is_dir and unused(sub.path) \
-                                and sub.modification_time / 1000.0 <= cutoff:
-                            delete(sub.path)
-        for folder in (self.usage.records_path, self.never_path):
-            self._collect_old(folder, cutoff, delete)
-        self._collect_old(self._changes, cutoff, delete, lambda name: True)
-        seq = self.usage.current_seq()
-        self._collect_old(self.usage.totals_path, cutoff, delete, lambda name: is_temp(name) or (
-            (m := VERSION.fullmatch(name)) is not None and int(m.group(1)) < seq))
-        return deleted
-
-    @staticmethod
-    def _collect_puts(read: ManifestRead, cutoff: float, referenced: set[str],
-                      doomed: set[str]
-                      ) -> tuple[list[CacheEntry], list[str], dict[str, str]]:
-        """The entries of batch files: those live (not overridden by their key's folder, not
-        evicted before ``cutoff``: their data is ``referenced``), the batch files holding
-        none (deleted by the caller) and the puts evicted before ``cutoff`` not recorded as
-        collected yet (key: data path), whose data is ``doomed`` (deleted unless another entry
-        references it)."""
-        live: list[CacheEntry] = []
-        dead: list[str] = []
-        over: dict[str, str] = {}
-        for path, entries in sorted(read.batches.files.items()):
-            alive = False
-            for e in entries:
-                if read.found.get(e.key, ([], -1, None))[1] >= 0:
-                    continue   # overridden by its key's folder, which holds its data if any
-                at = read.usage.evicted_at(e.key, e.data_path)
-                if at is not None and at <= cutoff:
-                    doomed.add(e.data_path)
-                    if not read.usage.is_collected(e.key, e.data_path):
-                        over[e.key] = e.data_path
-                    continue
-                alive = True
-                live.append(e)
-                referenced.add(e.data_path)
-            if not alive:
-                dead.append(path)
-        return live, dead, over
-
-    def _collect_unnamed(self, live: list[CacheEntry], cutoff: float,
-                         delete: Callable[[str], None]) -> None:
-        """Deletes the files in the packs of ``live`` entries that no entry names, written before
-        ``cutoff``: rows of files whose entries a killed warm-up never committed, or that a
-        concurrent warm-up committed first (Spark's ``_SUCCESS`` and checksums aside). A pack
-        an entry retired within the grace period is left whole (queries planned on the
-        retired entry may still read any of its files), as is one an entry names no files of."""
-        named = {path for e in live for path, _ in e.files}
-        recent = {path for e in live for path, t in e.retired if t > cutoff}
-        unlisted = {e.data_path for e in live if not e.files}   # files unknown: left whole
-        packs = sorted({e.data_path for e in live} - recent - unlisted)
-
-        def unnamed(folder: str) -> list[str]:
-            out, pending = [], [folder]
-            while pending:
-                for info in self.fs.list(pending.pop()):
-                    if info.is_dir:
-                        pending.append(info.path)
-                    elif not (info.name.startswith(".") or info.name == "_SUCCESS"
-                              or info.path in named or info.modification_time / 1000.0 > cutoff):
-                        out.append(info.path)
-            return out
-
-        for paths in in_parallel(unnamed, packs):
-            for path in paths:
-                delete(path)
-
-    def _collect_key(self, key: str, found: tuple[list[FileInfo], int, CacheEntry | None],
-                     read: ManifestRead, cutoff: float, delete: Callable[[str], None],
-                     removed: list[str], held: bool) -> tuple[set[str], set[str]]:
-        """Collects one key's folder, ``found`` as :meth:`_current_each` read it (appending the
-        key to ``removed`` when its folder goes), and its old temp files; returns the data paths
-        it still references and those it no longer needs (deleted by the caller unless another
-        entry references them: entries of one pack share its folder). ``held``: a batch file
-        holds the key, so the folder's current version stays (else the batch's put would be
-        the key's entry again)."""
-        folder = f"{self._entries}/{key}"
-        listed, seq, written = found
-        delete_old(listed, cutoff, delete)
-        versions = versions_of(listed)
-        current = read.usage.evicted(written)
-        if current is None:
-            return set(), set()
-        if not current.active and current.evicted_at is not None \
-                and current.evicted_at <= cutoff:
-            if held:
-                for number, path in versions:
-                    if number < seq:
-                        delete(path)
-                return set(), {current.data_path, *(p for p, _ in current.retired)}
-            for _, path in versions:   # only those listed: a re-warm's newer version stays
-                delete(path)
-            removed.append(key)
-            try:
-                if not self.fs.list(folder):
-                    self.fs.delete(folder, recursive=False)
-            except OSError:   # written to meanwhile
-                pass
-            return set(), {current.data_path, *(p for p, _ in current.retired)}
-        for number, path in versions:
-            if number < seq:
-                delete(path)
-        due = [p for p, t in current.retired if t <= cutoff]
-        if due:
-            self.update(key, lambda c: c if c is None else replace(
-                c, retired=tuple(r for r in c.retired if r[0] not in due)), read)
-        return ({current.data_path, *(p for p, t in current.retired if t > cutoff)}, set(due))
-
-    def _collect_old(self, folder: str, cutoff: float, delete: Callable[[str], None],
-                     doomed: Callable[[str], bool] = is_temp) -> None:
-        """Deletes the files of ``folder`` (temp files unless ``doomed`` says otherwise) last
-        written at or before ``cutoff``."""
-        delete_old(self.fs.list(folder), cutoff, delete, doomed)
+        return Collection(self, read, now - grace_seconds).run(now)
