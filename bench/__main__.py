@@ -227,41 +227,44 @@ def main(argv: list[str] | None = None) -> int:
               "spark": spark.version, "workloads": [], "builds": [], "pruning": [],
               "cache_warmups": [], "cache_planning": []}
     built: dict[str, str] = {}   # indexes built by this run: workloads declaring one share it
-    for workload in chosen(WORKLOADS):
-        logging.getLogger("bench").info("workload %s", workload.name)
-        report["workloads"].append(run_workload(spark, workload, ctx, args.work_dir,
-                                                args.pairs, args.warmups, built))
-    for bench in chosen(BUILDS):
-        logging.getLogger("bench").info("build cost %s", bench.name)
-        report["builds"].append(build_cost(spark, bench, ctx, args.work_dir, args.build_runs,
-                                           warmups=min(1, args.warmups)))
-    for bench in chosen(PRUNING):
-        logging.getLogger("bench").info("pruning cost %s", bench.name)
-        # the per-file work runs in Python and the JVM: as many warm-up rounds as timed ones
-        report["pruning"].append(pruning_cost(spark, bench, ctx, args.planning_runs,
-                                              warmups=args.planning_runs if args.warmups else 0))
-    for bench in chosen(CACHE_WARMUPS):
-        logging.getLogger("bench").info("cache warm-up cost %s", bench.name)
-        report["cache_warmups"].append(cache_warmup_cost(spark, bench, ctx, args.work_dir,
-                                                         args.pairs, warmups=min(1, args.warmups)))
-    for bench in chosen(CACHE_PLANNING):
-        logging.getLogger("bench").info("cache planning cost %s", bench.name)
-        report["cache_planning"].append(cache_planning_cost(
-            spark, bench, ctx, args.planning_runs,
-            warmups=args.planning_runs if args.warmups else 0))
+
+    def save() -> None:
+        """Writes the report so far to ``--out``: a long run that is stopped keeps what it measured."""
+        if args.out:
+            with open(args.out + ".tmp", "w") as f:
+                f.write(json.dumps(report, indent=2, default=str))
+            os.replace(args.out + ".tmp", args.out)
+
+    planning_warmups = args.planning_runs if args.warmups else 0
+    # the per-file work of pruning runs in Python and the JVM: as many warm-up rounds as timed ones
+    stages = [
+        ("workloads", "workload", WORKLOADS, lambda w: run_workload(
+            spark, w, ctx, args.work_dir, args.pairs, args.warmups, built)),
+        ("builds", "build cost", BUILDS, lambda b: build_cost(
+            spark, b, ctx, args.work_dir, args.build_runs, warmups=min(1, args.warmups))),
+        ("pruning", "pruning cost", PRUNING, lambda b: pruning_cost(
+            spark, b, ctx, args.planning_runs, warmups=planning_warmups)),
+        ("cache_warmups", "cache warm-up cost", CACHE_WARMUPS, lambda b: cache_warmup_cost(
+            spark, b, ctx, args.work_dir, args.pairs, warmups=min(1, args.warmups))),
+        ("cache_planning", "cache planning cost", CACHE_PLANNING, lambda b: cache_planning_cost(
+            spark, b, ctx, args.planning_runs, warmups=planning_warmups)),
+    ]
+    for section, what, benches, measure in stages:
+        for bench in chosen(benches):
+            logging.getLogger("bench").info("%s %s", what, bench.name)
+            report[section].append(measure(bench))
+            save()
     tables = datasets.tpch(args.data_dir, args.scale)
     key = lineitem_facts(ctx)["key"]
     report["planning"] = planning_overhead(
         spark, _planning_plans(spark, tables["lineitem"], tables["orders"], key), args.planning_runs,
-        warmups=args.planning_runs if args.warmups else 0)
+        warmups=planning_warmups)
     spark.stop()
     print(_table(report))
-    text = json.dumps(report, indent=2, default=str)
     if args.out:
-        with open(args.out, "w") as f:
-            f.write(text)
+        save()
     else:
-        print(text)
+        print(json.dumps(report, indent=2, default=str))
     failed = [w["name"] for w in report["workloads"] + report["pruning"] + report["cache_planning"]
               if not w["identical"]]
     if failed:
