@@ -38,7 +38,7 @@ class SkippingKind(IndexKind):
     serving = Serving.PRUNE
     prunes_through_joins = True
     stateful = True
-    executor_modules = ("pyarrow", "pandas", "pybloom_live")
+    executor_modules = ("pyarrow", "pandas")
     engine_kinds = tuple(_ENGINE_SKETCHES)
 
     def resolve(self, df: Any, config: DataSkippingIndexConfig, source: SourceDescription,
