@@ -102,3 +102,149 @@ def test_format_1_filters_are_still_read_and_answer_as_before():
     head = B.to_bytes(old)[:B.HEADER]
     bits = np.frombuffer(B.to_bytes(old)[B.HEADER:], np.uint8)
     assert all(bits[p >> 3] >> (p & 7) & 1 for p in B.positions(head, Decimal("1.5"), "decimal(10,2)"))
+
+
+# --- end to end ----------------------------------------------------------------------------
+_COLUMNS = {"l": "long", "s": "string", "d": "decimal(12,2)", "dt": "date", "x": "double",
+            "i": "integer"}
+
+
+def _source(spark, path, files=4, start=0):
+    """``files`` Parquet files of 40 rows, file f holding l in [100 f, 100 f + 40) and the
+    other columns derived from l (one row of each file null)."""
+    df = spark.range(start * 100, (start + files) * 100).where("id % 100 < 40").selectExpr(
+        "IF(id % 100 = 7, NULL, id) AS l").selectExpr(
+        "l", "concat('v-', l) AS s", "CAST(l / 4 AS DECIMAL(12,2)) AS d",
+        "date_add(DATE'2000-01-01', CAST(l AS INT)) AS dt", "CAST(l AS DOUBLE) / 8 AS x",
+        "CAST(l * 3 AS INT) AS i")
+    df.repartitionByRange(files, "l").write.mode("append").parquet(path)
+
+
+def _stats_files(system_path, name):
+    import glob
+
+    return sorted(glob.glob(f"{system_path}/{name}/v__=*/stats/*.parquet"))
+
+
+def _file_values(path):
+    """Each source file's distinct non-null values per column, in internal form."""
+    import glob
+
+    import pyarrow.parquet as pq
+
+    out = {}
+    for f in glob.glob(f"{path}/*.parquet"):
+        table = pq.read_table(f)
+        out[f] = {c: {V.from_python(v, t) for v in table.column(c).to_pylist() if v is not None}
+                  for c, t in _COLUMNS.items()}
+    return out
+
+
+def _filters(system_path, name):
+    """The stored filters of every file of the newest version, per column (by file name)."""
+    import os
+
+    import pyarrow.parquet as pq
+
+    parts = _stats_files(system_path, name)
+    newest = max(p.split("/v__=")[1].split("/")[0] for p in parts)
+    out = {}
+    for p in [p for p in parts if f"/v__={newest}/" in p]:
+        t = pq.read_table(p).to_pylist()
+        for row in t:
+            if row["row_group"] is None:
+                out[os.path.basename(row["file"])] = [row[f"s{i}_bloom"] for i in range(len(_COLUMNS))]
+    return out
+
+
+def _as_legacy(system_path, name, values):
+    """Rewrites the index as the code before format 2 wrote it: its filters (pybloom_live
+    over V.bloom_key of each distinct value, capacity and rate as configured), its log entries
+    without ``bloomFormat`` (Hadoop's checksum files removed)."""
+    import glob
+    import json
+    import os
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pybloom_live import BloomFilter
+
+    by_name = {os.path.basename(f): v for f, v in values.items()}
+    for p in _stats_files(system_path, name):
+        table = pq.read_table(p)
+        files = [os.path.basename(f) for f in table.column("file").to_pylist()]
+        for i, (c, t) in enumerate(_COLUMNS.items()):
+            stored = []
+            for f in files:
+                old = BloomFilter(capacity=100, error_rate=0.001)
+                for v in by_name[f][c]:
+                    old.add(V.bloom_key(V.normalize(v, t), t))
+                stored.append(B.to_bytes(old))
+            column = f"s{i}_bloom"
+            table = table.set_column(table.column_names.index(column), column,
+                                     pa.array(stored, pa.binary()))
+        pq.write_table(table, p)
+    for p in glob.glob(f"{system_path}/{name}/_log/*"):
+        entry = json.load(open(p))
+        entry["content"].pop("bloomFormat", None)
+        with open(p, "w") as f:
+            json.dump(entry, f)
+    for p in glob.glob(f"{system_path}/{name}/**/.*.crc", recursive=True):
+        os.remove(p)
+
+
+def _check_pruning(spark, path, values, probes):
+    """Every probe's lookup equals vanilla and reads exactly the files holding the value."""
+    import os
+
+    from tests.helpers import rows, vanilla
+
+    for c, v, literal in probes:
+        df = spark.read.parquet(path).where(f"{c} = {literal}")
+        assert rows(df) == vanilla(spark, lambda: df), (c, literal)
+        holding = sorted(os.path.basename(f) for f, vs in values.items() if v in vs[c])
+        assert sorted(os.path.basename(p) for p in df.inputFiles()) == holding, (c, literal)
+
+
+_PROBES = [("l", 205, "205"), ("l", 7, "7"), ("s", "v-1", "'v-1'"), ("d", Decimal("26.25"), "26.25"),
+           ("dt", 10957 + 101, "DATE'2000-04-11'"), ("x", 38.5, "CAST(38.5 AS DOUBLE)"),
+           ("i", 931, "931")]
+
+
+def test_built_filters_hold_each_file_s_values_and_prune_as_vanilla(spark, hs, system_path, tmp_path):
+    """Every value of a file is held by its filter (no false negative, for every type), few
+    others are. The same index with its filters rewritten as format 1 (an index built before)
+    answers lookups as vanilla, reading exactly the files holding the value; its incremental
+    refresh sketches every file again in format 2, which answers the same."""
+    import os
+
+    from accelerator import BloomFilterSketch, DataSkippingIndexConfig
+
+    path = str(tmp_path / "src")
+    _source(spark, path)
+    hs.createIndex(spark.read.parquet(path), DataSkippingIndexConfig("bl", *[
+        BloomFilterSketch(c, fpp=0.001, expectedDistinctCountPerFile=100) for c in _COLUMNS]))
+    values = _file_values(path)
+    filters = _filters(system_path, "bl")      # read before any query loads the version
+    assert len(filters) == 4
+    others = 0
+    for f, vs in values.items():
+        for i, (c, t) in enumerate(_COLUMNS.items()):
+            stored = filters[os.path.basename(f)][i]
+            assert B.is_hash_bloom(stored)
+            bloom = B.from_bytes(stored)
+            assert bloom.count == len(vs[c]) and all(bloom.may_hold(v, t) for v in vs[c]), (f, c)
+            absent = set().union(*(w[c] for g, w in values.items() if g != f)) - vs[c]
+            others += sum(bloom.may_hold(v, t) for v in absent)
+    assert others <= 12     # of 4 × 6 × ~117 absent values at a rate of 0.1%
+
+    _as_legacy(system_path, "bl", values)      # as an index built before format 2
+    _check_pruning(spark, path, values, _PROBES)
+
+    _source(spark, path, files=1, start=4)       # one file more: an incremental refresh
+    hs.refreshIndex("bl", mode="incremental")
+    values = _file_values(path)
+    filters = _filters(system_path, "bl")
+    assert len(filters) == 5 and all(B.is_hash_bloom(s) for fs in filters.values() for s in fs)
+    _check_pruning(spark, path, values, [("s", "v-310", "'v-310'"), ("l", 405, "405"),
+                                         ("d", Decimal("26.30"), "CAST(26.3 AS DECIMAL(12,2))")])

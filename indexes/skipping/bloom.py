@@ -30,6 +30,8 @@ from typing import Any
 
 from indexes.skipping import values as V
 
+#: the format builds write (a version's content records it as ``bloomFormat``)
+FORMAT = 2
 #: format 2's first 8 bytes (a NaN as a double: never a format 1 filter's error rate)
 MAGIC = b"XXH64\x02\xff\x7f"
 HEADER = 40

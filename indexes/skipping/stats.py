@@ -126,15 +126,18 @@ class StatsAccumulator:
         self.values: set | None = set() if spec.max_values is not None else None
         if hashes is _NEW_BLOOM:
             hashes = np.empty(0, np.uint64) if spec.bloom_capacity else None
-        self.hashes: Any = hashes
+        self.hashes: Any = hashes      # merged so far; with _pending (not yet) all there are
+        self._pending: list = []
+        self._waiting = 0
         self.bloom_overflow = False
 
     @property
     def bloom(self) -> "B.HashBloom | None":
         """The Bloom filter of the values added (None: not asked for, or too many values)."""
-        if self.hashes is None:
+        hashes = self.distinct_hashes
+        if hashes is None:
             return None
-        return B.HashBloom.of_hashes(self.hashes, self.spec.bloom_capacity, self.spec.bloom_fpp)
+        return B.HashBloom.of_hashes(hashes, self.spec.bloom_capacity, self.spec.bloom_fpp)
 
     # --- adding ---------------------------------------------------------------------------
     def add_values(self, values: Iterable[Any]) -> None:
@@ -176,18 +179,33 @@ class StatsAccumulator:
 
     def _add_hashes(self, found: Any) -> None:
         """Adds distinct hashes to the Bloom filter's (None: some value has no known hash, so
-        no filter can be trusted)."""
-        import numpy as np
-
+        no filter can be trusted). They are merged when those pending could be more than the
+        filter's capacity (then it is dropped if they are), and when the filter is made."""
         if self.hashes is None:
             return
         if found is None:
-            self.hashes = None
+            self.hashes, self._pending = None, []
             return
         if len(found):
-            self.hashes = np.union1d(self.hashes, found) if len(self.hashes) else found
-        if len(self.hashes) > self.spec.bloom_capacity:   # more values than it was sized for
-            self.hashes, self.bloom_overflow = None, True
+            self._pending.append(found)
+            self._waiting += len(found)
+        if len(self.hashes) + self._waiting > self.spec.bloom_capacity:
+            self._merge_pending()
+
+    def _merge_pending(self) -> None:
+        import numpy as np
+
+        if self._pending and self.hashes is not None:
+            self.hashes = np.unique(np.concatenate([self.hashes, *self._pending]))
+        self._pending, self._waiting = [], 0
+        if self.hashes is not None and len(self.hashes) > self.spec.bloom_capacity:
+            self.hashes, self.bloom_overflow = None, True   # more values than it was sized for
+
+    @property
+    def distinct_hashes(self) -> Any:
+        """The distinct hashes added (sorted numpy uint64), None when there is no filter."""
+        self._merge_pending()
+        return self.hashes
 
     def _add_present(self, present: list) -> None:
         spec = self.spec
@@ -222,10 +240,11 @@ class StatsAccumulator:
                 self.values |= other.values
                 if len(self.values) > self.spec.max_values:
                     self.values = None
-        if other.hashes is None:
-            self.hashes = None
+        other_hashes = other.distinct_hashes
+        if other_hashes is None:
+            self.hashes, self._pending = None, []
         else:
-            self._add_hashes(other.hashes)
+            self._add_hashes(other_hashes)
         self.bloom_overflow = self.bloom_overflow or other.bloom_overflow or (
             self.spec.bloom_capacity is not None and self.hashes is None)
 
@@ -238,7 +257,8 @@ class StatsAccumulator:
 
     def to_bytes(self) -> bytes:
         """A compact picklable form, to send a task's partial statistics to the driver."""
-        hashes = self.hashes.tobytes() if self.hashes is not None else None
+        hashes = self.distinct_hashes
+        hashes = hashes.tobytes() if hashes is not None else None
         return pickle.dumps((self.rows, self.nulls, self.lo, self.hi, self.values, hashes,
                              self.bloom_overflow, self.spec.bloom_capacity))
 
