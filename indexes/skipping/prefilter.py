@@ -200,9 +200,12 @@ def _without_values(blooms: Any, at: Any, values: tuple, type_: str) -> Any:
     some = np.flatnonzero(valid)
     if not len(some):
         return out
-    heads = data[starts[some, None] + np.arange(24)].copy()   # format and dimensions
-    kinds, which = np.unique(heads, axis=0, return_inverse=True)
-    which = np.asarray(which).reshape(-1)
+    heads = data[starts[some, None] + np.arange(24)]   # format and dimensions
+    if (heads == heads[0]).all():
+        kinds, which = heads[:1], np.zeros(len(some), dtype=np.int64)
+    else:
+        kinds, which = np.unique(heads, axis=0, return_inverse=True)
+        which = np.asarray(which).reshape(-1)
     for j, head in enumerate(kinds):
         these = some[which == j]
         base = starts[these] + B.HEADER
