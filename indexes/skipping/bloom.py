@@ -4,8 +4,8 @@ Format 2 (:class:`HashBloom`, what builds write): a filter over the 64-bit hash 
 ``xxhash64`` gives a value (seed 42), so the build's tasks hash every row in the JVM and only
 set bits in Python (numpy), and a query hashes a literal in Python exactly as Spark hashed the
 column's values (:func:`value_hash`: Spark's XXH64 of a value's internal form, by type). A value
-sets ``k`` bits ``(h1 + i*h2) mod m`` for ``i < k`` (``h1``, ``h2`` the hash's low and high 32
-bits), ``m = -n ln(p) / ln(2)^2`` bits for capacity ``n`` and false-positive rate ``p``, ``k =
+sets ``k`` bits (:func:`bit_positions`: splitmix64's finalizer of ``h + (i + 1) * golden``
+modulo ``m`` for ``i < k``), ``m = -n ln(p) / ln(2)^2`` bits for capacity ``n`` and false-positive rate ``p``, ``k =
 round(m/n ln 2)``. Stored as 40 bytes, ``MAGIC``, ``k``, ``m``, the capacity and the count
 (little-endian uint64s), then the bits (bit ``j`` in byte ``j // 8``, at ``1 << j % 8``).
 
@@ -41,6 +41,7 @@ _M64 = (1 << 64) - 1
 _P1, _P2, _P3 = 0x9E3779B185EBCA87, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9
 _P4, _P5 = 0x85EBCA77C2B2AE63, 0x27D4EB2F165667C5
 _WIDE = Context(prec=200)
+_GOLDEN = 0x9E3779B97F4A7C15
 #: :func:`value_hash` of a value whose hash is not known (every filter may hold it)
 UNKNOWN = -1
 
@@ -166,15 +167,30 @@ def dimensions(capacity: int, fpp: float) -> tuple[int, int]:
     return max(1, int(round(m / capacity * math.log(2)))), m
 
 
+def _mix(x: int) -> int:
+    """splitmix64's finalizer of a uint64."""
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _M64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _M64
+    return x ^ (x >> 31)
+
+
 def hash_positions(hashes: Any, k: int, m: int) -> Any:
     """The bits ``hashes`` (numpy uint64) set in a filter of ``k`` hashes over ``m`` bits, as a
-    (values × k) numpy array."""
+    (values × k) numpy array (see :func:`bit_positions`)."""
     import numpy as np
 
-    h1 = (hashes & np.uint64(0xFFFFFFFF)).astype(np.uint64)
-    h2 = (hashes >> np.uint64(32)).astype(np.uint64)
-    i = np.arange(k, dtype=np.uint64)
-    return (h1[:, None] + i[None, :] * h2[:, None]) % np.uint64(m)
+    x = hashes.astype(np.uint64)[:, None] + np.arange(1, k + 1, dtype=np.uint64)[None, :] \
+        * np.uint64(_GOLDEN)
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return (x ^ (x >> np.uint64(31))) % np.uint64(m)
+
+
+def bit_positions(h: int, k: int, m: int) -> list[int]:
+    """The ``k`` bits a value of hash ``h`` sets in a filter of ``m`` bits: bit ``i`` is
+    splitmix64's finalizer of ``h + (i + 1) * golden ratio`` modulo ``m`` (independent bits
+    from one 64-bit hash, so a filter holding few values stays far below its rate)."""
+    return [_mix((h + (i + 1) * _GOLDEN) & _M64) % m for i in range(k)]
 
 
 class HashBloom:
@@ -264,7 +280,7 @@ def _positions(magic: bytes, a: int, b: int, value: Any, type_: str) -> list[int
             return []
         if h == UNKNOWN:
             return None
-        return [((h & 0xFFFFFFFF) + i * (h >> 32)) % b for i in range(a)]
+        return bit_positions(h, a, b)
     from pybloom_live.pybloom import make_hashfuncs
 
     hashes, _ = make_hashfuncs(a, b)

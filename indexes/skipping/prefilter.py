@@ -186,6 +186,9 @@ def _without_values(blooms: Any, at: Any, values: tuple, type_: str) -> Any:
                          for b in blooms], dtype=bool)
     if isinstance(blooms, pa.ChunkedArray):
         blooms = blooms.combine_chunks()
+    uniform = _uniform_without(blooms, at, values, type_)
+    if uniform is not None:
+        return uniform
     at = np.arange(len(blooms)) if at is None else at
     out = np.zeros(len(at), dtype=bool)
     offsets = np.frombuffer(blooms.buffers()[1], dtype=np.int32)[
@@ -215,6 +218,32 @@ def _without_values(blooms: Any, at: Any, values: tuple, type_: str) -> Any:
             held |= True if found is None else bool(found) and _bits_set(data, base, found)
         out[these] = ~held
     return out
+
+
+def _uniform_without(blooms: Any, at: Any, values: tuple, type_: str) -> Any:
+    """:func:`_without_values` over filters of one format and size, read as the rows of one
+    matrix (a column of bytes per bit looked up); None when they are not."""
+    import numpy as np
+
+    matrix, valid = _filters(blooms)
+    if matrix is None or matrix.shape[1] < B.HEADER:
+        return None
+    rows, ok = (matrix, valid) if at is None else (matrix[at], valid[at])
+    heads = rows[ok, :24]
+    if not len(heads) or not (heads == heads[0]).all():
+        return None
+    head = heads[0].tobytes()
+    held = np.zeros(len(rows), dtype=bool)
+    for value in values:
+        found = B.positions(head, value, type_)
+        if found is None:
+            return np.zeros(len(rows), dtype=bool)
+        if found:
+            has = ok.copy()
+            for p in found:
+                has &= (rows[:, B.HEADER + p // 8] >> (p % 8)) & 1 == 1
+            held |= has
+    return ok & ~held
 
 
 def _filters(blooms: Any) -> tuple[Any, Any]:
