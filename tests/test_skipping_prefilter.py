@@ -165,7 +165,7 @@ def test_stored_statistics_with_bloom_filters_keep_exactly_what_the_evaluator_ke
     mask = prefilter.candidates(bloom_only, table)
     bounds = table.bounds(S.key, "string").passing(prefilter.tests(bloom_only)[0])
     assert mask.sum() < bounds.sum()        # the filters ruled out files the bounds kept
-    assert (table.bloom_slices(S.key, wait=True) is not None) == sliced
+    assert (table.bloom_slices(S.key) is not None) == sliced
 
 
 def test_the_listing_is_split_once_per_listing():

@@ -27,10 +27,6 @@ _LISTINGS_KEPT = 8
 #: a sketch's Bloom filters (of every file of a version) are kept in memory, once read, up to
 #: this many bytes; larger ones are read per query, for the files the first pass leaves only
 BLOOMS_KEPT_BYTES = 256 << 20
-#: a query whose bounds leave at most 1/FEW_FILES of the files reads only their filters (until
-#: the sketch's filters are in memory); one leaving more reads every file's filters once, checks
-#: them as stored and has them bit-sliced in the background for the next queries
-FEW_FILES = 64
 _STAT_PARTS = ("min", "max", "nulls", "values")
 
 
@@ -57,15 +53,14 @@ class StatsTable:
     def __init__(self, specs: list[SketchSpec], columns: Any,
                  blooms: Callable[[str, Any], Any],
                  entries: list[FileEntry] | None = None,
-                 every: Callable[[str, Any], Any] | None = None,
+                 slicer: Callable[[str, Any], Any] | None = None,
                  loader: Callable[[list[str]], Any] | None = None):
         """``columns``: an Arrow table of the stored columns but the Bloom filters, a file's
         row groups right after its row; ``blooms(column, rows)``: the stored filters of those
         rows (numpy), as :meth:`blooms` gives them;
         ``entries``: the files' entries when they are in memory already (then ``columns``
-        needs only ``file``, ``size`` and ``mtime``); ``every(column, rows)``: the stored
-        filters of those rows (an Arrow binary array in their order), None when they are more
-        than BLOOMS_KEPT_BYTES; ``loader(names)``: the stored
+        needs only ``file``, ``size`` and ``mtime``); ``slicer(column, rows)``: the
+        :class:`BloomSlices` of those rows' filters, or None; ``loader(names)``: the stored
         columns ``names`` not in ``columns`` yet, as an Arrow table of the same rows (read
         when first needed: a query reads the statistics of the sketches its filter names)."""
         import numpy as np
@@ -87,10 +82,8 @@ class StatsTable:
         self._bounds: dict[tuple[str, str], Bounds] = {}
         self._listings: LRUCache[int, tuple[list, Listing]] = LRUCache(_LISTINGS_KEPT)
         self._position: dict[str, int] | None = None
-        self._every = every
-        self._whole: dict[str, Any] = {}        # every file's filters of a column, as stored
-        self._slices: dict[str, Any] = {}       # ... bit-sliced (BloomSlices, or None: cannot be)
-        self._filters_lock = threading.Lock()   # one reading of a column's filters at a time
+        self._slicer = slicer
+        self._slices: dict[str, Any] = {}
         self._loader = loader
         self._view: StatsTable | None = None       # the row groups as files, when first needed
 
@@ -127,13 +120,14 @@ class StatsTable:
             inverse[order] = np.arange(len(order))
             return stored.read_rows(column, rows[order]), inverse
 
-        def every(column: str, rows: Any) -> Any:
+        def slices(column: str, rows: Any) -> Any:
             if stored.column_bytes(column) > BLOOMS_KEPT_BYTES:
                 return None
-            found = stored.read_rows(column, None)
+            every = stored.read_rows(column, None)
             rows = rows if moved is None else moved[rows]
-            return found if len(rows) == len(found) and moved is None else found.take(rows)
-        return StatsTable(specs, ordered, blooms, every=every, loader=loader)
+            return BloomSlices.of(every if len(rows) == len(every) and moved is None
+                                  else every.take(rows))
+        return StatsTable(specs, ordered, blooms, slicer=slices, loader=loader)
 
     @staticmethod
     def of_entries(entries: dict[str, FileEntry],
@@ -204,61 +198,26 @@ class StatsTable:
         i = self._index.get(key)
         return i is not None and self.specs[i].type == type_ and bool(self.specs[i].bloom_capacity)
 
-    def bloom_slices(self, key: str, wait: bool = False) -> BloomSlices | None:
-        """Every file's Bloom filter of ``key``, bit-sliced, once they are (made once per
-        version, in the background, after a query read them all: see FEW_FILES), when the
-        filters are at most BLOOMS_KEPT_BYTES, of one format and of one size; else None.
-        ``wait``: read and slice them now if they are not yet."""
+    def bloom_slices(self, key: str) -> BloomSlices | None:
+        """Every file's Bloom filter of ``key``, bit-sliced (read and made once per version),
+        when the filters are at most BLOOMS_KEPT_BYTES and of one size; else None."""
+        if self._slicer is None:
+            return None
         column = f"s{self._index[key]}_bloom"
         with self._lock:
-            if column in self._slices or not wait:
-                return self._slices.get(column)
-        whole = self._whole_filters(column, background=False)
-        if whole is None:
-            return None
-        self._slice(column, whole)
+            if column in self._slices:
+                return self._slices[column]
+        found = self._slicer(column, self._rows)
         with self._lock:
-            return self._slices.get(column)
-
-    def _whole_filters(self, column: str, background: bool = True) -> Any:
-        """Every file's stored filters of ``column`` (an Arrow array by file number), read once
-        (None when they are more than BLOOMS_KEPT_BYTES); then sliced in a background thread
-        (``background``)."""
-        with self._filters_lock:
-            with self._lock:
-                if column in self._whole or column in self._slices:
-                    return self._whole.get(column)
-            found = self._every(column, self._rows) if self._every is not None else None
-            with self._lock:
-                self._whole[column] = found
-        if found is not None and background:
-            threading.Thread(target=self._slice, args=(column, found), daemon=True,
-                             name=f"bloom-slices-{column}").start()
+            self._slices[column] = found
         return found
-
-    def _slice(self, column: str, whole: Any) -> None:
-        """Bit-slices every file's filters of ``column``; drops them as stored once sliced."""
-        found = BloomSlices.of(whole)
-        with self._lock:
-            self._slices.setdefault(column, found)
-            if found is not None:
-                self._whole.pop(column, None)
 
     def blooms(self, key: str, files: Any) -> tuple[Any, Any]:
         """The Bloom filters of ``key`` of the files numbered ``files`` (numpy, ascending):
         ``(array, index)``, the filters being ``array`` at ``index`` (all of it when None):
         an Arrow array of their stored bytes (null when absent), or a list of filters for a
-        table of entries in memory. Every file's are read (once per version, see FEW_FILES)
-        when ``files`` are more than 1/FEW_FILES of them, or were read already."""
-        column = f"s{self._index[key]}_bloom"
-        with self._lock:
-            whole = self._whole.get(column)
-            known = column in self._whole or column in self._slices
-        if whole is None and not known and len(files) * FEW_FILES > len(self):
-            whole = self._whole_filters(column)
-        if whole is not None:
-            return whole, files
-        return self._blooms(column, self._rows[files])
+        table of entries in memory."""
+        return self._blooms(f"s{self._index[key]}_bloom", self._rows[files])
 
     def entries(self, files: Any, keys: set[str] | None = None) -> list[FileEntry]:
         """The FileEntry of each file numbered ``files`` (numpy), with its row groups; Bloom
@@ -337,9 +296,7 @@ class StatsTable:
             view = copy.copy(self)
             view._rows = np.arange(self._columns.num_rows)
             view._ends = view._rows + 1
-            view._every, view._whole, view._slices = None, {}, {}
-            view._bounds, view._position = {}, None
-            view._filters_lock = threading.Lock()
+            view._slicer, view._slices, view._bounds, view._position = None, {}, {}, None
             view._lock = threading.Lock()       # its loader takes this table's
             view._loader = lambda names: self._need(names).select(names)   # read once, shared
             with self._lock:
