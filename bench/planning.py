@@ -42,16 +42,14 @@ def _write(fs, n: int, capacity: int) -> int:
     import numpy as np
     import pyarrow as pa
 
-    from indexes.skipping.stats import bloom_to_bytes
+    from indexes.skipping.bloom import HashBloom
+    from indexes.skipping.stats import bloom_to_bytes, hashes_of
     from indexes.skipping.store import arrow_schema, parquet_bytes
 
     specs = _specs(capacity)
-    templates = []
-    for k in range(min(n, TEMPLATES)):
-        bloom = specs[1].new_bloom()
-        for j in range(10):
-            bloom.add(f"t{k}-{j}")
-        templates.append(bloom_to_bytes(bloom))
+    templates = [bloom_to_bytes(HashBloom.of_hashes(hashes_of([f"t{k}-{j}" for j in range(10)], "string"),
+                                                    capacity, 0.01))
+                 for k in range(min(n, TEMPLATES))]
     schema = arrow_schema(specs)
     fs.mkdirs("memory:///index/v__=0/stats")
     written = 0

@@ -9,12 +9,14 @@ from dataclasses import replace
 import pytest
 
 from indexes.skipping import prefilter
+from indexes.skipping import values as V
 from indexes.skipping.evaluator import may_match
 from indexes.skipping.ir import And, Cast, Cmp, In, IsNotNull, Lit, Or, Sketched
 from indexes.skipping.match import kept_files
 from indexes.fs.memory import MemoryFs
 from indexes.skipping.ir import sketched_keys
-from indexes.skipping.stats import ColumnStats, FileStats, SketchSpec, bloom_to_bytes
+from indexes.skipping.bloom import HashBloom
+from indexes.skipping.stats import ColumnStats, FileStats, SketchSpec, bloom_to_bytes, hashes_of
 from indexes.skipping.store import DATASET, FileEntry, decode, encode
 from indexes.skipping import table as table_module
 from indexes.skipping.table import StatsTable
@@ -114,11 +116,26 @@ def _comparable(entry, keys):
         for k, cs in entry.stats.columns.items()}
 
 
-@pytest.mark.parametrize("sliced", [True, False])
-def test_stored_statistics_with_bloom_filters_keep_exactly_what_the_evaluator_keeps(sliced, monkeypatch):
+def _bloom(spec, words, legacy):
+    """A filter of ``spec`` holding ``words``: format 2, or format 1 (pybloom_live, as indexes
+    built before it were)."""
+    if legacy:
+        from pybloom_live import BloomFilter
+
+        old = BloomFilter(capacity=spec.bloom_capacity, error_rate=spec.bloom_fpp)
+        for w in words:
+            old.add(V.bloom_key(w, spec.type))
+        return old
+    return HashBloom.of_hashes(hashes_of(words, spec.type), spec.bloom_capacity, spec.bloom_fpp)
+
+
+@pytest.mark.parametrize("sliced,legacy", [(True, False), (False, False), (True, True), (False, True)])
+def test_stored_statistics_with_bloom_filters_keep_exactly_what_the_evaluator_keeps(sliced, legacy,
+                                                                                   monkeypatch):
     """The same over statistics read back from their Parquet dataset (several files of several
-    row groups), Bloom filters on the string sketch, which the first pass checks vectorized:
-    bit-sliced, or (over the size kept in memory) read for the files the bounds leave."""
+    row groups), Bloom filters on the string sketch (either format), which the first pass
+    checks vectorized: bit-sliced, or (over the size kept in memory) read for the files the
+    bounds leave."""
     if not sliced:
         monkeypatch.setattr(table_module, "BLOOMS_KEPT_BYTES", 0)
     rng = random.Random(11)
@@ -127,10 +144,7 @@ def test_stored_statistics_with_bloom_filters_keep_exactly_what_the_evaluator_ke
     for e in entries.values():
         cs = e.stats.columns.get(S.key)
         if cs is not None and rng.random() > 0.1:
-            bloom = spec_s.new_bloom()
-            for w in {cs.min, cs.max}:
-                bloom.add(w)
-            e.stats.columns[S.key] = replace(cs, bloom=bloom)
+            e.stats.columns[S.key] = replace(cs, bloom=_bloom(spec_s, {cs.min, cs.max}, legacy))
     specs = [SketchSpec(X.key, "long", minmax=True), spec_s, SketchSpec(D.key, "double", minmax=True)]
     fs, names = MemoryFs(), sorted(entries)
     fs.mkdirs("memory:///v/stats")

@@ -10,7 +10,8 @@ from indexes.description import SourceFile
 from indexes.fs.memory import MemoryFs
 from indexes.skipping.ir import Cmp, Lit, Sketched
 from indexes.skipping.match import kept_files, kept_row_groups
-from indexes.skipping.stats import ColumnStats, FileStats, SketchSpec
+from indexes.skipping.bloom import HashBloom
+from indexes.skipping.stats import ColumnStats, FileStats, SketchSpec, hashes_of
 from indexes.skipping.store import DATASET, FileEntry, encode
 from indexes.skipping.table import StatsTable
 from tests.helpers import driver_result_limit, rows, vanilla
@@ -104,8 +105,7 @@ def test_statistics_rows_in_any_order_read_with_each_file_s_row_groups():
     spec = SketchSpec("k", "long", minmax=True, bloom_capacity=4, bloom_fpp=0.01)
 
     def stats(lo, hi):
-        bloom = spec.new_bloom()
-        bloom.add(str(lo))
+        bloom = HashBloom.of_hashes(hashes_of([lo], "long"), spec.bloom_capacity, spec.bloom_fpp)
         return FileStats(5, {"k": ColumnStats("long", lo, hi, 0, None, bloom)})
     entries = {f"file:/t/{i}": FileEntry(10, 1, stats(i * 10, i * 10 + 9),
                                          (RowGroup(4, 6, stats(i * 10, i * 10 + 4)),
@@ -123,7 +123,7 @@ def test_statistics_rows_in_any_order_read_with_each_file_s_row_groups():
     got = dict(zip(read.paths(files), read.entries(files)))
     want = decode([spec], data)
     shown = lambda e: repr((e.size, e.mtime, e.stats.rows, [(g.start, g.end) for g in e.row_groups],  # noqa: E731
-                            [(s.columns["k"].min, s.columns["k"].max, s.columns["k"].bloom.bitarray.tobytes())
+                            [(s.columns["k"].min, s.columns["k"].max, s.columns["k"].bloom.bits.tobytes())
                              for s in [e.stats] + [g.stats for g in e.row_groups]]))
     assert {p: shown(e) for p, e in got.items()} == {p: shown(e) for p, e in want.items()}
     condition = Cmp("=", Sketched("k", "long"), Lit(120, "long"))   # in 12's filter

@@ -1,7 +1,7 @@
 """Making Spark's Python workers ready to run index builds.
 
 Index builds run Python code on executors (``mapInArrow``), which must import ``indexes`` and
-the libraries a kind's build needs (pyarrow, pandas, pybloom-live, tantivy). :func:`prepare`
+the libraries a kind's build needs (pyarrow, pandas, tantivy). :func:`prepare`
 does what it takes before a build writes anything:
 
 - ships the ``indexes`` package with ``addPyFile`` once per SparkContext, as a zip keyed by

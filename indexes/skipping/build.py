@@ -15,7 +15,7 @@ from indexes.description import SourceDescription, SourceFile
 from indexes.errors import InvalidIndexConfigError
 from indexes.plan import chain, output_attributes, parse_plan
 from indexes.schema_paths import PLAIN_PATH, check_column_path
-from indexes.skipping import ir
+from indexes.skipping import bloom, ir
 from indexes.skipping import values as V
 from indexes.skipping.config import DataSkippingIndexConfig, MinMaxSketch, sketchable
 from indexes.skipping.stats import ColumnStats, FileStats, SketchSpec, StatsAccumulator, bounded
@@ -267,18 +267,19 @@ def scan_partition(specs: list[SketchSpec], layouts: dict[str, list[int]]):
     """Task function: each file's partial statistics (see FILE_BLOOM) and row counts per row
     group (``sketch`` -1). ``layouts``: by file URI, the row group boundaries (each one's first
     row, then the file's row count); the batches then carry the row's index in the file after
-    its file."""
+    its file. Then, per spec ``i``, its values ``s<i>`` (when bounds or a value list need them)
+    and the values' xxhash64 ``h<i>`` (when it has a Bloom filter; hashed here from ``s<i>``
+    when absent)."""
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import numpy as np
         import pyarrow as pa
         import pyarrow.compute as pc
 
-        from indexes.skipping.stats import distinct_values
+        from indexes.skipping.stats import distinct_hashes, distinct_values
 
         per_file = [bloom_spec(s) for s in specs]
         accs: dict[tuple[str, int, int], StatsAccumulator] = {}
         counts: dict[tuple[str, int], int] = {}
-        first = 2 if layouts else 1
         for batch in batches:
             files = batch.column(0)
             names = pc.unique(files).to_pylist()
@@ -293,8 +294,11 @@ def scan_partition(specs: list[SketchSpec], layouts: dict[str, list[int]]):
                              for g in np.unique(group)]
                 for g, group_rows, part in parts:
                     counts[(name, g)] = counts.get((name, g), 0) + part.num_rows
+                    present = set(part.schema.names)
                     for i, spec in enumerate(specs):
-                        column = part.column(i + first)
+                        values = part.column(f"s{i}") if f"s{i}" in present else None
+                        hashes = part.column(f"h{i}") if f"h{i}" in present else None
+                        column = values if values is not None else hashes
                         found = []
                         for target in [g] + ([FILE_BLOOM] if per_file[i] is not None else []):
                             acc = accs.get((name, target, i))
@@ -303,10 +307,12 @@ def scan_partition(specs: list[SketchSpec], layouts: dict[str, list[int]]):
                                     per_file[i] if target == FILE_BLOOM
                                     else group_spec(spec, group_rows))
                             found.append(acc)
-                        distinct = (distinct_values(column, spec.type)
-                                    if any(a.needs_values for a in found) else [])
+                        distinct = (distinct_values(values, spec.type) if values is not None and any(
+                            a.needs_values or (hashes is None and a.hashes is not None) for a in found)
+                            else [])
+                        unique = distinct_hashes(hashes) if hashes is not None else None
                         for acc in found:
-                            acc.add_distinct(len(column), column.null_count, distinct)
+                            acc.add_distinct(len(column), column.null_count, distinct, unique)
         out: list[tuple[str, int, int, bytes]] = [
             (name, g, i, acc.to_bytes()) for (name, g, i), acc in accs.items()]
         # files with no sketch still count rows
@@ -346,8 +352,12 @@ def scan_partials(df: DataFrame, sketches: list[ResolvedSketch], specs: list[Ske
     columns = [F.col("_metadata.file_path").alias(FILE_COLUMN)]
     if layouts:
         columns.append(F.col("_metadata.row_index"))
-    columns += [F.expr(computed_expression(expr_of[spec.key], ansi)).alias(f"s{i}")
-                for i, spec in enumerate(specs)]
+    for i, spec in enumerate(specs):
+        computed = computed_expression(expr_of[spec.key], ansi)
+        if spec.minmax or spec.max_values is not None or not spec.bloom_capacity:
+            columns.append(F.expr(computed).alias(f"s{i}"))
+        if spec.bloom_capacity:   # hashed by the JVM: Python only sets the filter's bits
+            columns.append(F.expr(bloom.hash_expression(computed, spec.type)).alias(f"h{i}"))
     bounds = {file_uri(p): [*layout.first_rows, layout.rows] for p, layout in layouts.items()}
     return df.select(*columns).mapInArrow(scan_partition(specs, bounds), PARTIALS_SCHEMA)
 

@@ -16,6 +16,7 @@ from datetime import date, timedelta
 from decimal import Decimal
 from typing import Any
 
+from indexes.skipping import bloom as B
 from indexes.skipping import values as V
 from indexes.skipping.ir import (
     And,
@@ -70,8 +71,9 @@ Values = Empty | Within | Among
 @dataclass(frozen=True)
 class ResultSpec:
     """What an expression may give over the rows of a file: null (``nullable``), an error
-    (``fallible``), and non-null ``values``; ``bloom`` is a Bloom filter over V.bloom_key of
-    every non-null value, when one is known."""
+    (``fallible``), and non-null ``values``; ``bloom`` is a Bloom filter (either format of
+    :mod:`indexes.skipping.bloom`, of values of ``type``) of every non-null value, when one
+    is known."""
 
     type: str
     nullable: bool = True
@@ -143,7 +145,7 @@ def _points(spec: ResultSpec) -> dict | None:
     else:
         return None
     if spec.bloom is not None:
-        found = [x for x in found if V.bloom_key(x, t) in spec.bloom]
+        found = [x for x in found if B.may_hold(spec.bloom, x, t)]
     return {V.order_key(x, t): x for x in found}
 
 
@@ -257,7 +259,7 @@ def _eq(a: ResultSpec, b: ResultSpec) -> tuple[bool, bool]:
     differ = only is None or only != _only(b)
     for side, other in ((a, pb), (b, pa)):
         if equal and side.bloom is not None and other is not None:
-            equal = any(V.bloom_key(x, t) in side.bloom for x in other.values())
+            equal = any(B.may_hold(side.bloom, x, side.type) for x in other.values())
     return equal, differ
 
 

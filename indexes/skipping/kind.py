@@ -12,6 +12,7 @@ from indexes.errors import InvalidIndexConfigError
 from indexes.kind import BuildJob, IndexKind, IoStats, MatchContext, Serving, SpecCheck
 from indexes.plan import PlanNode
 from indexes.skipping import ir, match
+from indexes.skipping.bloom import FORMAT as BLOOM_FORMAT
 from indexes.skipping.build import resolve_sketches, session_ansi, sketch_specs
 from indexes.skipping.config import (KIND, SKETCH_CLASSES, BloomFilterSketch,
                                      DataSkippingIndexConfig, MinMaxSketch, ValueListSketch)
@@ -38,7 +39,7 @@ class SkippingKind(IndexKind):
     serving = Serving.PRUNE
     prunes_through_joins = True
     stateful = True
-    executor_modules = ("pyarrow", "pandas", "pybloom_live")
+    executor_modules = ("pyarrow", "pandas")
     engine_kinds = tuple(_ENGINE_SKETCHES)
 
     def resolve(self, df: Any, config: DataSkippingIndexConfig, source: SourceDescription,
@@ -81,12 +82,15 @@ class SkippingKind(IndexKind):
         """Writes the statistics of the source's files, computed under the session's
         ``spark.sql.ansi.enabled`` (recorded in the content: the index serves only queries run
         under it); an incremental refresh reuses the previous version's entries of files that
-        did not change, computed under the same setting, and sketches only the others."""
+        did not change, computed under the same setting, and sketches only the others (all of
+        them over a version of format 1 Bloom filters, :func:`legacy_blooms`); records the
+        Bloom filters' format (``bloomFormat``)."""
         ansi = session_ansi(job.spark)
         sketches = match.sketches_of(job.config)
         specs = sketch_specs(sketches)
         files = job.source.files
-        same = set() if job.previous is None else unchanged_files(job.fs, job.previous, files)
+        same = set() if job.previous is None or legacy_blooms(job.previous, specs) \
+            else unchanged_files(job.fs, job.previous, files)
         todo = [f for f in files if f.path not in same]
         if same:
             _check_same_ansi(job.previous, ansi)
@@ -100,6 +104,8 @@ class SkippingKind(IndexKind):
         content = {"numFiles": parts, "sizeInBytes": size, "numRows": len(files),
                    "indexedFiles": len(files), "sketchedFiles": len(todo),
                    "reusedFiles": len(same), "ansi": ansi, "statsLayout": DATASET, **facts}
+        if any(s.bloom_capacity for s in specs):
+            content["bloomFormat"] = BLOOM_FORMAT
         return job.source, content
 
     def session_difference(self, entry: Any, spark: Any) -> str | None:
@@ -133,6 +139,15 @@ class SkippingKind(IndexKind):
 def _stats_table(fs: Any, entry: Any, specs: list) -> StatsTable:
     """The statistics of the version ``entry`` names (either layout)."""
     return StatsTable.read(fs, entry.content["path"], specs, entry.content.get("statsLayout"))
+
+
+def legacy_blooms(previous: Any, specs: list) -> bool:
+    """Whether the version ``previous`` (a log entry) holds Bloom filters of format 1
+    (:mod:`indexes.skipping.bloom`; written before its content recorded ``bloomFormat``): an
+    incremental refresh then sketches every file again, so one version never mixes formats
+    (queries read either, but bit-slice only filters of one format)."""
+    return any(s.bloom_capacity for s in specs) and \
+        previous.content.get("bloomFormat", 1) != BLOOM_FORMAT
 
 
 def _check_same_ansi(previous: Any, ansi: bool) -> None:

@@ -12,10 +12,10 @@ file whatever its statistics (then a conjunct true on no row makes the filter tr
 """
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 from typing import Any
 
+from indexes.skipping import bloom as B
 from indexes.skipping import evaluator
 from indexes.skipping import keys as K
 from indexes.skipping import values as V
@@ -35,7 +35,7 @@ class Test:
     type: str
     op: str
     value: Any
-    bloom_keys: tuple[str, ...] = ()    # for = and in: the literals' V.bloom_key
+    points: tuple = ()    # for = and in: the literals, normalized (what Bloom filters hold)
 
 
 def _conjuncts(node: Node) -> list[Node]:
@@ -66,18 +66,18 @@ def _test(node: Node) -> Test | None:
             lit = _literal(other, s.type) if s is not None else None
             if lit is not None:
                 return Test(s.key, s.type, "=" if op == "<=>" else op, lit.value,
-                            _bloom_keys([lit.value], s.type))
+                            _points([lit.value], s.type))
     if isinstance(node, In):
         s = _sketched(node.value)
         if s is not None and node.items and all(
                 isinstance(i, Lit) and i.type == s.type for i in node.items):
             present = [i.value for i in node.items if i.value is not None]
-            return Test(s.key, s.type, "in", tuple(present), _bloom_keys(present, s.type))
+            return Test(s.key, s.type, "in", tuple(present), _points(present, s.type))
     return None
 
 
-def _bloom_keys(values: list, type_: str) -> tuple[str, ...]:
-    return tuple(V.bloom_key(V.normalize(v, type_), type_) for v in values)
+def _points(values: list, type_: str) -> tuple:
+    return tuple(V.normalize(v, type_) for v in values)
 
 
 def tests(condition: Node) -> list[Test]:
@@ -163,62 +163,87 @@ class Bounds:
 BLOOM_POINTS = 64
 
 
-def _bloom_header() -> tuple[str, int]:
-    from pybloom_live import BloomFilter
+def _bits_set(data: Any, base: Any, found: list[int]) -> Any:
+    """Which filters (their bits starting at the numpy offsets ``base`` of ``data``) have every
+    bit of ``found`` set."""
+    import numpy as np
 
-    return BloomFilter.FILE_FMT, struct.calcsize(BloomFilter.FILE_FMT)
-
-
-def bloom_positions(num_slices: int, bits_per_slice: int, key: str) -> list[int]:
-    """The bits a filter of these dimensions sets for ``key`` (as pybloom_live's)."""
-    from pybloom_live.pybloom import make_hashfuncs
-
-    hashes, _ = make_hashfuncs(num_slices, bits_per_slice)
-    return [s * bits_per_slice + k for s, k in enumerate(hashes(key))]
+    has = np.ones(len(base), dtype=bool)
+    for p in found:
+        has &= (data[base + p // 8] >> (p % 8)) & 1 == 1
+    return has
 
 
-def _without_keys(blooms: Any, at: Any, keys: tuple[str, ...]) -> Any:
+def _without_values(blooms: Any, at: Any, values: tuple, type_: str) -> Any:
     """A numpy mask of the filters (``blooms`` at ``at``, all of it when None: an Arrow binary
-    array of stored filters, nulls for none, or a list of filters) that hold none of ``keys``."""
+    array of stored filters of either format, nulls for none, or a list of filters) of values
+    of ``type_`` that hold none of ``values``."""
     import numpy as np
     import pyarrow as pa
 
     if not isinstance(blooms, (pa.Array, pa.ChunkedArray)):
-        return np.array([b is not None and not any(k in b for k in keys) for b in blooms],
-                        dtype=bool)
+        return np.array([b is not None and not any(B.may_hold(b, v, type_) for v in values)
+                         for b in blooms], dtype=bool)
     if isinstance(blooms, pa.ChunkedArray):
         blooms = blooms.combine_chunks()
+    uniform = _uniform_without(blooms, at, values, type_)
+    if uniform is not None:
+        return uniform
     at = np.arange(len(blooms)) if at is None else at
     out = np.zeros(len(at), dtype=bool)
-    _, header = _bloom_header()
     offsets = np.frombuffer(blooms.buffers()[1], dtype=np.int32)[
         blooms.offset:blooms.offset + len(blooms) + 1]
     if blooms.buffers()[2] is None:
         return out
     data = np.frombuffer(blooms.buffers()[2], dtype=np.uint8)
     starts = offsets[:-1][at].astype(np.int64)
-    valid = offsets[1:][at] - starts >= header        # a null's length is 0
+    valid = offsets[1:][at] - starts >= B.HEADER        # a null's length is 0
     if blooms.null_count:
         valid &= blooms.is_valid().to_numpy(zero_copy_only=False)[at]
     some = np.flatnonzero(valid)
     if not len(some):
         return out
-    heads = data[starts[some, None] + np.arange(8, 24)].copy()
-    dims = heads.view("<u8").reshape(-1, 2)            # num_slices, bits_per_slice
-    uniform = bool((dims == dims[0]).all())
-    pairs = [tuple(dims[0].tolist())] if uniform else \
-        [tuple(p) for p in np.unique(dims, axis=0).tolist()]
-    for slices, bits in pairs:
-        these = some if uniform else some[(dims[:, 0] == slices) & (dims[:, 1] == bits)]
-        base = starts[these] + header
+    heads = data[starts[some, None] + np.arange(24)]   # format and dimensions
+    if (heads == heads[0]).all():
+        kinds, which = heads[:1], np.zeros(len(some), dtype=np.int64)
+    else:
+        kinds, which = np.unique(heads, axis=0, return_inverse=True)
+        which = np.asarray(which).reshape(-1)
+    for j, head in enumerate(kinds):
+        these = some[which == j]
+        base = starts[these] + B.HEADER
         held = np.zeros(len(these), dtype=bool)
-        for key in keys:
-            has = np.ones(len(these), dtype=bool)
-            for p in bloom_positions(slices, bits, key):
-                has &= (data[base + p // 8] >> (p % 8)) & 1 == 1
-            held |= has
+        for value in values:
+            found = B.positions(head.tobytes(), value, type_)
+            held |= True if found is None else bool(found) and _bits_set(data, base, found)
         out[these] = ~held
     return out
+
+
+def _uniform_without(blooms: Any, at: Any, values: tuple, type_: str) -> Any:
+    """:func:`_without_values` over filters of one format and size, read as the rows of one
+    matrix (a column of bytes per bit looked up); None when they are not."""
+    import numpy as np
+
+    matrix, valid = _filters(blooms)
+    if matrix is None or matrix.shape[1] < B.HEADER:
+        return None
+    rows, ok = (matrix, valid) if at is None else (matrix[at], valid[at])
+    heads = rows[ok, :24]
+    if not len(heads) or not (heads == heads[0]).all():
+        return None
+    head = heads[0].tobytes()
+    held = np.zeros(len(rows), dtype=bool)
+    for value in values:
+        found = B.positions(head, value, type_)
+        if found is None:
+            return np.zeros(len(rows), dtype=bool)
+        if found:
+            has = ok.copy()
+            for p in found:
+                has &= (rows[:, B.HEADER + p // 8] >> (p % 8)) & 1 == 1
+            held |= has
+    return ok & ~held
 
 
 def _filters(blooms: Any) -> tuple[Any, Any]:
@@ -256,16 +281,15 @@ class BloomSlices:
     filter. Files without a filter have every bit set (never ruled out)."""
 
     def __init__(self, matrix: Any, valid: Any):
-        """``matrix``: each file's stored filter as a row (:func:`_filters`), all of equal
-        dimensions (else :meth:`of` gives None); ``valid``: the files that have one."""
+        """``matrix``: each file's stored filter as a row (:func:`_filters`), all of one format
+        and equal dimensions (else :meth:`of` gives None); ``valid``: the files that have one."""
         import numpy as np
 
-        _, header = _bloom_header()
+        header = B.HEADER
         self.count, self.valid = len(matrix), valid
         first = int(np.flatnonzero(valid)[0])
         self.header = matrix[first, :header - 8].tobytes()     # all but the count
-        dims = matrix[first, 8:24].copy().view("<u8")
-        self.slices_, self.bits = int(dims[0]), int(dims[1])
+        self.missing = np.packbits(~valid, bitorder="little")
         self.counts = np.ascontiguousarray(matrix[:, header - 8:header]).view("<u8")[:, 0].copy()
         self.width = matrix.shape[1] - header
         self.map = np.empty((self.width * 8, (self.count + 7) // 8), dtype=np.uint8)
@@ -280,8 +304,8 @@ class BloomSlices:
     @staticmethod
     def of(blooms: Any) -> "BloomSlices | None":
         """The slices of ``blooms`` (an Arrow binary array of stored filters, one per file,
-        null for none) when they are filters of equal dimensions, else None."""
-        _, header = _bloom_header()
+        null for none) when they are filters of one format and equal dimensions, else None."""
+        header = B.HEADER
         matrix, valid = _filters(blooms)
         if matrix is None or matrix.shape[1] < header:
             return None
@@ -301,26 +325,33 @@ class BloomSlices:
         return [self.header + counts[j:j + 1].tobytes() + packed[j].tobytes()
                 if self.valid[f] else None for j, f in enumerate(files.tolist())]
 
-    def holding(self, keys: tuple[str, ...]) -> Any:
-        """A numpy mask of the files whose filter may hold one of ``keys``."""
+    def holding(self, values: tuple, type_: str) -> Any:
+        """A numpy mask of the files whose filter (of values of ``type_``) may hold one of
+        ``values``."""
         import numpy as np
 
         out = np.zeros(self.map.shape[1], dtype=np.uint8)
-        for key in keys:
-            acc = np.full(self.map.shape[1], 0xFF, dtype=np.uint8)
-            for p in bloom_positions(self.slices_, self.bits, key):
+        for value in values:
+            found = B.positions(self.header, value, type_)
+            if found is None:
+                return np.ones(self.count, dtype=bool)
+            acc = np.full(self.map.shape[1], 0xFF if found else 0, dtype=np.uint8)
+            for p in found:
                 acc &= self.map[p]
             out |= acc
+        out |= self.missing          # files without a filter are never ruled out
         return np.unpackbits(out, bitorder="little")[:self.count].astype(bool)
 
 
-def bloom_excludes(table: Any, key: str, files: Any, keys: tuple[str, ...]) -> Any:
+def bloom_excludes(table: Any, key: str, files: Any, values: tuple) -> Any:
     """A numpy mask over ``files`` (file numbers of ``table``, ascending) of those whose Bloom
-    filter of the sketch ``key`` holds none of ``keys`` (False where a file has none)."""
+    filter of the sketch ``key`` holds none of ``values`` (normalized values of its type; False
+    where a file has none)."""
+    type_ = table.specs[table.spec_index(key)].type
     slices = table.bloom_slices(key)
     if slices is not None:
-        return ~slices.holding(keys)[files]
-    return _without_keys(*table.blooms(key, files), keys)
+        return ~slices.holding(values, type_)[files]
+    return _without_values(*table.blooms(key, files), values, type_)
 
 
 def _bloom_passing(table: Any, test: Test, found: Any) -> Any:
@@ -328,16 +359,16 @@ def _bloom_passing(table: Any, test: Test, found: Any) -> Any:
     expression holds none of its literals."""
     import numpy as np
 
-    if test.op not in ("=", "in") or not test.bloom_keys or len(test.bloom_keys) > BLOOM_POINTS \
+    if test.op not in ("=", "in") or not test.points or len(test.points) > BLOOM_POINTS \
             or not table.has_blooms(test.key, test.type):
         return found
     slices = table.bloom_slices(test.key)
     if slices is not None:
-        return found & slices.holding(test.bloom_keys)
+        return found & slices.holding(test.points, test.type)
     files = np.flatnonzero(found)
     if len(files):
         found = found.copy()
-        found[files[bloom_excludes(table, test.key, files, test.bloom_keys)]] = False
+        found[files[bloom_excludes(table, test.key, files, test.points)]] = False
     return found
 
 

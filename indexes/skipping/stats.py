@@ -4,18 +4,17 @@ A data-skipping index holds, for every source file, one :class:`ColumnStats` per
 expression: inclusive min/max bounds (string bounds truncated to a byte budget), the null count,
 the exact set of distinct values when it is small, and a Bloom filter. Values are in Catalyst's
 internal form (see :mod:`indexes.skipping.values`). :class:`StatsAccumulator` computes them from
-values or Arrow arrays, in pieces that merge (a file may be read by several tasks).
+values or Arrow arrays, in pieces that merge (a file may be read by several tasks); Bloom
+filters (:mod:`indexes.skipping.bloom`, format 2) from the distinct xxhash64 hashes of the
+values, which the build's tasks get from the JVM.
 """
 from __future__ import annotations
 
-import io
-import math
 import pickle
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable
 
-from pybloom_live import BloomFilter
-
+from indexes.skipping import bloom as B
 from indexes.skipping import values as V
 
 # Strings longer than this (in UTF-8 bytes) are stored as truncated bounds.
@@ -35,7 +34,7 @@ class ColumnStats:
     max: Any = None
     null_count: int | None = None
     values: frozenset | None = None
-    bloom: Any = None
+    bloom: Any = None      # a filter of either format (indexes.skipping.bloom)
 
 
 @dataclass(frozen=True)
@@ -57,9 +56,6 @@ class SketchSpec:
     bloom_capacity: int | None = None
     bloom_fpp: float | None = None
 
-    def new_bloom(self) -> BloomFilter:
-        return BloomFilter(capacity=self.bloom_capacity, error_rate=self.bloom_fpp)
-
 
 def bounded(lo: Any, hi: Any) -> tuple[Any, Any]:
     """Inclusive bounds as stored: strings cut to STRING_BOUND_BYTES (the upper bound raised so
@@ -69,18 +65,6 @@ def bounded(lo: Any, hi: Any) -> tuple[Any, Any]:
     if isinstance(hi, str):
         hi = V.truncate_upper(hi, STRING_BOUND_BYTES)
     return lo, hi
-
-
-def estimated_count(bloom: BloomFilter) -> int:
-    """The number of distinct values a filter holds, estimated from its set bits (every value
-    sets one bit per slice): what two tasks' filters of one file hold together."""
-    m = bloom.bits_per_slice
-    bits = bloom.bitarray
-    counts = [bits[i * m:(i + 1) * m].count() for i in range(bloom.num_slices)]
-    filled = max(counts)
-    if filled >= m:
-        return bloom.capacity + 1
-    return int(math.ceil(-m * math.log1p(-filled / m)))
 
 
 def distinct_values(array: Any, spark_type: str) -> list:
@@ -93,14 +77,34 @@ def distinct_values(array: Any, spark_type: str) -> list:
             for v in pc.unique(array.drop_null()).to_pylist()]
 
 
-def bloom_to_bytes(bloom: BloomFilter) -> bytes:
-    out = io.BytesIO()
-    bloom.tofile(out)
-    return out.getvalue()
+def bloom_to_bytes(bloom: Any) -> bytes:
+    """The stored form of a filter (either format)."""
+    return B.to_bytes(bloom)
 
 
-def bloom_from_bytes(data: bytes) -> BloomFilter:
-    return BloomFilter.fromfile(io.BytesIO(data))
+def bloom_from_bytes(data: bytes) -> Any:
+    """A stored filter (either format)."""
+    return B.from_bytes(data)
+
+
+def distinct_hashes(hashes: Any) -> Any:
+    """The distinct non-null values of an Arrow int64 array of xxhash64 hashes, as sorted
+    numpy uint64."""
+    import numpy as np
+
+    found = hashes.drop_null() if hashes.null_count else hashes
+    return np.unique(found.to_numpy(zero_copy_only=False).view(np.uint64))
+
+
+def hashes_of(values: Iterable[Any], type_: str) -> Any:
+    """The distinct hashes of internal values (:func:`indexes.skipping.bloom.value_hash`) as
+    sorted numpy uint64; None when one of them has no known hash."""
+    import numpy as np
+
+    found = [B.value_hash(v, type_) for v in values]
+    if any(h is None or h == B.UNKNOWN for h in found):
+        return None
+    return np.unique(np.array(found, dtype=np.uint64))
 
 
 _NEW_BLOOM = object()   # StatsAccumulator's default: a new filter when the spec asks for one
@@ -109,19 +113,31 @@ _NEW_BLOOM = object()   # StatsAccumulator's default: a new filter when the spec
 class StatsAccumulator:
     """Accumulates the statistics of one sketched expression over the rows of one file."""
 
-    def __init__(self, spec: SketchSpec, bloom: Any = _NEW_BLOOM):
-        """``bloom``: the filter to add to, or None (by default a new one when the spec asks
-        for it)."""
+    def __init__(self, spec: SketchSpec, hashes: Any = _NEW_BLOOM):
+        """``hashes``: the distinct hashes of the values the Bloom filter holds so far (sorted
+        numpy uint64), or None for no filter (by default none yet when the spec asks for one)."""
+        import numpy as np
+
         self.spec = spec
         self.rows = 0
         self.nulls = 0
         self.lo: Any = None
         self.hi: Any = None
         self.values: set | None = set() if spec.max_values is not None else None
-        if bloom is _NEW_BLOOM:
-            bloom = spec.new_bloom() if spec.bloom_capacity else None
-        self.bloom: BloomFilter | None = bloom
+        if hashes is _NEW_BLOOM:
+            hashes = np.empty(0, np.uint64) if spec.bloom_capacity else None
+        self.hashes: Any = hashes      # merged so far; with _pending (not yet) all there are
+        self._pending: list = []
+        self._waiting = 0
         self.bloom_overflow = False
+
+    @property
+    def bloom(self) -> "B.HashBloom | None":
+        """The Bloom filter of the values added (None: not asked for, or too many values)."""
+        hashes = self.distinct_hashes
+        if hashes is None:
+            return None
+        return B.HashBloom.of_hashes(hashes, self.spec.bloom_capacity, self.spec.bloom_fpp)
 
     # --- adding ---------------------------------------------------------------------------
     def add_values(self, values: Iterable[Any]) -> None:
@@ -133,27 +149,65 @@ class StatsAccumulator:
                 self.nulls += 1
             else:
                 present.append(V.normalize(v, self.spec.type))
-        self._add_present(present, distinct=False)
+        self._add_present(present)
+        self._add_hashes(hashes_of(set(present), self.spec.type) if self.hashes is not None else None)
 
     @property
     def needs_values(self) -> bool:
-        """Whether the non-null values matter (not only how many rows and nulls there were)."""
-        spec = self.spec
-        return spec.minmax or spec.max_values is not None or spec.bloom_capacity is not None
+        """Whether the non-null values matter for more than the Bloom filter (bounds, value
+        list), not only how many rows and nulls there were."""
+        return self.spec.minmax or self.spec.max_values is not None
 
-    def add_arrow(self, array: Any) -> None:
-        """Adds the values of a pyarrow Array (what Spark's ``mapInArrow`` hands over)."""
-        self.add_distinct(len(array), array.null_count,
-                          distinct_values(array, self.spec.type) if self.needs_values else [])
+    def add_arrow(self, array: Any, hashes: Any = None) -> None:
+        """Adds the values of a pyarrow Array (what Spark's ``mapInArrow`` hands over) and, for
+        the Bloom filter, their hashes (an Arrow int64 array, null where the value is; hashed
+        here when not given)."""
+        distinct = distinct_values(array, self.spec.type) if self.needs_values or (
+            hashes is None and self.hashes is not None) else []
+        self.add_distinct(len(array), array.null_count, distinct,
+                          distinct_hashes(hashes) if hashes is not None else None)
 
-    def add_distinct(self, rows: int, nulls: int, distinct: list) -> None:
+    def add_distinct(self, rows: int, nulls: int, distinct: list, hashes: Any = None) -> None:
         """Adds ``rows`` rows, ``nulls`` of them null, whose other values are ``distinct``
-        (as :func:`distinct_values` gives them)."""
+        (as :func:`distinct_values` gives them) and hash to ``hashes`` (as
+        :func:`distinct_hashes` gives them; None: computed from ``distinct``)."""
         self.rows += rows
         self.nulls += nulls
-        self._add_present(distinct, distinct=True)
+        self._add_present(distinct)
+        if self.hashes is not None:
+            self._add_hashes(hashes if hashes is not None else hashes_of(distinct, self.spec.type))
 
-    def _add_present(self, present: list, distinct: bool) -> None:
+    def _add_hashes(self, found: Any) -> None:
+        """Adds distinct hashes to the Bloom filter's (None: some value has no known hash, so
+        no filter can be trusted). They are merged when those pending could be more than the
+        filter's capacity (then it is dropped if they are), and when the filter is made."""
+        if self.hashes is None:
+            return
+        if found is None:
+            self.hashes, self._pending = None, []
+            return
+        if len(found):
+            self._pending.append(found)
+            self._waiting += len(found)
+        if len(self.hashes) + self._waiting > self.spec.bloom_capacity:
+            self._merge_pending()
+
+    def _merge_pending(self) -> None:
+        import numpy as np
+
+        if self._pending and self.hashes is not None:
+            self.hashes = np.unique(np.concatenate([self.hashes, *self._pending]))
+        self._pending, self._waiting = [], 0
+        if self.hashes is not None and len(self.hashes) > self.spec.bloom_capacity:
+            self.hashes, self.bloom_overflow = None, True   # more values than it was sized for
+
+    @property
+    def distinct_hashes(self) -> Any:
+        """The distinct hashes added (sorted numpy uint64), None when there is no filter."""
+        self._merge_pending()
+        return self.hashes
+
+    def _add_present(self, present: list) -> None:
         spec = self.spec
         if not present:
             return
@@ -168,12 +222,6 @@ class StatsAccumulator:
             self.values.update(present)
             if len(self.values) > spec.max_values:
                 self.values = None
-        if self.bloom is not None:
-            try:   # counts only values not seen before (in this task), up to the capacity
-                for v in (present if distinct else set(present)):
-                    self.bloom.add(V.bloom_key(v, spec.type))
-            except IndexError:   # more distinct values than the filter was sized for
-                self.bloom, self.bloom_overflow = None, True
 
     # --- merging and results ----------------------------------------------------------------
     def merge(self, other: "StatsAccumulator") -> None:
@@ -192,14 +240,13 @@ class StatsAccumulator:
                 self.values |= other.values
                 if len(self.values) > self.spec.max_values:
                     self.values = None
-        if self.bloom is not None and other.bloom is not None:
-            merged = self.bloom.union(other.bloom)
-            merged.count = estimated_count(merged)
-            self.bloom = merged if merged.count <= merged.capacity else None
+        other_hashes = other.distinct_hashes
+        if other_hashes is None:
+            self.hashes, self._pending = None, []
         else:
-            self.bloom = None
+            self._add_hashes(other_hashes)
         self.bloom_overflow = self.bloom_overflow or other.bloom_overflow or (
-            self.spec.bloom_capacity is not None and self.bloom is None)
+            self.spec.bloom_capacity is not None and self.hashes is None)
 
     def result(self) -> ColumnStats:
         """The statistics, with string bounds truncated to STRING_BOUND_BYTES."""
@@ -210,14 +257,21 @@ class StatsAccumulator:
 
     def to_bytes(self) -> bytes:
         """A compact picklable form, to send a task's partial statistics to the driver."""
-        bloom = bloom_to_bytes(self.bloom) if self.bloom is not None else None
-        return pickle.dumps((self.rows, self.nulls, self.lo, self.hi, self.values, bloom,
-                             self.bloom_overflow))
+        hashes = self.distinct_hashes
+        hashes = hashes.tobytes() if hashes is not None else None
+        return pickle.dumps((self.rows, self.nulls, self.lo, self.hi, self.values, hashes,
+                             self.bloom_overflow, self.spec.bloom_capacity))
 
     @classmethod
     def from_bytes(cls, spec: SketchSpec, data: bytes) -> "StatsAccumulator":
-        rows, nulls, lo, hi, values, bloom, overflow = pickle.loads(data)
-        acc = cls(spec, bloom_from_bytes(bloom) if bloom is not None else None)
+        """The accumulator :meth:`to_bytes` gave, its filter sized as it was (a row group's
+        for the row group's rows)."""
+        import numpy as np
+
+        rows, nulls, lo, hi, values, hashes, overflow, capacity = pickle.loads(data)
+        if hashes is not None:
+            spec = replace(spec, bloom_capacity=capacity)
+        acc = cls(spec, np.frombuffer(hashes, np.uint64) if hashes is not None else None)
         acc.rows, acc.nulls, acc.lo, acc.hi, acc.values = rows, nulls, lo, hi, values
         acc.bloom_overflow = overflow
         return acc

@@ -6,7 +6,8 @@ Columns: ``file`` (the path as Spark lists it), ``size``, ``mtime``, ``rows``, `
 group's byte range, see :class:`RowGroup`), then per sketched
 expression ``i`` (in the order of the index's ``specs``): ``s<i>_min``, ``s<i>_max``,
 ``s<i>_nulls``, ``s<i>_values`` (null when unknown or too many) and ``s<i>_bloom`` (the
-serialized filter, null when absent). Values are stored in Catalyst's internal form (dates as
+serialized filter, null when absent; either format of :mod:`indexes.skipping.bloom`, each
+filter's first bytes saying which, a version's ``bloomFormat`` which its build wrote). Values are stored in Catalyst's internal form (dates as
 days, timestamps as microseconds), so no time zone is involved in reading them back.
 
 Two layouts (a version's content says which, ``statsLayout``): a dataset of Parquet files under

@@ -205,7 +205,7 @@ class _Evaluation:
         at = np.flatnonzero(where)
         out = self.no.copy()
         out[at] = prefilter.bloom_excludes(self.table, s.key, self.files[at],
-                                           (V.bloom_key(V.normalize(value, s.type), s.type),))
+                                           (V.normalize(value, s.type),))
         return out
 
     def _In(self, node: In, forced: frozenset) -> Truth:
