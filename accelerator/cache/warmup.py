@@ -6,8 +6,9 @@ files (uncache, NEVER). The decisions (keys, merging, priorities) are
 A warm-up reads the files through the query's own relation (same format, options, schema and
 partitioning, so the copy holds exactly what Spark would read), tags each row with its file's
 tag (the pack's random number and a hash of the file's name, see
-:mod:`accelerator.cache.serving`) and writes a pack in one job, coalesced to one task per
-``maxPartitionBytes`` of source (at least one per core): each task one Parquet file of the rows
+:mod:`accelerator.cache.serving`) and writes a pack in one job, its files packed into tasks by
+their bytes alone (no open cost per file: one task per ``maxPartitionBytes`` of source, at least
+one per core): each task one Parquet file of the rows
 it read (one per partition it read, under the partition's folder, sorted by tag), each file's
 rows together in the order read. So many small files make few cache files.
 Which pack files hold which file's rows (Spark may split a file between tasks) the driver knows
@@ -60,6 +61,12 @@ _WRITE_CONF = {"spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
                "spark.sql.parquet.datetimeRebaseModeInWrite": "CORRECTED",
                "spark.sql.parquet.int96RebaseModeInWrite": "CORRECTED",
                "spark.sql.files.maxRecordsPerFile": "0"}
+#: what the warm-up job reads with: no cost counted per file opened, so Spark packs the files
+#: into tasks by their bytes alone (at most ``maxPartitionBytes`` each, and at least one task
+#: per core): many small files make few tasks, each writing one cache file, and the tasks stay
+#: of one size (coalescing Spark's tasks instead joins whole tasks: 8 into 6 left two cores
+#: with 5 and 3 tasks' work)
+_READ_CONF = {"spark.sql.files.openCostInBytes": "0"}
 #: under the scheduler's pool: the bytes of source files one task of a warm-up job reads (a
 #: file larger than that is read by one task of a job of its own)
 POOL_TASK_BYTES = 64 * 1024 * 1024
@@ -248,16 +255,6 @@ def chunks(group: list[int], sizes: list[int], limit: int) -> list[list[int]]:
     return out
 
 
-def _tasks(spark: Any, source_bytes: int) -> int:
-    """The tasks a warm-up job over ``source_bytes`` of files writes with: one per
-    ``spark.sql.files.maxPartitionBytes`` of them, at least one per core. Spark reads small
-    files in many more tasks (it counts ``openCostInBytes`` per file), each writing a file of
-    its own; coalesced, 5,000 small files make a few cache files and the job runs faster than a
-    scan of them in Spark's tasks."""
-    per_task = spark._jsparkSession.sessionState().conf().filesMaxPartitionBytes()
-    return max(spark.sparkContext.defaultParallelism, -(-source_bytes // max(1, per_task)))
-
-
 def _quoted(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
@@ -359,13 +356,14 @@ def _write(spark: Any, tier: CacheTier, scan: Scan, files: list[ScanFile],
         number = _pack_number()
         source = DataFrame(helpers.cache.read(scan.jscan, "\n".join(paths[i] for i in group)),
                            spark)
-        source = source.coalesce(slots or _tasks(spark, sum(int(files[i].size) for i in group)))
+        if slots is not None:
+            source = source.coalesce(slots)
         tagged = source.select(
             *[F.col(_quoted(c)) for c in [*columns, *partitions]],
             (F.lit(number << PACK_SHIFT)
              + F.crc32(F.input_file_name().cast("binary"))).alias(FILE_ID))
         layout = None
-        with session.suspended(spark), session.conf_set(spark, _WRITE_CONF):
+        with session.suspended(spark), session.conf_set(spark, {**_READ_CONF, **_WRITE_CONF}):
             if partitions:   # a pack file holds rows of one partition (listed under its values)
                 writer = tagged.withColumn(_ROW, F.monotonically_increasing_id()) \
                     .sortWithinPartitions(*[_quoted(p) for p in partitions], FILE_ID, _ROW) \
