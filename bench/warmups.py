@@ -31,14 +31,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _table(report: dict) -> str:
     head = (f"{'cache warm-up (median s)':34} {'cache':>8} {'scan':>8} {'c/scan':>7} "
-            f"{'target':>14} {'met':>5} {'files':>6} {'written':>8}")
+            f"{'target':>14} {'met':>5} {'files':>6} {'written':>8} {'cpu c/s':>8}")
     lines = [head, "-" * len(head)]
     for b in report["cache_warmups"]:
         e = b["expected"]
         target = f"<={e['max_ratio']:g}x" + (f",{e['max_seconds']:g}s" if e["max_seconds"] else "")
         lines.append(f"{b['name'][:34]:34} {b['cache_s']['median']:8.2f} {b['scan_s']['median']:8.2f} "
                      f"{b['ratio_cache_over_scan']:7.2f} {target:>14} {str(e['met']):>5} "
-                     f"{b['last_cache'].get('files', 0):6d} {b['last_cache'].get('written_files', 0):8d}")
+                     f"{b['last_cache'].get('files', 0):6d} {b['last_cache'].get('written_files', 0):8d} "
+                     f"{b['cpu_ratio_cache_over_scan']:8.2f}")
     return "\n".join(lines)
 
 

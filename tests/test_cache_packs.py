@@ -39,7 +39,7 @@ def test_many_small_files_make_few_cache_files_and_serve_identical_results(spark
                                                                            tmp_path, monkeypatch):
     src = str(tmp_path / "src")
     sources = small_files(spark, src)
-    # the writing tasks report which pack files hold which file: no second job reads them back
+    # the driver knows which pack files hold which file: no second job reads them back
     monkeypatch.setattr(warmup, "_members", lambda *a: pytest.fail("tags read back"))
     summary = hs.cache(spark.read.parquet(src)).collect()[0]
     assert summary.files == len(sources) == FILES
@@ -55,13 +55,44 @@ def test_many_small_files_make_few_cache_files_and_serve_identical_results(spark
     assert spark.read.parquet(src).count() == FILES * 10
     entries = hs.cacheEntries().collect()
     assert len(entries) == FILES and 0 < sum(e.bytes for e in entries)
-    # each entry names exactly the pack files holding its rows (as the writing tasks told)
+    # each entry names exactly the pack files holding its rows (as the job's tasks read them)
+    assert named_packs(spark) == held_packs(spark)
+
+
+def held_packs(spark):
+    """Per tag, the pack files holding rows of it, read back from the packs."""
+    data = os.path.join(spark.conf.get("spark.accelerator.system.path"), "_cache", "data")
     held = {}
     packs = spark.read.option("recursiveFileLookup", "true").parquet(data)
     for r in packs.groupBy(F.input_file_name().alias("f"), FILE_ID).count().collect():
         held.setdefault(r[FILE_ID], set()).add(r["f"].replace("file://", "file:"))
-    named = {e.tag: {p for p, _ in e.files} for e in CacheOperations(spark).entries()}
-    assert named == held
+    return held
+
+
+def named_packs(spark):
+    """Per tag, the pack files its entry names."""
+    return {e.tag: {p for p, _ in e.files} for e in CacheOperations(spark).entries()}
+
+
+def test_a_file_split_between_tasks_names_every_pack_file_holding_its_rows(spark, hs, tmp_path,
+                                                                           monkeypatch):
+    src = str(tmp_path / "csv")
+    spark.range(0, 6000, numPartitions=2).select("id", (F.col("id") % 7).alias("k")) \
+        .write.csv(src)   # two files of ~30 KB
+
+    def read():
+        return spark.read.schema("id long, k long").csv(src)
+
+    monkeypatch.setattr(warmup, "_members", lambda *a: pytest.fail("tags read back"))
+    with session_conf(spark, spark__sql__files__maxPartitionBytes="8192"):
+        hs.cache(read())   # each file read in several splits, by several tasks
+    named = named_packs(spark)
+    assert named == held_packs(spark) and len(named) == 2
+    assert all(len(files) > 1 for files in named.values())
+    q = read().filter(F.col("k") != 3)
+    assert CACHED_SCAN in plan_of(q)
+    assert cache_files(q, "_cache") and not [f for f in q.inputFiles() if f.endswith(".csv")]
+    assert rows(q) == vanilla(spark, lambda: read().filter(F.col("k") != 3))
 
 
 def test_a_partitioned_source_packs_each_partition_apart(spark, hs, tmp_path):

@@ -6,12 +6,14 @@ files (uncache, NEVER). The decisions (keys, merging, priorities) are
 A warm-up reads the files through the query's own relation (same format, options, schema and
 partitioning, so the copy holds exactly what Spark would read), tags each row with its file's
 tag (the pack's random number and a hash of the file's name, see
-:mod:`accelerator.cache.serving`) and writes a pack in one job, coalesced to one task per
-``maxPartitionBytes`` of source (at least one per core): each task one Parquet file of the rows
+:mod:`accelerator.cache.serving`) and writes a pack in one job, its files packed into tasks by
+their bytes alone (no open cost per file: one task per ``maxPartitionBytes`` of source, at least
+one per core): each task one Parquet file of the rows
 it read (one per partition it read, under the partition's folder, sorted by tag), each file's
 rows together in the order read. So many small files make few cache files.
-Which pack files hold which file's rows (Spark may split a file between tasks) the writing tasks
-report as an observed metric, the set of (task, tag) pairs, each task writing one file named by
+Which pack files hold which file's rows (Spark may split a file between tasks) the driver knows
+without any work per row: the job writes the rows of one RDD, whose partitions name the file
+splits each task reads (``CacheServing.partitionFiles``), each task writing one file named by
 its number; for a partitioned source (a task writes one file per partition), or files not named
 so, a second small job reads the pack's tags back. The new entries are committed after the jobs,
 in one batch file (:mod:`accelerator.cache.batches`); a crash before the commit leaves only
@@ -30,13 +32,12 @@ import json
 import re
 import secrets
 import time
-import uuid
 import zlib
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, NamedTuple
 
-from pyspark.sql import DataFrame, Observation, functions as F
+from pyspark.sql import DataFrame, functions as F
 
 from accelerator.cache.model import (CacheCapacityError, CacheEntry, CacheKey, Priority,
                                      parse_duration, parse_priority, plan_warmup)
@@ -53,7 +54,6 @@ from indexes.kind import size_text
 
 FILE_ID = "__accelerator_file"
 _ROW = "__accelerator_row"
-_TASK = "__accelerator_task"
 #: Spark types Parquet cannot hold
 _UNSUPPORTED_TYPES = ("interval", "void", "calendarinterval")
 #: what the warm-up job writes with, whatever the session says (readable by any reader)
@@ -61,6 +61,12 @@ _WRITE_CONF = {"spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
                "spark.sql.parquet.datetimeRebaseModeInWrite": "CORRECTED",
                "spark.sql.parquet.int96RebaseModeInWrite": "CORRECTED",
                "spark.sql.files.maxRecordsPerFile": "0"}
+#: what the warm-up job reads with: no cost counted per file opened, so Spark packs the files
+#: into tasks by their bytes alone (at most ``maxPartitionBytes`` each, and at least one task
+#: per core): many small files make few tasks, each writing one cache file, and the tasks stay
+#: of one size (coalescing Spark's tasks instead joins whole tasks: 8 into 6 left two cores
+#: with 5 and 3 tasks' work)
+_READ_CONF = {"spark.sql.files.openCostInBytes": "0"}
 #: under the scheduler's pool: the bytes of source files one task of a warm-up job reads (a
 #: file larger than that is read by one task of a job of its own)
 POOL_TASK_BYTES = 64 * 1024 * 1024
@@ -249,16 +255,6 @@ def chunks(group: list[int], sizes: list[int], limit: int) -> list[list[int]]:
     return out
 
 
-def _tasks(spark: Any, source_bytes: int) -> int:
-    """The tasks a warm-up job over ``source_bytes`` of files writes with: one per
-    ``spark.sql.files.maxPartitionBytes`` of them, at least one per core. Spark reads small
-    files in many more tasks (it counts ``openCostInBytes`` per file), each writing a file of
-    its own; coalesced, 5,000 small files make a few cache files and the job runs faster than a
-    scan of them in Spark's tasks."""
-    per_task = spark._jsparkSession.sessionState().conf().filesMaxPartitionBytes()
-    return max(spark.sparkContext.defaultParallelism, -(-source_bytes // max(1, per_task)))
-
-
 def _quoted(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
@@ -313,12 +309,14 @@ def _members(spark: Any, target: str, written: dict[str, int]
 _TASK_FILE = re.compile(r"part-(\d+)-")
 
 
-def _observed_members(held: list, written: dict[str, int], weights: dict[int, int]
-                      ) -> dict[int, list[tuple[str, int, int]]] | None:
-    """Per tag, the pack files holding rows of it, from the (task, tag) pairs the writing tasks
-    reported (``held``: an unpartitioned pack, whose task ``n`` wrote the one file
-    ``part-<n>-...``), each weighed by its source file's size (``weights``) instead of its
-    rows; None when the files are not one per task as named (read the tags back then)."""
+def _task_members(layout: list[list[str]], number: int, sizes: dict[int, int],
+                  written: dict[str, int]) -> dict[int, list[tuple[str, int, int]]] | None:
+    """Per tag, the pack files that may hold rows of it, from the files each task of an
+    unpartitioned pack read (``layout``: by task, the names of its files, see
+    ``CacheServing.partitionFiles``; task ``n`` wrote the one file ``part-<n>-...``), each
+    weighed by its source file's size (``sizes``, by the low half of its tag) instead of its
+    rows; None when the files are not one per task as named or a name is not one the pack was
+    asked to copy (read the tags back then)."""
     by_task: dict[int, list[str]] = defaultdict(list)
     for path in written:
         m = _TASK_FILE.match(path.rpartition("/")[2])
@@ -326,11 +324,14 @@ def _observed_members(held: list, written: dict[str, int], weights: dict[int, in
             return None
         by_task[int(m.group(1))].append(path)
     out: dict[int, list[tuple[str, int, int]]] = defaultdict(list)
-    for task, tag in held:
-        found = by_task.get(int(task), [])
-        if len(found) != 1:
-            return None
-        out[int(tag)].append((found[0], int(written[found[0]]), max(1, weights.get(tag, 1))))
+    for task, read in enumerate(layout):
+        for name in read:
+            low = zlib.crc32(name.encode("utf-8"))
+            found = by_task.get(task, [])
+            if low not in sizes or len(found) != 1:
+                return None
+            out[(number << PACK_SHIFT) + low].append(
+                (found[0], int(written[found[0]]), max(1, sizes[low])))
     return out
 
 
@@ -355,37 +356,30 @@ def _write(spark: Any, tier: CacheTier, scan: Scan, files: list[ScanFile],
         number = _pack_number()
         source = DataFrame(helpers.cache.read(scan.jscan, "\n".join(paths[i] for i in group)),
                            spark)
-        source = source.coalesce(slots or _tasks(spark, sum(int(files[i].size) for i in group)))
+        if slots is not None:
+            source = source.coalesce(slots)
         tagged = source.select(
             *[F.col(_quoted(c)) for c in [*columns, *partitions]],
             (F.lit(number << PACK_SHIFT)
              + F.crc32(F.input_file_name().cast("binary"))).alias(FILE_ID))
-        observation = None
-        if partitions:   # a pack file holds rows of one partition (listed under its values)
-            writer = tagged.withColumn(_ROW, F.monotonically_increasing_id()) \
-                .sortWithinPartitions(*[_quoted(p) for p in partitions], FILE_ID, _ROW) \
-                .drop(_ROW).write.partitionBy(*partitions)
-        else:   # a task reads file after file: each file's rows are together, in read order;
-            # the tasks report which tags they wrote (one file each)
-            observation = Observation(f"accelerator-pack-{uuid.uuid4().hex}")
-            # one long per row, (task << 32) + the tag's low half (the pack's number is the
-            # high one): cheaper to gather than pairs
-            writer = tagged.withColumn(_TASK, F.spark_partition_id().cast("long")).observe(
-                observation, F.to_json(F.collect_set(
-                    F.shiftleft(F.col(_TASK), PACK_SHIFT)
-                    + F.col(FILE_ID).bitwiseAND(F.lit((1 << PACK_SHIFT) - 1)))).alias("held")) \
-                .drop(_TASK).write
-        with session.suspended(spark), session.conf_set(spark, _WRITE_CONF):
+        layout = None
+        with session.suspended(spark), session.conf_set(spark, {**_READ_CONF, **_WRITE_CONF}):
+            if partitions:   # a pack file holds rows of one partition (listed under its values)
+                writer = tagged.withColumn(_ROW, F.monotonically_increasing_id()) \
+                    .sortWithinPartitions(*[_quoted(p) for p in partitions], FILE_ID, _ROW) \
+                    .drop(_ROW).write.partitionBy(*partitions)
+            else:   # a task reads file after file: each file's rows are together, in read
+                # order; the job writes the rows of one RDD, whose partitions name their files
+                rows = tagged._jdf.queryExecution().toRdd()
+                layout = helpers.cache.partitionFiles(rows)
+                writer = DataFrame(spark._jsparkSession.internalCreateDataFrame(
+                    rows, tagged._jdf.schema(), False), spark).write
             writer.mode("errorifexists").parquet(target)
             written = _written(tier, target)
             members = None
-            if observation is not None:
-                weights = {(number << PACK_SHIFT) + zlib.crc32(names[i].encode("utf-8")):
-                           int(files[i].size) for i in group}
-                low = (1 << PACK_SHIFT) - 1
-                held = [(v >> PACK_SHIFT, (number << PACK_SHIFT) + (v & low))
-                        for v in json.loads(observation.get["held"] or "[]")]
-                members = _observed_members(held, written, weights)
+            if layout is not None:
+                tags = {zlib.crc32(names[i].encode("utf-8")): int(files[i].size) for i in group}
+                members = _task_members(json.loads(layout), number, tags, written)
             if members is None:
                 members = _members(spark, target, written)
         rows_in: dict[str, int] = defaultdict(int)

@@ -4,12 +4,16 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.HashSet;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.Path;
+import org.apache.spark.Dependency;
+import org.apache.spark.NarrowDependency;
+import org.apache.spark.rdd.RDD;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
@@ -28,10 +32,13 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.execution.FileSourceScanExec;
 import org.apache.spark.sql.execution.SparkPlan;
 import org.apache.spark.sql.execution.datasources.FileIndex;
+import org.apache.spark.sql.execution.datasources.FilePartition;
+import org.apache.spark.sql.execution.datasources.FileScanRDD;
 import org.apache.spark.sql.execution.datasources.FileStatusWithMetadata;
 import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
 import org.apache.spark.sql.execution.datasources.LogicalRelation;
 import org.apache.spark.sql.execution.datasources.PartitionDirectory;
+import org.apache.spark.sql.execution.datasources.PartitionedFile;
 import org.apache.spark.sql.execution.datasources.PartitioningAwareFileIndex;
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
 import org.apache.spark.sql.types.DataTypes;
@@ -288,6 +295,54 @@ public final class CacheServing {
     Dataset<Row> out = (Dataset<Row>) fs.sparkSession().baseRelationToDataFrame(
         (HadoopFsRelation) only);
     return out;
+  }
+
+  /**
+   * The files each partition of {@code rdd} reads, as JSON: one list per partition, in order, of
+   * the names {@code input_file_name()} gives their rows; null when a partition depends on
+   * anything but file scans through narrow dependencies (its files then unknown). A partition's
+   * rows come from the files named for it only (a file named may give it none).
+   */
+  public String partitionFiles(RDD<?> rdd) {
+    StringBuilder out = new StringBuilder("[");
+    int partitions = rdd.partitions().length;
+    for (int i = 0; i < partitions; i++) {
+      Set<String> names = new LinkedHashSet<>();
+      if (!readFiles(rdd, i, names)) {
+        return null;
+      }
+      StringBuilder list = new StringBuilder("[");
+      for (String name : names) {
+        list.append(list.length() > 1 ? "," : "").append(Json.quote(name));
+      }
+      out.append(i > 0 ? "," : "").append(list).append(']');
+    }
+    return out.append(']').toString();
+  }
+
+  private static boolean readFiles(RDD<?> rdd, int partition, Set<String> names) {
+    if (rdd instanceof FileScanRDD) {
+      for (PartitionedFile f : ((FilePartition) rdd.partitions()[partition]).files()) {
+        names.add(f.urlEncodedPath());
+      }
+      return true;
+    }
+    List<Dependency<?>> deps = Scala.list(rdd.dependencies());
+    if (deps.isEmpty()) {
+      return false;   // rows from another source than files
+    }
+    for (Dependency<?> dep : deps) {
+      if (!(dep instanceof NarrowDependency)) {
+        return false;   // a shuffle: any partition's rows may come from any file
+      }
+      scala.collection.Seq<Object> parents = ((NarrowDependency<?>) dep).getParents(partition);
+      for (int j = 0; j < parents.size(); j++) {
+        if (!readFiles(dep.rdd(), (Integer) parents.apply(j), names)) {
+          return false;
+        }
+      }
+    }
+    return true;
   }
 
 }
