@@ -65,7 +65,7 @@ class JoinSides:
         self._known: LRUCache = LRUCache(SIDES_REMEMBERED)
         #: the small relations' columns in driver memory (``plans``: the PlanRewrite helper)
         self.copies = LocalCopies(spark, plans, suspended)
-        self.collected = 0      # queries run (for tests: what the memo saved)
+        self.collected = 0      # sides whose keys were not remembered (for tests)
 
     @staticmethod
     def probes(root: PlanNode, relation: PlanNode, columns: frozenset[str]) -> list[JoinProbe]:
@@ -90,9 +90,10 @@ class JoinSides:
         if not settings.join_pruning:
             return JoinNotUsed(probe, f"{DFP_ENABLED} is false")
         try:
-            side = plan
-            for i in probe.path:
-                side = side.children().apply(i)
+            join = plan
+            for i in probe.path[:-1]:
+                join = join.children().apply(i)
+            side = join.children().apply(probe.path[-1])
             size = int(str(side.stats().sizeInBytes()))
             limit = settings.join_side_bytes
             if limit < 0 or size > limit:
@@ -105,7 +106,11 @@ class JoinSides:
                 return JoinKeys(probe, *known)
             local = self.copies.localized(side, _side_node(root, probe), settings, describe,
                                           scope)
-            keys = self._query(side if local is None else local, probe, settings.join_keys)
+            self.collected += 1
+            keys = None if local is None else self._local_keys(local, join, probe,
+                                                               settings.join_keys)
+            if keys is None:
+                keys = self._query(side if local is None else local, probe, settings.join_keys)
             if memo is not None:
                 with self._lock:
                     self._known[memo] = (keys.values, keys.low, keys.high)
@@ -131,25 +136,32 @@ class JoinSides:
         keys = df.select(key.alias("k")).where(F.col("k").isNotNull())
         rows = max_keys * ROWS_PER_KEY
         with self._suspended():
-            self.collected += 1
-            read = self._read(keys.limit(rows + 1))
+            read = [r[0] for r in keys.limit(rows + 1).collect()]
             if len(read) <= rows:      # every key, in one pass without a shuffle
-                found = JoinKeys.listed(probe, read)
-                if len(found.values) <= max_keys:
-                    return found
-                return JoinKeys(probe, None, found.values[0], found.values[-1])
+                return _listed(probe, read, max_keys)
             distinct = keys.distinct()
-            listed = self._read(distinct.limit(max_keys + 1))
+            listed = [r[0] for r in distinct.limit(max_keys + 1).collect()]
             if len(listed) <= max_keys:
                 return JoinKeys.listed(probe, listed)
             low, high = distinct.agg(F.min("k"), F.max("k")).first()
         return JoinKeys.ranged(probe, low, high)
 
-    def _read(self, df: DataFrame) -> list[Any]:
-        """The values of ``df``'s one column: taken from its optimized plan when Spark folded
-        it into local rows (a side over copies: no Spark job), else collected."""
-        local = self._plans.localValues(df._jdf.queryExecution().optimizedPlan())
-        return json.loads(local) if local is not None else [r[0] for r in df.collect()]
+    def _local_keys(self, side: Any, join: Any, probe: JoinProbe,
+                    max_keys: int) -> JoinKeys | None:
+        """The keys of ``probe``'s other side ``side`` (over copies: :class:`LocalCopies`),
+        planned by Spark's optimizer into local rows without a Spark job, through ``join``'s
+        own cast of the key when it has one; None when the optimizer did not fold them or
+        they are more rows than one pass reads (then :meth:`_query` runs)."""
+        rows = max_keys * ROWS_PER_KEY
+        with self._suspended():
+            found = self._plans.localKeys(
+                self._spark._jsparkSession, side, join, probe.other_column.expr_id,
+                probe.type if probe.other.cls == "Cast" else "", probe.type == "timestamp",
+                rows + 1)
+        read = json.loads(found) if found is not None else None
+        if read is None or len(read) > rows:
+            return None
+        return _listed(probe, read, max_keys)
 
 
 def _memo_key(root: PlanNode, probe: JoinProbe, max_keys: int,
@@ -170,6 +182,15 @@ def _memo_key(root: PlanNode, probe: JoinProbe, max_keys: int,
             return None
         described.append(json.dumps(description.to_json(), sort_keys=True, default=str))
     return shape, probe.type, probe.other.cls, max_keys, scope, tuple(described)
+
+
+def _listed(probe: JoinProbe, read: list[Any], max_keys: int) -> JoinKeys:
+    """The keys of ``read`` (every key of the other side, as ``collect()`` returns them or
+    days and microseconds since the epoch): listed, or past ``max_keys`` their range."""
+    found = JoinKeys.listed(probe, read)
+    if len(found.values) <= max_keys:
+        return found
+    return JoinKeys(probe, None, found.values[0], found.values[-1])
 
 
 def _side_node(root: PlanNode, probe: JoinProbe) -> PlanNode:

@@ -5,10 +5,22 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
 
+import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.Alias;
+import org.apache.spark.sql.catalyst.expressions.Alias$;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
+import org.apache.spark.sql.catalyst.expressions.Cast;
 import org.apache.spark.sql.catalyst.expressions.ExprId;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.IsNotNull;
+import org.apache.spark.sql.catalyst.expressions.Literal$;
+import org.apache.spark.sql.catalyst.expressions.NamedExpression;
+import org.apache.spark.sql.catalyst.expressions.UnixMicros;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
+import org.apache.spark.sql.catalyst.plans.logical.Filter;
+import org.apache.spark.sql.catalyst.plans.logical.Join;
+import org.apache.spark.sql.catalyst.plans.logical.Limit$;
 import org.apache.spark.sql.catalyst.plans.logical.LocalRelation;
 import org.apache.spark.sql.catalyst.plans.logical.LocalRelation$;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
@@ -126,6 +138,61 @@ final class LocalSides {
     LocalRelation empty = LocalRelation$.MODULE$.apply(Scala.seq(attributes(relation, names)));
     LogicalPlan local = (LogicalPlan) CaseClasses.copy(empty, 1, copy.rows);
     return (LogicalPlan) side.transformUp(new SameNode(relation, local));
+  }
+
+  /**
+   * The keys query of a join's other side {@code side} (over copies, see {@link #localized}),
+   * planned without a Spark job: the side's column {@code exprId} (through the cast of it to
+   * {@code castType} that the condition of {@code join} holds, when not empty; as microseconds
+   * since the epoch when {@code micros}), its non-null values, at most {@code limit} of them,
+   * optimized by {@code session}. Their values as JSON (see {@link #values}) when the optimizer
+   * folded the query into local rows, else null (the caller then runs the query).
+   */
+  static String keys(SparkSession session, LogicalPlan side, LogicalPlan join, long exprId,
+      String castType, boolean micros, int limit) {
+    Expression key = null;
+    for (Attribute a : Scala.list(side.output())) {
+      if (a.exprId().id() == exprId) {
+        key = a;
+      }
+    }
+    if (key != null && !castType.isEmpty()) {
+      key = join instanceof Join && ((Join) join).condition().isDefined()
+          ? castOf(((Join) join).condition().get(), exprId, castType) : null;
+    }
+    if (key == null) {
+      return null;
+    }
+    if (micros) {
+      key = new UnixMicros(key);
+    }
+    Alias k = new Alias(key, "k", Alias$.MODULE$.apply$default$3(key, "k"),
+        Alias$.MODULE$.apply$default$4(key, "k"), Alias$.MODULE$.apply$default$5(key, "k"),
+        Alias$.MODULE$.apply$default$6(key, "k"));
+    List<NamedExpression> projection = new ArrayList<>();
+    projection.add(k);
+    LogicalPlan plan = new Filter(new IsNotNull(k.toAttribute()),
+        new Project(Scala.seq(projection), side));
+    plan = (LogicalPlan) (Object) Limit$.MODULE$.apply(Literal$.MODULE$.apply(limit), plan);
+    return values(session.sessionState().optimizer().execute(plan));
+  }
+
+  /** The cast of the attribute {@code exprId} to {@code type} (its type name) in {@code
+   * expression}, or null. */
+  private static Expression castOf(Expression expression, long exprId, String type) {
+    if (expression instanceof Cast && ((Cast) expression).child() instanceof Attribute
+        && ((Attribute) ((Cast) expression).child()).exprId().id() == exprId
+        && expression.dataType().typeName().equals(type)) {
+      return expression;
+    }
+    scala.collection.Seq<Expression> children = expression.children();
+    for (int i = 0; i < children.size(); i++) {
+      Expression found = castOf(children.apply(i), exprId, type);
+      if (found != null) {
+        return found;
+      }
+    }
+    return null;
   }
 
   /**

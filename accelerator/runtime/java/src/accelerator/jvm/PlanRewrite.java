@@ -156,10 +156,12 @@ public final class PlanRewrite {
         copy);
   }
 
-  /** The values of the one column of the optimized plan {@code plan} when it is a
-   * LocalRelation, as JSON, else null (see {@link LocalSides#values}). */
-  public String localValues(LogicalPlan plan) {
-    return LocalSides.values(plan);
+
+  /** The keys of a join's other side over copies, planned without a Spark job, as JSON; null
+   * when they take a job (see {@link LocalSides#keys}). */
+  public String localKeys(SparkSession session, LogicalPlan side, LogicalPlan join, long exprId,
+      String castType, boolean micros, int limit) {
+    return LocalSides.keys(session, side, join, exprId, castType, micros, limit);
   }
 
   /**
