@@ -175,7 +175,10 @@ def _input_bytes(store: Any, jobs: list) -> int:
     for job in jobs:
         ids = job.stageIds()
         for j in range(ids.size()):
-            read += int(store.lastStageAttempt(ids.apply(j)).inputBytes())
+            try:
+                read += int(store.lastStageAttempt(ids.apply(j)).inputBytes())
+            except Exception:  # noqa: BLE001 - a stage the store does not hold read nothing
+                log.debug("stage %s of a job is not in the status store", ids.apply(j))
     return read
 
 

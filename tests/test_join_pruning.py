@@ -309,3 +309,66 @@ def test_the_engine_proposes_the_sketch_from_recorded_star_joins(spark, hs, star
                                                 for r in applied}, applied
     for where in months:
         check(spark, lambda: build(where), fact, 1)
+
+
+def planning_jobs(spark, build) -> int:
+    """The Spark jobs optimizing ``build()`` ran (the keys' queries of its joins among them;
+    not the schema inference of its reads)."""
+    def jobs():
+        sc = spark.sparkContext._jsc.sc()
+        sc.listenerBus().waitUntilEmpty()
+        return sc.statusStore().jobsList(None).size()
+    df = build()
+    before = jobs()
+    df._jdf.queryExecution().optimizedPlan()
+    return jobs() - before
+
+
+def copies(spark) -> int:
+    """The copies of small relations dynamic file pruning made so far in this driver."""
+    from accelerator.query import session
+    return session.rewriter(spark).join_sides.copies.made
+
+
+def test_a_small_dimension_is_copied_once_and_its_sides_cost_no_spark_job(spark, hs, star):
+    """The date dimension's columns are copied into driver memory by one job; then every
+    filter of it (an OR, an IN list, a cast key, its null key) is evaluated by Spark's
+    optimizer over the copy while planning: no job, the same files and answers."""
+    fact, dim = star
+    indexed(spark, hs, fact)
+    made = copies(spark)
+    check(spark, lambda: joined(spark, fact, dim, "d_moy = 3"), fact, 1)
+    assert copies(spark) == made + 1
+    wide = spark.read.parquet(fact).withColumn("ss_sold_date_sk",
+                                               F.col("ss_sold_date_sk").cast("long"))
+    for build, files in [
+            (lambda: joined(spark, fact, dim, "d_moy = 4"), 1),
+            (lambda: joined(spark, fact, dim, "d_moy = 5 or d_year = 2001"), 5),
+            (lambda: joined(spark, fact, dim, "d_moy in (1, 2)"), 2),
+            (lambda: joined(spark, fact, dim, "d_moy = 3", "left_semi"), 1),
+            (lambda: wide.join(spark.read.parquet(dim).where("d_moy = 6"),
+                               F.col("ss_sold_date_sk") == F.col("d_date_sk")), 1)]:
+        assert planning_jobs(spark, build) == 0
+        check(spark, build, fact, files)
+    assert copies(spark) == made + 1
+    # a changed dimension file is another source version: copied again
+    spark.createDataFrame([(55, 2001, 4)], "d_date_sk int, d_year int, d_moy int") \
+        .coalesce(1).write.mode("append").parquet(dim)
+    check(spark, lambda: joined(spark, fact, dim, "d_moy = 4"), fact, 2)
+    assert copies(spark) == made + 2
+
+
+@pytest.mark.parametrize("conf", [
+    {"spark__accelerator__dynamicFilePruning__localBytes": "0"},       # copies off
+    {"spark__accelerator__dynamicFilePruning__localBytes": "100"},     # the dimension is larger
+    # the optimizer cannot fold the side into local rows: its query runs over the copy
+    {"spark__sql__optimizer__excludedRules":
+     "org.apache.spark.sql.catalyst.optimizer.ConvertToLocalRelation"}])
+def test_a_side_not_evaluated_over_a_copy_runs_its_query(spark, hs, star, conf):
+    fact, dim = star
+    indexed(spark, hs, fact)
+    check(spark, lambda: joined(spark, fact, dim, "d_moy = 3"), fact, 1)    # copied
+    with session_conf(spark, **conf):
+        build = lambda: joined(spark, fact, dim, "d_moy = 7 or d_moy = 8")  # noqa: E731
+        assert planning_jobs(spark, build) == 1
+        check(spark, build, fact, 2)

@@ -4,6 +4,7 @@ applicable verdicts (:func:`indexes.kinds.choose`)."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any
 
 from accelerator.query.decisions import RelationDecision
@@ -68,8 +69,11 @@ class RelationChoice:
                                             ctx) for e in candidates]
             found = self._probes(root, relation, candidates)
             if found:
+                # what the keys and copies of relations depend on besides the files
+                scope = (ctx.session_tz, ctx.ansi,
+                         json.dumps(payload["readSettings"], sort_keys=True))
                 joins = self._join_keys(plan, root, relations, decisions, found, decision,
-                                        settings, ctx)
+                                        settings, scope)
                 joined = dataclasses.replace(ctx, joins=joins)
                 decision.results = [
                     self._match(root, relation, decision.description, e, settings, joined)
@@ -90,9 +94,10 @@ class RelationChoice:
     def _join_keys(self, plan: Any, root: PlanNode, relations: list[PlanNode],
                    decisions: list[RelationDecision], found: list[JoinProbe],
                    decision: RelationDecision, settings: Settings,
-                   ctx: MatchContext) -> tuple[Any, ...]:
+                   scope: tuple) -> tuple[Any, ...]:
         """The other sides' keys of the joins ``found`` above the relation of ``decision``,
-        whose verdicts without them are known: none collected when a replacing index serves
+        whose verdicts without them are known (``scope``: the session's settings they depend
+        on, see :meth:`JoinSides.keys`): none collected when a replacing index serves
         the relation anyway, or when it reads less than ``minScanBytes`` after its own
         filters (see :func:`skipped_joins`)."""
         why = skipped_joins(decision.results, decision.description,
@@ -109,8 +114,7 @@ class RelationChoice:
                 decisions[i].description = self._files.describe(plan, decisions[i].ordinal, 1)
             return decisions[i].description
 
-        return self._joins.keys(plan, root, found, settings, describe,
-                                (ctx.session_tz, ctx.ansi))
+        return self._joins.keys(plan, root, found, settings, describe, scope)
 
     def _match(self, root: PlanNode, relation: PlanNode, description: SourceDescription,
                entry: Any,

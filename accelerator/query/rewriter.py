@@ -83,7 +83,7 @@ class Rewriter:
         files = RelationFiles(self._helpers.plans)
         self._roots = IndexedRoots(fs, self._helpers.plans, versions, catalog(spark))
         #: the joins' other sides collected for dynamic file pruning, remembered per side
-        self.join_sides = JoinSides(spark, suspended)
+        self.join_sides = JoinSides(spark, self._helpers.plans, suspended)
         self._choice = RelationChoice(fs, versions, files, self.join_sides)
         self._surgery = index_serving.JvmPlanSurgery(spark, self._helpers.plans, versions)
         self._cache = CacheRewrite(fs, self._helpers, self._roots, files)

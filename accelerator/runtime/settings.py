@@ -115,6 +115,11 @@ DFP_MIN_SCAN_BYTES = _declare(
     "it would prune reads at least this many bytes of files after its own filters (and no "
     "covering index replaces it): pruning less saves less than the collection's Spark job "
     "costs")
+DFP_LOCAL_BYTES = _declare(
+    "spark.accelerator.dynamicFilePruning.localBytes", "16m",
+    "an other side whose file relations are each at most this large (files) is run over "
+    "copies of the columns it reads of them, kept in driver memory per source version (at "
+    "most this many bytes each): its keys then cost no Spark job; 0: never")
 HISTORY_ENABLED = _declare(
     "spark.accelerator.history.enabled", "true",
     "record query history")
@@ -247,6 +252,7 @@ class Settings:
     join_side_bytes: int          # the largest other side collected (estimated); negative: none
     join_keys: int                # the most keys listed; past it, their range
     join_min_scan_bytes: int      # the least a relation reads for its joins to prune it
+    join_local_bytes: int         # the largest relation of an other side copied to the driver
 
     @staticmethod
     def read(get: Callable[[str, str], str]) -> "Settings":
@@ -291,6 +297,7 @@ class Settings:
             join_side_bytes=byte_size(value(DFP_MAX_BYTES) or get(BROADCAST_THRESHOLD, "10MB")),
             join_keys=int(value(DFP_MAX_KEYS)),
             join_min_scan_bytes=byte_size(value(DFP_MIN_SCAN_BYTES)),
+            join_local_bytes=byte_size(value(DFP_LOCAL_BYTES)),
         )
 
     @property

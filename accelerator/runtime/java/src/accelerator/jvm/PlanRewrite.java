@@ -2,6 +2,7 @@ package accelerator.jvm;
 
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.execution.SparkPlan;
 
 
 /**
@@ -125,6 +126,42 @@ public final class PlanRewrite {
                                     boolean sortedScan, int coalescedBuckets) {
     return FileRelationEdits.withBucketSpec(relation, numBuckets, columnLines, sortedScan,
         coalescedBuckets);
+  }
+
+  /**
+   * The names of the columns of the {@code ordinal}-th file relation of {@code side} (a join's
+   * other side) that {@code side} reads, newline-separated (see {@link LocalSides#columnsRead}).
+   */
+  public String sideColumns(LogicalPlan side, int ordinal) {
+    return String.join("\n", LocalSides.columnsRead(side, fileRelation(side, ordinal)));
+  }
+
+  /** The {@code ordinal}-th file relation of {@code side} read for the columns {@code
+   * nameLines} (newline-separated) alone: the plan whose rows {@link #copyRows} keeps. */
+  public LogicalPlan sideColumnsPlan(LogicalPlan side, int ordinal, String nameLines) {
+    return LocalSides.columns(fileRelation(side, ordinal), nameLines.split("\n"));
+  }
+
+  /** The rows {@code plan} gives, kept in driver memory, or null when more than {@code
+   * maxRows} or {@code maxBytes} (see {@link LocalSides#copy}). */
+  public LocalSides.Copy copyRows(SparkPlan plan, int maxRows, long maxBytes) {
+    return LocalSides.copy(plan, maxRows, maxBytes);
+  }
+
+  /** {@code side} with its {@code ordinal}-th file relation replaced by the rows of {@code
+   * copy}, made of its columns {@code nameLines} (see {@link LocalSides#localized}). */
+  public LogicalPlan localSide(LogicalPlan side, int ordinal, String nameLines,
+      LocalSides.Copy copy) {
+    return LocalSides.localized(side, fileRelation(side, ordinal), nameLines.split("\n"),
+        copy);
+  }
+
+
+  /** The keys of a join's other side over copies, planned without a Spark job, as JSON; null
+   * when they take a job (see {@link LocalSides#keys}). */
+  public String localKeys(SparkSession session, LogicalPlan side, LogicalPlan join, long exprId,
+      String castType, boolean micros, int limit) {
+    return LocalSides.keys(session, side, join, exprId, castType, micros, limit);
   }
 
   /**
