@@ -19,21 +19,38 @@ re-warm's newer version stays; a folder written to meanwhile is not removed. No 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Callable
+from typing import Any, Callable, Protocol
 
+from accelerator.cache.batches import BatchLog
 from accelerator.cache.model import CacheEntry
+from accelerator.cache.usage import UsageLog
 from accelerator.cache.versions import VERSION, delete_old, is_temp, versions_of
-from indexes.fs import FileInfo, in_parallel
+from indexes.fs import FileInfo, FileSystem, in_parallel
 
-if TYPE_CHECKING:
-    from accelerator.cache.manifest import CacheManifest, ManifestRead
+
+class Collected(Protocol):
+    """What a collection needs of the manifest it collects
+    (:class:`accelerator.cache.manifest.CacheManifest`)."""
+
+    fs: FileSystem
+    usage: UsageLog
+    batches: BatchLog
+    data_root: str
+    entries_path: str
+    changes_path: str
+    never_path: str
+
+    def log_changes(self, keys: set[str], force: bool = False) -> None: ...
+
+    def update(self, key: str, change: Callable[[CacheEntry | None], CacheEntry | None],
+               base: Any = None) -> Any: ...
 
 
 class Collection:
-    """One collection of ``manifest`` as ``read`` describes it, deleting what was last needed
-    before ``cutoff`` (epoch seconds)."""
+    """One collection of ``manifest`` as ``read`` (its ``ManifestRead``) describes it, deleting
+    what was last needed before ``cutoff`` (epoch seconds)."""
 
-    def __init__(self, manifest: "CacheManifest", read: "ManifestRead", cutoff: float):
+    def __init__(self, manifest: Collected, read: Any, cutoff: float):
         self.manifest = manifest
         self.fs = manifest.fs
         self.read = read
