@@ -21,7 +21,7 @@ from indexes.description import SourceDescription
 from indexes.errors import IndexOperationError, IndexStateError, InvalidIndexConfigError
 from indexes.events import EventLog
 from indexes.kind import REFRESH_MODES, BuildJob, IndexKind, IoStats, size_text
-from indexes.lifecycle import IndexLifecycle
+from indexes.lifecycle import IndexLifecycle, reject_busy
 from indexes.log import IndexLogEntry, IndexState, now_ms
 from indexes.source import file_changes, source_mismatch
 
@@ -120,7 +120,7 @@ class IndexActions:
                 f"{operation} mode {mode!r} is not supported; use one of {', '.join(modes)}")
         lifecycle = self.lifecycle()
         entry = lifecycle.get(name)
-        lifecycle.reject_busy(entry, operation)
+        reject_busy(entry, operation)
         return lifecycle, entry, _known_kind(entry)
 
     def _run(self, operation: str, index: str, mode: str, failed_input: IoStats,

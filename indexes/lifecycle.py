@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import re
-import uuid
 from typing import Callable, NoReturn
 
 from indexes.description import SourceDescription
@@ -32,8 +30,9 @@ from indexes.errors import (
     IndexStateError,
 )
 from indexes.fs import FileSystem
+from indexes.layout import IndexLayout, data_version, replaced_at
 from indexes.log import IndexLogEntry, IndexLogManager, IndexState, now_ms
-from indexes.names import is_index_dir_name, validate_index_name
+from indexes.names import validate_index_name
 
 logger = logging.getLogger("accelerator.indexes.lifecycle")
 
@@ -49,43 +48,82 @@ _OPERATIONS = {
     IndexState.VACUUMING: "vacuumIndex",
 }
 
-_DATA_DIR = re.compile(r"^v__=(0|[1-9][0-9]*)$")
-DATA_DIR_PREFIX = "v__="
-TRASH_DIR = "_trash"
+def reject_corrupt(entry: IndexLogEntry, action: str) -> None:
+    """Raises IndexStateError when ``entry`` is CORRUPT (its log cannot be read), naming
+    ``action``."""
+    if entry.state is IndexState.CORRUPT:
+        raise IndexStateError(
+            f"cannot {action} index '{entry.name}': it is CORRUPT: {entry.properties['error']}")
 
 
-def data_version(data_dir: str) -> int:
-    """The version number of a ``.../v__=<n>`` data directory."""
-    return int(data_dir.rstrip("/").rsplit("=", 1)[-1])
+def reject_busy(entry: IndexLogEntry, action: str) -> None:
+    """Raises IndexStateError when ``entry`` is CORRUPT or in a transient state, naming
+    ``action`` and what to do."""
+    reject_corrupt(entry, action)
+    if not entry.state.is_stable:
+        raise IndexStateError(
+            f"cannot {action} index '{entry.name}': it is in state {entry.state} because an "
+            f"earlier operation did not finish (it is still running, or its process died). "
+            f"If nothing else is working on it, run cancel('{entry.name}') to roll it back, "
+            f"then retry")
+
+
+def _write(log: IndexLogManager, entry: IndexLogEntry) -> None:
+    """Writes ``entry``; ConcurrentModificationError when its id is taken."""
+    if not log.write(entry):
+        raise ConcurrentModificationError(
+            f"index '{entry.name}' was changed by another operation at the same time (log "
+            f"entry {entry.id} already exists, this operation wanted {entry.state}); check "
+            f"its state with get('{entry.name}') and retry")
+
+
+def _begin(log: IndexLogManager, base: IndexLogEntry, state: IndexState) -> IndexLogEntry:
+    """Writes entry ``base.id + 1`` in the transient ``state``: the op's begin."""
+    entry = base.derive(base.id + 1, state)
+    _write(log, entry)
+    logger.info("index '%s': %s (entry %d)", entry.name, state, entry.id)
+    return entry
+
+
+def _end(log: IndexLogManager, begin: IndexLogEntry, final: IndexLogEntry) -> IndexLogEntry:
+    """Writes ``final`` (and the ``latestStable`` copy) after ``begin``, which must still be
+    the entry it wrote."""
+    written = log.get(begin.id)
+    if written is None or written.to_json() != begin.to_json():  # log removed meanwhile
+        raise ConcurrentModificationError(
+            f"index '{begin.name}' was changed by another operation at the same time (its "
+            f"log entry {begin.id} disappeared while {begin.state}); check its state with "
+            f"get('{begin.name}') and retry")
+    final = IndexLogEntry.from_json(final.to_json())  # exactly what readers will see
+    _write(log, final)
+    log.write_latest_stable(final)
+    logger.info("index '%s': %s (entry %d)", final.name, final.state, final.id)
+    return final
+
+
+def _vacuum_started(log: IndexLogManager, stable: IndexLogEntry | None,
+                    latest: IndexLogEntry) -> bool:
+    """Whether a vacuum began after the last stable entry (its data may be partly gone)."""
+    first = 0 if stable is None else stable.id + 1
+    for id in range(first, latest.id + 1):
+        entry = latest if id == latest.id else log.get(id)
+        if entry is not None and entry.state is IndexState.VACUUMING:
+            return True
+    return False
 
 
 class IndexLifecycle:
-    """Lifecycle actions for the indexes stored under one system path."""
+    """Lifecycle actions for the indexes stored under one system path (their files:
+    :attr:`layout`)."""
 
     def __init__(self, fs: FileSystem, system_path: str):
-        self._fs = fs
-        self.system_path = fs.qualify(system_path).rstrip("/")
+        self.layout = IndexLayout(fs, system_path)
+        self.system_path = self.layout.system_path
+        self.index_path = self.layout.index_path
+        self.data_path = self.layout.data_path
+        self.log_manager = self.layout.log_manager
 
-    # ------------------------------------------------------------------ paths and reads
-
-    def index_path(self, name: str) -> str:
-        """Directory of the index ``name`` (names are case-insensitive)."""
-        return f"{self.system_path}/{validate_index_name(name).lower()}"
-
-    def data_path(self, name: str, version: int) -> str:
-        """Directory of data version ``version`` of the index ``name``."""
-        return f"{self.index_path(name)}/{DATA_DIR_PREFIX}{version}"
-
-    def log_manager(self, name: str) -> IndexLogManager:
-        """The log of the index ``name``."""
-        return IndexLogManager(self._fs, self.index_path(name))
-
-    def _index_names(self) -> list[str]:
-        names = []
-        for info in self._fs.list(self.system_path):
-            if info.is_dir and is_index_dir_name(info.name):
-                names.append(info.name)
-        return sorted(names)
+    # ------------------------------------------------------------------ reads
 
     def list(self) -> list[IndexLogEntry]:
         """The latest entry of every index under the system path, by name.
@@ -96,8 +134,8 @@ class IndexLifecycle:
         :meth:`IndexLogManager.latest`).
         """
         out = []
-        for dir_name in self._index_names():
-            entry = IndexLogManager(self._fs, f"{self.system_path}/{dir_name}").latest()
+        for log in self.layout.index_logs():
+            entry = log.latest()
             if entry is not None and entry.state is not IndexState.DOESNOTEXIST:
                 out.append(entry)
         return out
@@ -120,59 +158,14 @@ class IndexLifecycle:
     def _require(self, name: str, allowed: IndexState, action: str, hint: str) -> IndexLogEntry:
         """The latest entry, which must be in state ``allowed`` for ``action``."""
         entry = self.get(name)
-        self.reject_busy(entry, action)
+        reject_busy(entry, action)
         if entry.state is not allowed:
             raise IndexStateError(
                 f"cannot {action} index '{entry.name}': it is {entry.state}, and {action} needs "
                 f"it {allowed}; {hint}")
         return entry
 
-    @staticmethod
-    def _reject_corrupt(entry: IndexLogEntry, action: str) -> None:
-        if entry.state is IndexState.CORRUPT:
-            raise IndexStateError(
-                f"cannot {action} index '{entry.name}': it is CORRUPT: "
-                f"{entry.properties['error']}")
-
-    @classmethod
-    def reject_busy(cls, entry: IndexLogEntry, action: str) -> None:
-        """Raises IndexStateError when ``entry`` is CORRUPT or in a transient state, naming
-        ``action`` and what to do."""
-        cls._reject_corrupt(entry, action)
-        if not entry.state.is_stable:
-            raise IndexStateError(
-                f"cannot {action} index '{entry.name}': it is in state {entry.state} because an "
-                f"earlier operation did not finish (it is still running, or its process died). "
-                f"If nothing else is working on it, run cancel('{entry.name}') to roll it back, "
-                f"then retry")
-
-    # ------------------------------------------------------------------ begin / end
-
-    def _write(self, log: IndexLogManager, entry: IndexLogEntry) -> None:
-        if not log.write(entry):
-            raise ConcurrentModificationError(
-                f"index '{entry.name}' was changed by another operation at the same time (log "
-                f"entry {entry.id} already exists, this operation wanted {entry.state}); check "
-                f"its state with get('{entry.name}') and retry")
-
-    def _begin(self, log: IndexLogManager, base: IndexLogEntry, state: IndexState) -> IndexLogEntry:
-        entry = base.derive(base.id + 1, state)
-        self._write(log, entry)
-        logger.info("index '%s': %s (entry %d)", entry.name, state, entry.id)
-        return entry
-
-    def _end(self, log: IndexLogManager, begin: IndexLogEntry, final: IndexLogEntry) -> IndexLogEntry:
-        written = log.get(begin.id)
-        if written is None or written.to_json() != begin.to_json():  # log removed meanwhile
-            raise ConcurrentModificationError(
-                f"index '{begin.name}' was changed by another operation at the same time (its "
-                f"log entry {begin.id} disappeared while {begin.state}); check its state with "
-                f"get('{begin.name}') and retry")
-        final = IndexLogEntry.from_json(final.to_json())  # exactly what readers will see
-        self._write(log, final)
-        log.write_latest_stable(final)
-        logger.info("index '%s': %s (entry %d)", final.name, final.state, final.id)
-        return final
+    # ------------------------------------------------------------------ running an op
 
     def _run(self, log: IndexLogManager, begin: IndexLogEntry,
              op: Callable[[], IndexLogEntry]) -> IndexLogEntry:
@@ -182,7 +175,7 @@ class IndexLifecycle:
             final = op()
         except BaseException as exc:
             self._fail(log, begin, exc)
-        return self._end(log, begin, final)
+        return _end(log, begin, final)
 
     def _fail(self, log: IndexLogManager, begin: IndexLogEntry, exc: BaseException) -> NoReturn:
         """Rolls back the operation ``begin`` started, which failed with ``exc``, and raises."""
@@ -209,16 +202,10 @@ class IndexLifecycle:
             f"{operation} of index '{begin.name}' failed and was rolled back ({outcome}): "
             f"{cause}", begin.name, operation) from exc
 
-    def _prepare_data_dir(self, path: str) -> None:
-        """Leftovers of a crashed attempt at ``path`` are ours to remove once begin is written."""
-        if self._fs.exists(path):
-            logger.info("removing leftover data at %s", path)
-            self._fs.delete(path, recursive=True)
-
     def _build_version(self, begin: IndexLogEntry, build: BuildFn, version: int) -> IndexLogEntry:
         """Builds data version ``version`` after ``begin``; the ACTIVE entry recording it."""
         data_path = self.data_path(begin.name, version)
-        self._prepare_data_dir(data_path)
+        self.layout.clear_data_dir(data_path)
         source, content = build(data_path)
         content = {**dict(content), "dataVersion": version, "path": data_path}
         return begin.derive(begin.id + 1, IndexState.ACTIVE, source=source, content=content)
@@ -239,7 +226,7 @@ class IndexLifecycle:
         log = self.log_manager(name)
         base = IndexLogEntry(id=-1 if latest is None else latest.id, name=name, kind=kind,
                              state=IndexState.DOESNOTEXIST, config=dict(config))
-        begin = self._begin(log, base, IndexState.CREATING)
+        begin = _begin(log, base, IndexState.CREATING)
         return self._run(log, begin, lambda: self._build_version(begin, build, 0))
 
     def free_name(self, name: str) -> IndexLogEntry | None:
@@ -249,7 +236,7 @@ class IndexLifecycle:
         validate_index_name(name)
         latest = self.log_manager(name).latest()
         if latest is not None:
-            self.reject_busy(latest, "create")
+            reject_busy(latest, "create")
             if latest.state is not IndexState.DOESNOTEXIST:
                 raise IndexExistsError(
                     f"index '{latest.name}' already exists (state {latest.state}); delete and "
@@ -270,7 +257,7 @@ class IndexLifecycle:
         action = "optimize" if state is IndexState.OPTIMIZING else "refresh"
         base = self._require(name, IndexState.ACTIVE, action, f"run restore('{name}') first")
         version = (base.data_version if base.data_version is not None else -1) + 1
-        begin = self._begin(log, base, state)
+        begin = _begin(log, base, state)
         return self._run(log, begin, lambda: self._build_version(begin, build, version))
 
     def record(self, name: str, update: Callable[[IndexLogEntry], tuple[SourceDescription, dict]]
@@ -280,7 +267,7 @@ class IndexLifecycle:
         the ACTIVE entry."""
         log = self.log_manager(name)
         base = self._require(name, IndexState.ACTIVE, "refresh", f"run restore('{name}') first")
-        begin = self._begin(log, base, IndexState.REFRESHING)
+        begin = _begin(log, base, IndexState.REFRESHING)
 
         def op() -> IndexLogEntry:
             source, content = update(base)
@@ -302,12 +289,12 @@ class IndexLifecycle:
         base = self._require(name, IndexState.ACTIVE, "vacuum outdated data of",
                              f"run restore('{name}') first")
         # the log's entries name the same few directories again and again: qualify each once
-        qualify = functools.cache(lambda d: self._fs.qualify(d).rstrip("/"))
-        replaced = self._replaced_at(log, referenced, qualify)
-        begin = self._begin(log, base, IndexState.VACUUMING_OUTDATED)
+        qualify = functools.cache(lambda d: self.layout.fs.qualify(d).rstrip("/"))
+        replaced = replaced_at(log, referenced, qualify)
+        begin = _begin(log, base, IndexState.VACUUMING_OUTDATED)
         current = base.data_version if base.data_version is not None else -1
         keep = {qualify(d) for d in referenced(base)}
-        unreferenced = [d for d in self._data_dirs(log.index_path)
+        unreferenced = [d for d in self.layout.data_dirs(log.index_path)
                         if data_version(d) < current and qualify(d) not in keep]
         cutoff = now_ms() - retention_ms
         removed = [d for d in unreferenced if replaced.get(qualify(d), 0) <= cutoff]
@@ -315,48 +302,28 @@ class IndexLifecycle:
         def op() -> IndexLogEntry:
             for data_dir in removed:
                 logger.info("removing unreferenced data version %s", data_dir)
-                self._fs.delete(data_dir, recursive=True)
+                self.layout.fs.delete(data_dir, recursive=True)
             return base.derive(begin.id + 1, IndexState.ACTIVE)
 
         self._run(log, begin, op)
-        self._empty_trash()
+        self.layout.empty_trash()
         return removed, [d for d in unreferenced if d not in removed]
-
-    @staticmethod
-    def _replaced_at(log: IndexLogManager, referenced: Callable[[IndexLogEntry], list[str]],
-                     qualify: Callable[[str], str]) -> dict[str, int]:
-        """When each data directory some ACTIVE entry of the log read stopped being read: the
-        timestamp of the next ACTIVE entry that does not read it (absent while it is read; a
-        directory no ACTIVE entry read, left by a failed operation, is absent too)."""
-        replaced: dict[str, int] = {}
-        reading: set[str] = set()
-        for entry_id in log.ids():
-            entry = log.get(entry_id)
-            if entry is None or entry.state is not IndexState.ACTIVE:
-                continue
-            now_read = {qualify(d) for d in referenced(entry)}
-            for gone in reading - now_read:
-                replaced[gone] = entry.timestamp
-            for d in now_read:
-                replaced.pop(d, None)
-            reading = now_read
-        return replaced
 
     def delete(self, name: str) -> IndexLogEntry:
         """Soft-deletes an ACTIVE index: DELETING → DELETED; its data is kept for restore."""
         log = self.log_manager(name)
         base = self._require(name, IndexState.ACTIVE, "delete",
                              "it is already deleted; restore or vacuum it")
-        begin = self._begin(log, base, IndexState.DELETING)
-        return self._end(log, begin, begin.derive(begin.id + 1, IndexState.DELETED))
+        begin = _begin(log, base, IndexState.DELETING)
+        return _end(log, begin, begin.derive(begin.id + 1, IndexState.DELETED))
 
     def restore(self, name: str) -> IndexLogEntry:
         """Brings a DELETED index back: RESTORING → ACTIVE."""
         log = self.log_manager(name)
         base = self._require(name, IndexState.DELETED, "restore",
                              "only a deleted index can be restored")
-        begin = self._begin(log, base, IndexState.RESTORING)
-        return self._end(log, begin, begin.derive(begin.id + 1, IndexState.ACTIVE))
+        begin = _begin(log, base, IndexState.RESTORING)
+        return _end(log, begin, begin.derive(begin.id + 1, IndexState.ACTIVE))
 
     def vacuum(self, name: str) -> IndexLogEntry:
         """Removes a DELETED index for good: VACUUMING → DOESNOTEXIST, then its directory.
@@ -371,26 +338,25 @@ class IndexLifecycle:
         if latest.state is IndexState.CORRUPT:
             logger.warning("removing CORRUPT index '%s' with its log and data: %s", latest.name,
                            latest.properties["error"])
-            self._remove_index_dir(log.index_path)
+            self.layout.remove_index_dir(log.index_path)
             return latest.derive(latest.id + 1, IndexState.DOESNOTEXIST)
         base = self._require(name, IndexState.DELETED, "vacuum",
                              f"run delete('{name}') first (on an active index, "
                              f"vacuum_outdated removes its unreferenced data versions)")
-        begin = self._begin(log, base, IndexState.VACUUMING)
+        begin = _begin(log, base, IndexState.VACUUMING)
         final = self._run(log, begin, lambda: self._remove_data(log, begin))
-        self._remove_index_dir(log.index_path)
+        self.layout.remove_index_dir(log.index_path)
         return final
 
     def _remove_data(self, log: IndexLogManager, begin: IndexLogEntry) -> IndexLogEntry:
         """Removes every data version of the index (the op of a vacuum); the final entry."""
-        for data_dir in self._data_dirs(log.index_path):
-            self._fs.delete(data_dir, recursive=True)
+        self.layout.remove_data_dirs(log.index_path)
         return begin.derive(begin.id + 1, IndexState.DOESNOTEXIST, source=SourceDescription(),
                             content={})
 
     def _finish_vacuum(self, log: IndexLogManager, begin: IndexLogEntry) -> IndexLogEntry:
-        final = self._end(log, begin, self._remove_data(log, begin))
-        self._remove_index_dir(log.index_path)
+        final = _end(log, begin, self._remove_data(log, begin))
+        self.layout.remove_index_dir(log.index_path)
         return final
 
     def cancel(self, name: str) -> IndexLogEntry:
@@ -406,7 +372,7 @@ class IndexLifecycle:
         latest = log.latest()
         if latest is None or latest.state is IndexState.DOESNOTEXIST:
             raise self._not_found(name)
-        self._reject_corrupt(latest, "cancel")
+        reject_corrupt(latest, "cancel")
         if latest.state.is_stable:
             raise IndexStateError(
                 f"nothing to cancel for index '{latest.name}': it is {latest.state} and no "
@@ -417,64 +383,16 @@ class IndexLifecycle:
         """Rolls back the operation that wrote ``latest`` (a transient entry) as :meth:`cancel`
         describes; the final entry."""
         stable = log.latest_stable()
-        vacuuming = self._vacuum_started(log, stable, latest)
-        begin = self._begin(log, latest, IndexState.CANCELLING)
+        vacuuming = _vacuum_started(log, stable, latest)
+        begin = _begin(log, latest, IndexState.CANCELLING)
         if vacuuming:
             return self._finish_vacuum(log, begin)
         if stable is None or stable.state is IndexState.DOESNOTEXIST:
             final = begin.derive(begin.id + 1, IndexState.DOESNOTEXIST,
                                  source=SourceDescription(), content={})
-            self._end(log, begin, final)
-            self._remove_index_dir(log.index_path)
+            _end(log, begin, final)
+            self.layout.remove_index_dir(log.index_path)
             return final
-        self._remove_newer_data(log.index_path, stable.data_version)
+        self.layout.remove_data_dirs(log.index_path, newer_than=stable.data_version)
         final = stable.derive(begin.id + 1, stable.state)
-        return self._end(log, begin, final)
-
-    @staticmethod
-    def _vacuum_started(log: IndexLogManager, stable: IndexLogEntry | None,
-                        latest: IndexLogEntry) -> bool:
-        """Whether a vacuum began after the last stable entry (its data may be partly gone)."""
-        first = 0 if stable is None else stable.id + 1
-        for id in range(first, latest.id + 1):
-            entry = latest if id == latest.id else log.get(id)
-            if entry is not None and entry.state is IndexState.VACUUMING:
-                return True
-        return False
-
-    # ------------------------------------------------------------------ data directories
-
-    def _data_dirs(self, index_path: str) -> list[str]:
-        """The data version directories of an index, oldest version first."""
-        return sorted((info.path for info in self._fs.list(index_path)
-                       if info.is_dir and _DATA_DIR.match(info.name)), key=data_version)
-
-    def _remove_newer_data(self, index_path: str, version: int | None) -> None:
-        keep = -1 if version is None else version
-        for data_dir in self._data_dirs(index_path):
-            if data_version(data_dir) > keep:
-                logger.info("removing data of a cancelled operation: %s", data_dir)
-                self._fs.delete(data_dir, recursive=True)
-
-    def _remove_index_dir(self, index_path: str) -> None:
-        """Moves the index directory aside, then deletes it (with whatever else is in the
-        trash).
-
-        The move is atomic on HDFS and local disks, so a create that starts meanwhile gets a
-        fresh directory instead of one that is being deleted under it.
-        """
-        trash = f"{self.system_path}/{TRASH_DIR}"
-        self._fs.mkdirs(trash)
-        doomed = f"{trash}/{index_path.rstrip('/').rsplit('/', 1)[-1]}.{uuid.uuid4().hex}"
-        if not self._fs.rename(index_path, doomed):
-            self._fs.delete(index_path, recursive=True)
-        self._empty_trash()
-
-    def _empty_trash(self) -> None:
-        """Deletes everything in the trash, then the trash: a directory moved there is doomed,
-        and one is left there when the process removing it died before deleting it."""
-        trash = f"{self.system_path}/{TRASH_DIR}"
-        for info in self._fs.list(trash):
-            self._fs.delete(info.path, recursive=True)
-        if self._fs.exists(trash) and not self._fs.list(trash):
-            self._fs.delete(trash, recursive=False)
+        return _end(log, begin, final)

@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass
 from typing import Iterable
 
-from indexes.lifecycle import data_version
+from indexes.layout import data_version
 
 MODES = ("quick", "full")
 
