@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 
 from accelerator import (BloomFilterSketch, DataSkippingIndexConfig, MinMaxSketch,
                          TextIndexConfig, ValueListSketch)
-from indexes.skipping.build import row_group_layout
+from indexes.skipping.footers import row_group_layout
 from indexes.skipping.ir import Cmp, Lit, Sketched
 from indexes.skipping.match import kept_row_groups
 from indexes.skipping.stats import ColumnStats, FileStats, SketchSpec

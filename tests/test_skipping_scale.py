@@ -3,6 +3,7 @@ succeed under a ``spark.driver.maxResultSize`` smaller than the filters, which t
 build of before exceeded), with pruning unchanged; statistics read from either layout."""
 from __future__ import annotations
 
+import pytest
 from pyspark.sql import functions as F
 
 from accelerator import BloomFilterSketch, DataSkippingIndexConfig, MinMaxSketch
@@ -130,3 +131,37 @@ def test_statistics_rows_in_any_order_read_with_each_file_s_row_groups():
     kept, found, _ = kept_files(condition, read, read.listing([[p, 10, 1] for p in entries]))
     assert kept == ["file:/t/12"] and len(found["file:/t/12"].row_groups) == 2
     assert len(kept_row_groups(condition, found, kept)["file:/t/12"]) == 1   # 125..129's filter
+
+
+def test_footer_statistics_of_many_row_groups_never_reach_the_driver(spark, hs, tmp_path):
+    """80 files of 60 row groups each, whose footers answer both min/max sketches: the
+    footers are read by tasks, which keep each file's facts (the build of before collected
+    them to the driver, over 128 KB of task results: it failed under this limit); the driver
+    receives only which sketches every footer answered and how many files
+    have several row groups. Files and row groups prune as before."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "groups"
+    path.mkdir()
+    for i in range(80):   # 6,000 rows each, ids in file order, v scattered
+        ids = np.arange(i * 6000, (i + 1) * 6000, dtype=np.int64)
+        pq.write_table(pa.table({"id": ids, "v": ((ids * 2_654_435_761) % 100_000).astype(np.int32)}),
+                       path / f"part-{i:05d}.parquet", row_group_size=100)
+    path = str(path)
+    query = lambda: spark.read.parquet(path).where("id = 123456")  # noqa: E731
+    with driver_result_limit(spark, "128k"):
+        with pytest.raises(Exception, match="maxResultSize"):   # the limit bites: rows can't pass
+            spark.read.parquet(path).where("id < 40000").collect()
+        hs.createIndex(spark.read.parquet(path),
+                       DataSkippingIndexConfig("ds_groups", MinMaxSketch("id"), MinMaxSketch("v")))
+        entry = hs.context.lifecycle().get("ds_groups")
+        assert entry.content["rowGroupFiles"] == 80
+        assert sorted(entry.content["footerSketches"]) == ['col("id")', 'col("v")']
+        assert entry.content["scannedSketches"] == []
+        assert rows(query()) == vanilla(spark, query) and len(rows(query())) == 1
+        assert len(query().inputFiles()) == 1
+        ranged = lambda: spark.read.parquet(path).where("v < 50000 and id between 6000 and 17999")  # noqa: E731
+        assert rows(ranged()) == vanilla(spark, ranged)
+        assert len(ranged().inputFiles()) == 2

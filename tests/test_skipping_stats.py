@@ -48,7 +48,7 @@ def test_value_list_and_bounds_survive_serialization():
 def _scan(specs, batches, layouts):
     """The scan job's task function over Arrow batches (file, row index, values...), folded
     as the driver does."""
-    out = list(scan_partition(specs, layouts)(iter(batches)))[0]
+    out = list(scan_partition(specs, layouts.get)(iter(batches)))[0]
     partials = list(zip(*[out.column(c).to_pylist() for c in range(4)]))
     return partials, fold_partials(specs, partials, set(layouts))
 

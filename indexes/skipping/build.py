@@ -7,20 +7,17 @@ import json
 import logging
 import re
 from dataclasses import dataclass, replace
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from pyspark.sql import DataFrame, functions as F
 
-from indexes.description import SourceDescription, SourceFile
 from indexes.errors import InvalidIndexConfigError
 from indexes.plan import chain, output_attributes, parse_plan
 from indexes.schema_paths import PLAIN_PATH, check_column_path
 from indexes.skipping import bloom, ir
-from indexes.skipping import values as V
 from indexes.skipping.config import DataSkippingIndexConfig, MinMaxSketch, sketchable
-from indexes.skipping.stats import ColumnStats, FileStats, SketchSpec, StatsAccumulator, bounded
+from indexes.skipping.stats import FileStats, Scanned, SketchSpec, StatsAccumulator
 from indexes.skipping.store import FileEntry, RowGroup
-from indexes.source import file_uri, local_path
 from indexes.spark_logs import quiet_query_context
 
 log = logging.getLogger("accelerator.indexes.skipping.build")
@@ -263,11 +260,11 @@ def _rows_between(bounds: list[int], g: int) -> int | None:
     return bounds[g + 1] - bounds[g] if g + 1 < len(bounds) else None
 
 
-def scan_partition(specs: list[SketchSpec], layouts: dict[str, list[int]]):
+def scan_partition(specs: list[SketchSpec], bounds_of: Callable[[str], list[int] | None] | None):
     """Task function: each file's partial statistics (see FILE_BLOOM) and row counts per row
-    group (``sketch`` -1). ``layouts``: by file URI, the row group boundaries (each one's first
-    row, then the file's row count); the batches then carry the row's index in the file after
-    its file. Then, per spec ``i``, its values ``s<i>`` (when bounds or a value list need them)
+    group (``sketch`` -1). ``bounds_of``: a file's row group boundaries by its URI (each row
+    group's first row, then the file's row count; None: one row group), when the batches carry
+    the row's index in the file after its file (None: they do not). Then, per spec ``i``, its values ``s<i>`` (when bounds or a value list need them)
     and the values' xxhash64 ``h<i>`` (when it has a Bloom filter; hashed here from ``s<i>``
     when absent)."""
     def run(batches: Iterator[Any]) -> Iterator[Any]:
@@ -285,7 +282,7 @@ def scan_partition(specs: list[SketchSpec], layouts: dict[str, list[int]]):
             names = pc.unique(files).to_pylist()
             for name in names:
                 rows = batch.filter(pc.equal(files, name)) if len(names) > 1 else batch
-                bounds = layouts.get(name)
+                bounds = bounds_of(name) if bounds_of is not None else None
                 if bounds is None:
                     parts = [(0, None, rows)]
                 else:
@@ -324,15 +321,6 @@ def scan_partition(specs: list[SketchSpec], layouts: dict[str, list[int]]):
     return run
 
 
-@dataclass
-class Scanned:
-    """What the scan job or the footers found: per file its statistics and, for a file of
-    several row groups, each row group's (``groups``: by ordinal)."""
-
-    files: dict[str, FileStats]
-    groups: dict[str, dict[int, FileStats]]
-
-
 def session_ansi(spark: Any) -> bool:
     """The session's spark.sql.ansi.enabled: statistics are computed under it (and recorded with
     it: the index serves only queries run under the same setting)."""
@@ -343,14 +331,15 @@ PARTIALS_SCHEMA = "file string, grp int, sketch int, partial binary"
 
 
 def scan_partials(df: DataFrame, sketches: list[ResolvedSketch], specs: list[SketchSpec],
-                  layouts: dict[str, "Layout"]) -> DataFrame:
+                  bounds_of: Callable[[str], list[int] | None] | None) -> DataFrame:
     """The partial statistics (:data:`PARTIALS_SCHEMA`, see :func:`scan_partition`) of
-    ``specs`` of every file that holds rows, and of each row group of the files ``layouts``
-    describes, as a DataFrame (one job, when it runs)."""
+    ``specs`` of every file that holds rows, and of each row group of the files of several
+    (``bounds_of``, called in the tasks; None: no file has several), as a DataFrame (one job,
+    when it runs)."""
     expr_of = {s.key: s.expression for s in sketches}
     ansi = session_ansi(df.sparkSession)
     columns = [F.col("_metadata.file_path").alias(FILE_COLUMN)]
-    if layouts:
+    if bounds_of is not None:
         columns.append(F.col("_metadata.row_index"))
     for i, spec in enumerate(specs):
         computed = computed_expression(expr_of[spec.key], ansi)
@@ -358,8 +347,7 @@ def scan_partials(df: DataFrame, sketches: list[ResolvedSketch], specs: list[Ske
             columns.append(F.expr(computed).alias(f"s{i}"))
         if spec.bloom_capacity:   # hashed by the JVM: Python only sets the filter's bits
             columns.append(F.expr(bloom.hash_expression(computed, spec.type)).alias(f"h{i}"))
-    bounds = {file_uri(p): [*layout.first_rows, layout.rows] for p, layout in layouts.items()}
-    return df.select(*columns).mapInArrow(scan_partition(specs, bounds), PARTIALS_SCHEMA)
+    return df.select(*columns).mapInArrow(scan_partition(specs, bounds_of), PARTIALS_SCHEMA)
 
 
 def fold_partials(specs: list[SketchSpec], partials: list[tuple[str, int, int, bytes]],
@@ -405,169 +393,6 @@ def fold_partials(specs: list[SketchSpec], partials: list[tuple[str, int, int, b
                                             bloom=blooms.bloom if blooms is not None else None)
         files[path] = FileStats(sum(counts[(path, g)] for g in ordinals), columns)
     return Scanned(files, groups)
-
-
-# --- Parquet footers ------------------------------------------------------------------------
-_FOOTER_TYPES = {
-    "byte": ("INT32", {"int(bitwidth=8,issigned=true)"}),
-    "short": ("INT32", {"int(bitwidth=16,issigned=true)"}),
-    "integer": ("INT32", {"none", "int(bitwidth=32,issigned=true)"}),
-    "long": ("INT64", {"none", "int(bitwidth=64,issigned=true)"}),
-    "date": ("INT32", {"date"}),
-    "string": ("BYTE_ARRAY", {"string"}),
-}
-
-
-def _footer_type_ok(column: Any, spark_type: str) -> bool:
-    """Whether a Parquet leaf column's statistics order values exactly like the Spark type
-    (unsigned integers, INT96 timestamps, floats (NaN) and FLBA decimals are left out)."""
-    logical = str(column.logical_type).replace(" ", "").lower()
-    if spark_type.startswith("decimal("):
-        precision, scale = spark_type[len("decimal("):-1].split(",")
-        return (column.physical_type in ("INT32", "INT64")
-                and logical == f"decimal(precision={precision},scale={scale})")
-    expected = _FOOTER_TYPES.get(spark_type)
-    return expected is not None and column.physical_type == expected[0] and logical in expected[1]
-
-
-@dataclass(frozen=True)
-class Layout:
-    """Where a Parquet file's row groups are: each one's first row (its index in the file) and
-    byte range (see :class:`indexes.skipping.store.RowGroup`), and the file's row count."""
-
-    first_rows: tuple[int, ...]
-    ranges: tuple[tuple[int, int], ...]
-    rows: int
-
-
-def row_group_layout(meta: Any, size: int) -> Layout | None:
-    """The layout of a file of several row groups from its pyarrow metadata and size, where
-    Parquet's reader places them (each row group's first byte and midpoint as its
-    ``filterFileMetaDataByMidpoint`` computes them); None for one row group, or when a midpoint
-    is not inside its row group's range (then the file is only judged whole)."""
-    if meta.num_row_groups < 2:
-        return None
-    starts, midpoints, first_rows, row = [], [], [], 0
-    for g in range(meta.num_row_groups):
-        group = meta.row_group(g)
-        chunk = group.column(0)   # Parquet's reader starts a row group where its first chunk does
-        start = chunk.data_page_offset
-        if chunk.has_dictionary_page and chunk.dictionary_page_offset < start:
-            start = chunk.dictionary_page_offset
-        starts.append(start)
-        total = sum(group.column(j).total_compressed_size for j in range(group.num_columns))
-        midpoints.append(start + total // 2)
-        first_rows.append(row)
-        row += group.num_rows
-    ends = starts[1:] + [size]
-    if any(not a <= m < b for a, m, b in zip(starts, midpoints, ends)):
-        return None
-    return Layout(tuple(first_rows), tuple(zip(starts, ends)), row)
-
-
-def _read_footers(wanted: list[tuple[int, tuple[str, ...], str]]):
-    """Task function over (path, size): (path, {row group: (rows, {spec ordinal: (nulls, min,
-    max)})}, layout) from each file's footer, leaving out columns whose statistics are missing
-    or not trustworthy."""
-    def run(files: Iterator[tuple[str, int]]) -> Iterator[tuple[str, dict, Layout | None]]:
-        import pyarrow.parquet as pq
-
-        for path, size in files:
-            meta = pq.ParquetFile(local_path(path)).metadata
-            schema = meta.schema
-            leaf = {tuple(schema.column(j).path.split(".")): j for j in range(meta.num_columns)}
-            groups: dict[int, tuple[int, dict]] = {
-                g: (meta.row_group(g).num_rows, {}) for g in range(meta.num_row_groups)}
-            for ordinal, col_path, spark_type in wanted:
-                j = leaf.get(col_path)
-                if j is None or not _footer_type_ok(schema.column(j), spark_type):
-                    continue
-                for g, (n, found) in groups.items():
-                    st = meta.row_group(g).column(j).statistics
-                    if st is None or not st.has_null_count:
-                        break
-                    if st.null_count == n:
-                        found[ordinal] = (st.null_count, None, None)
-                    elif st.has_min_max:
-                        found[ordinal] = (st.null_count, V.from_python(st.min, spark_type),
-                                          V.from_python(st.max, spark_type))
-                    else:
-                        break
-                else:
-                    continue
-                for _, found in groups.values():   # one row group lacks them: none count
-                    found.pop(ordinal, None)
-            yield path, groups, row_group_layout(meta, size)
-    return run
-
-
-def _fold_footer(groups: dict[int, tuple[int, dict]], ordinal: int,
-                 spark_type: str) -> tuple[int, Any, Any]:
-    """A file's (nulls, min, max) of one column from its row groups'."""
-    key = lambda v: V.order_key(v, spark_type)  # noqa: E731
-    nulls, lo, hi = 0, None, None
-    for _, found in groups.values():
-        n, gl, gh = found[ordinal]
-        nulls += n
-        if gl is not None and (lo is None or key(gl) < key(lo)):
-            lo = gl
-        if gh is not None and (hi is None or key(gh) > key(hi)):
-            hi = gh
-    return nulls, lo, hi
-
-
-def read_footers(df: DataFrame, files: Sequence[SourceFile], sketches: list[ResolvedSketch],
-                 specs: list[SketchSpec]) -> tuple[Scanned, set[str], dict[str, Layout]]:
-    """What the footers of local Parquet ``files`` ([path, size, mtime]) tell: the statistics
-    of the MinMax-only specs over plain columns (per file and per row group), the keys of the
-    specs they answered for EVERY file (the others are computed by the scan job), and the row
-    group layout of each file that has several. Many files are read by a Spark job, a few by
-    the driver; files on other file systems are not read (then nothing is known)."""
-    path_of = {s.key: s.path for s in sketches}
-    wanted = [(i, path_of[spec.key], spec.type) for i, spec in enumerate(specs)
-              if spec.minmax and spec.max_values is None and spec.bloom_capacity is None
-              and path_of.get(spec.key) is not None]
-    pairs = [(f.path, int(f.size)) for f in files]
-    if not pairs or any(local_path(p) is None for p, _ in pairs):
-        return Scanned({}, {}), set(), {}
-    if len(pairs) <= DRIVER_FOOTERS:   # a Spark job (with Python workers) costs more
-        found = list(_read_footers(wanted)(iter(pairs)))
-    else:
-        sc = df.sparkSession.sparkContext
-        slices = max(1, min(len(pairs), sc.defaultParallelism * 4))
-        found = sc.parallelize(pairs, slices).mapPartitions(_read_footers(wanted)).collect()
-    answered = {i for i, _, _ in wanted}
-    for _, groups, _ in found:
-        for _, per in groups.values():
-            answered &= set(per)
-    out = Scanned({}, {})
-    layouts: dict[str, Layout] = {}
-    for path, groups, layout in found:
-        columns = {}
-        for i in answered:
-            nulls, lo, hi = _fold_footer(groups, i, specs[i].type)
-            columns[specs[i].key] = ColumnStats(specs[i].type, *bounded(lo, hi), nulls)
-        out.files[path] = FileStats(sum(n for n, _ in groups.values()), columns)
-        if layout is None:
-            continue
-        layouts[path] = layout
-        out.groups[path] = {}
-        for g, (n, per) in groups.items():
-            out.groups[path][g] = FileStats(n, {
-                specs[i].key: ColumnStats(specs[i].type, *bounded(per[i][1], per[i][2]), per[i][0])
-                for i in answered})
-    return out, {specs[i].key for i in answered}, layouts
-
-
-def footer_facts(df: DataFrame, source: SourceDescription, sketches: list[ResolvedSketch],
-                 files: Sequence[SourceFile]) -> tuple[Scanned, set[str], dict[str, Layout], list[SketchSpec]]:
-    """What the footers of ``files`` tell (see :func:`read_footers`; nothing for a source
-    other than Parquet) and the specs the scan job computes (the others)."""
-    specs = sketch_specs(sketches)
-    from_footers, footer_keys, layouts = (Scanned({}, {}), set(), {})
-    if source.read_format == "parquet":
-        from_footers, footer_keys, layouts = read_footers(df, files, sketches, specs)
-    return from_footers, footer_keys, layouts, [s for s in specs if s.key not in footer_keys]
 
 
 def file_entry(size: int, mtime: int, footers: tuple[FileStats | None, dict[int, FileStats]],

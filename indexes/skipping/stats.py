@@ -45,6 +45,15 @@ class FileStats:
     columns: dict[str, ColumnStats] = field(default_factory=dict)
 
 
+@dataclass
+class Scanned:
+    """What the scan job or the footers found: per file its statistics and, for a file of
+    several row groups, each row group's (``groups``: by ordinal)."""
+
+    files: dict[str, FileStats]
+    groups: dict[str, dict[int, FileStats]]
+
+
 @dataclass(frozen=True)
 class SketchSpec:
     """What to compute for one sketched expression (the union of the sketches declared on it)."""

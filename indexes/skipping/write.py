@@ -17,7 +17,8 @@ from pyspark.sql import DataFrame, functions as F
 
 from indexes.description import SourceDescription, SourceFile
 from indexes.skipping.build import (PARTIALS_SCHEMA, ResolvedSketch, file_entry, fold_partials,
-                                    footer_facts, scan_partials, sketch_specs)
+                                    scan_partials, sketch_specs)
+from indexes.skipping.footers import footer_bounds, footer_facts
 from indexes.skipping.stats import SketchSpec
 from indexes.skipping.store import (DATASET, StoredStats, entry_rows, record_batch, spark_schema,
                                     stats_dir, stats_path)
@@ -76,26 +77,30 @@ def write_stats(df: DataFrame, source: SourceDescription, sketches: list[Resolve
     facts (which sketches came from footers, which from the scan)."""
     spark = df.sparkSession
     specs = sketch_specs(sketches)
-    from_footers, footer_keys, layouts, rest = footer_facts(df, source, sketches, files)
-    scanned_all = bool(rest) or not from_footers.files
-    announced = [(file_uri(f.path), 0, ANNOUNCE, pickle.dumps((
-        f.path, int(f.size), int(f.mtime), from_footers.files.get(f.path),
-        from_footers.groups.get(f.path), layouts[f.path].ranges if f.path in layouts else None)))
-        for f in files]
+    footers = footer_facts(df, source, specs, {s.key: s.path for s in sketches}, files)
+    rest = footers.rest
+    scanned_all = bool(rest)   # else the footers answered every sketch of every file
+    announce = lambda facts: (file_uri(facts[0]), 0, ANNOUNCE, pickle.dumps(facts))  # noqa: E731
+    announced = (footers.facts.map(announce) if hasattr(footers.facts, "map")
+                 else [announce(f) for f in footers.facts])
     parts = spark.createDataFrame(announced, PARTIALS_SCHEMA)
     if files and scanned_all:
-        parts = parts.unionByName(scan_partials(df, sketches, rest, layouts))
+        parts = parts.unionByName(scan_partials(
+            df, sketches, rest, footer_bounds() if footers.layered else None))
     tasks = max(1, min(len(files), max(spark.sparkContext.defaultParallelism,
                                        math.ceil(len(files) / FILES_PER_PART))))
     stats = (parts.repartition(tasks, "file").sortWithinPartitions("file")
              .mapInArrow(stats_task(specs, rest, scanned_all), spark_schema(specs)))
     if reused is not None:
         stats = stats.unionByName(reused)
-    (stats.sortWithinPartitions("file", "row_group").write
-     .option("parquet.block.size", ROW_GROUP_BYTES).option("compression", "zstd")
-     .parquet(stats_dir(data_path)))
-    return {"footerSketches": sorted(footer_keys), "scannedSketches": [s.key for s in rest],
-            "rowGroupFiles": len(layouts)}
+    try:
+        (stats.sortWithinPartitions("file", "row_group").write
+         .option("parquet.block.size", ROW_GROUP_BYTES).option("compression", "zstd")
+         .parquet(stats_dir(data_path)))
+    finally:
+        footers.release()
+    return {"footerSketches": sorted(footers.keys), "scannedSketches": [s.key for s in rest],
+            "rowGroupFiles": footers.layered}
 
 
 def unchanged_files(fs: Any, previous: Any, files: Sequence[SourceFile]) -> set[str]:

@@ -9,7 +9,7 @@ from pyspark.sql import functions as F
 from indexes.description import SourceDescription
 from indexes.kind import BuildJob, IndexKind, IoStats, MatchContext, Serving, SpecCheck
 from indexes.plan import PlanNode
-from indexes.skipping.build import read_footers
+from indexes.skipping.footers import layouts as footer_layouts
 from indexes.skipping.ir import key_columns
 from indexes.source import covered_files, file_uri
 from indexes.text import match
@@ -74,7 +74,7 @@ class TextKind(IndexKind):
                    if p in current and p not in redone}
         if todo and job.source.read_format == "parquet":
             layouts.update({p: [[row, *span] for row, span in zip(l.first_rows, l.ranges)]
-                            for p, l in read_footers(job.df, todo, [], [])[2].items()})
+                            for p, l in footer_layouts(job.df, todo).items()})
         built: list[dict] = []
         if todo:
             scope = job.df if job.previous is None else job.df.where(
