@@ -1,6 +1,7 @@
 """Building a data-skipping index: resolve the sketches against the source, then compute the
-statistics of every file, from Parquet footers where they can be trusted and otherwise with one
-Spark job over only the sketched expressions, grouped by file."""
+statistics of every file, from Parquet footers where they can be trusted
+(:mod:`indexes.skipping.footers`) and otherwise with one Spark job over only the sketched
+expressions, grouped by file."""
 from __future__ import annotations
 
 import json
@@ -23,8 +24,6 @@ from indexes.spark_logs import quiet_query_context
 log = logging.getLogger("accelerator.indexes.skipping.build")
 
 FILE_COLUMN = "__accelerator_file"
-# Up to this many files, the driver reads the Parquet footers itself.
-DRIVER_FOOTERS = 64
 
 
 @dataclass(frozen=True)
@@ -264,9 +263,9 @@ def scan_partition(specs: list[SketchSpec], bounds_of: Callable[[str], list[int]
     """Task function: each file's partial statistics (see FILE_BLOOM) and row counts per row
     group (``sketch`` -1). ``bounds_of``: a file's row group boundaries by its URI (each row
     group's first row, then the file's row count; None: one row group), when the batches carry
-    the row's index in the file after its file (None: they do not). Then, per spec ``i``, its values ``s<i>`` (when bounds or a value list need them)
-    and the values' xxhash64 ``h<i>`` (when it has a Bloom filter; hashed here from ``s<i>``
-    when absent)."""
+    the row's index in the file after its file (None: they do not). Then, per spec ``i``, its
+    values ``s<i>`` (when bounds or a value list need them) and the values' xxhash64 ``h<i>``
+    (when it has a Bloom filter; hashed here from ``s<i>`` when absent)."""
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import numpy as np
         import pyarrow as pa
