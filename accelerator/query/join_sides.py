@@ -90,11 +90,9 @@ class JoinSides:
         if not settings.join_pruning:
             return JoinNotUsed(probe, f"{DFP_ENABLED} is false")
         try:
-            join = plan
-            for i in probe.path[:-1]:
-                join = join.children().apply(i)
-            side = join.children().apply(probe.path[-1])
-            size = int(str(side.stats().sizeInBytes()))
+            join = self._plans.nodeAt(plan, ",".join(map(str, probe.path[:-1])))
+            side = self._plans.nodeAt(join, str(probe.path[-1]))
+            size = int(self._plans.estimatedBytes(side))
             limit = settings.join_side_bytes
             if limit < 0 or size > limit:
                 return JoinNotUsed(probe, f"the other side is estimated at {size} bytes, over "
@@ -250,7 +248,7 @@ class LocalCopies:
             for ordinal, relation in enumerate(relations):
                 description = describe(relation)
                 if description is None or description.fingerprint is None \
-                        or int(str(jvm_relations[ordinal].stats().sizeInBytes())) > limit:
+                        or int(self._plans.estimatedBytes(jvm_relations[ordinal])) > limit:
                     return None
                 needed = [n for n in str(self._plans.sideColumns(side, ordinal)).split("\n") if n]
                 copy = self._copy(side, ordinal, needed, description, limit, scope) \

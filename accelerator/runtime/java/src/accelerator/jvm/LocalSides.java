@@ -18,6 +18,7 @@ import org.apache.spark.sql.catalyst.expressions.Literal$;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
 import org.apache.spark.sql.catalyst.expressions.UnixMicros;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
+import org.apache.spark.sql.catalyst.optimizer.ConvertToLocalRelation$;
 import org.apache.spark.sql.catalyst.plans.logical.Filter;
 import org.apache.spark.sql.catalyst.plans.logical.Join;
 import org.apache.spark.sql.catalyst.plans.logical.Limit$;
@@ -26,6 +27,7 @@ import org.apache.spark.sql.catalyst.plans.logical.LocalRelation$;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
 import org.apache.spark.sql.execution.SparkPlan;
+import org.apache.spark.sql.internal.SQLConf;
 import org.apache.spark.sql.types.BooleanType;
 import org.apache.spark.sql.types.ByteType;
 import org.apache.spark.sql.types.DataType;
@@ -48,6 +50,12 @@ import org.apache.spark.sql.types.TimestampType;
  * fold runs as a job over the copy, with the same answer.
  */
 final class LocalSides {
+  /** Spark's setting choosing compiled or interpreted expressions (internal, since 2.4). */
+  private static final String CODEGEN_FACTORY_MODE = "spark.sql.codegen.factoryMode";
+  private static final String EXCLUDED_RULES = "spark.sql.optimizer.excludedRules";
+  /** The most nodes {@link #fold} folds one by one before it runs the whole optimizer. */
+  private static final int MAX_FOLDS = 32;
+
   private LocalSides() {
   }
 
@@ -174,7 +182,48 @@ final class LocalSides {
     LogicalPlan plan = new Filter(new IsNotNull(k.toAttribute()),
         new Project(Scala.seq(projection), side));
     plan = (LogicalPlan) (Object) Limit$.MODULE$.apply(Literal$.MODULE$.apply(limit), plan);
-    return values(session.sessionState().optimizer().execute(plan));
+    return values(fold(session, plan));
+  }
+
+  /**
+   * {@code plan} folded into local rows by Spark's {@code ConvertToLocalRelation} alone when a
+   * chain of projections, filters and limits over a copy is all it holds (the usual side: a
+   * filtered dimension), else by {@code session}'s whole optimizer; either way with expressions
+   * interpreted. A side's filter has new literals each query, so compiling it (the default)
+   * costs tens of milliseconds where interpreting it over a copy's rows costs a few, and a
+   * hundred optimizer rules over a three-node plan cost more than the one that folds it. The
+   * rows are the same: it is Spark's rule, and its interpreted evaluation, either way (not
+   * run alone when {@code spark.sql.optimizer.excludedRules} names it).
+   */
+  static LogicalPlan fold(SparkSession session, LogicalPlan plan) {
+    SQLConf conf = session.sessionState().conf().clone();
+    conf.setConfString(CODEGEN_FACTORY_MODE, "NO_CODEGEN");
+    return SQLConf.withExistingConf(conf, new scala.runtime.AbstractFunction0<LogicalPlan>() {
+      @Override
+      public LogicalPlan apply() {
+        LogicalPlan folded = plan;
+        int folds = excluded(conf, ConvertToLocalRelation$.MODULE$.ruleName()) ? 0 : MAX_FOLDS;
+        for (int i = 0; i < folds && !(folded instanceof LocalRelation); i++) {
+          LogicalPlan next = ConvertToLocalRelation$.MODULE$.apply(folded);
+          if (next == folded) {
+            break;
+          }
+          folded = next;
+        }
+        return folded instanceof LocalRelation ? folded
+            : session.sessionState().optimizer().execute(plan);
+      }
+    });
+  }
+
+  /** Whether {@code spark.sql.optimizer.excludedRules} names {@code rule}. */
+  private static boolean excluded(SQLConf conf, String rule) {
+    for (String name : conf.getConfString(EXCLUDED_RULES, "").split(",")) {
+      if (name.trim().equals(rule)) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** The cast of the attribute {@code exprId} to {@code type} (its type name) in {@code

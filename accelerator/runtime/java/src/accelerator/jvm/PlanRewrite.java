@@ -176,6 +176,24 @@ public final class PlanRewrite {
     Strategies.install(session, new SortedBucketScanExec.Strategy());
   }
 
+  /** The node of {@code plan} reached by following {@code path} (child ordinals from the
+   * root, comma-separated; empty for {@code plan} itself): one py4j call for a whole walk. */
+  public LogicalPlan nodeAt(LogicalPlan plan, String path) {
+    LogicalPlan node = plan;
+    for (String step : path.split(",")) {
+      if (!step.isEmpty()) {
+        node = node.children().apply(Integer.parseInt(step));
+      }
+    }
+    return node;
+  }
+
+  /** The size Spark estimates {@code plan} reads, in bytes (Long.MAX_VALUE past it). */
+  public long estimatedBytes(LogicalPlan plan) {
+    scala.math.BigInt size = plan.stats().sizeInBytes();
+    return size.isValidLong() ? size.toLong() : Long.MAX_VALUE;
+  }
+
   /** The {@code ordinal}-th file relation of {@code plan}, in pre-order. */
   private static LogicalPlan fileRelation(LogicalPlan plan, int ordinal) {
     return PlanTree.fileRelations(plan).get(ordinal);
