@@ -21,9 +21,9 @@ from typing import Any, Iterable
 
 from cachetools import LRUCache
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from accelerator.context import AcceleratorContext
+from accelerator.engine.carrying_out import carry_out
 from accelerator.engine.profiling import profile_source, read_source
 from accelerator.runtime import spark_versions
 from accelerator.runtime.settings import RuleSettings
@@ -382,57 +382,8 @@ class Advisor:
         return read_source(self.spark, usage)
 
     def _carry_out(self, i: Instruction) -> str:
-        indexes, cache = self._context.indexes, self._context.cache
-        if i.action == "create":
-            df = self.source_df(i.source)
-            return indexes.create(df, self._config(i), origin=i.origin).message
-        if i.action == "drop":
-            indexes.delete(i.name)
-            indexes.vacuum(i.name, None)
-            return f"dropped index {i.name}"
-        if i.action == "refresh":
-            return indexes.refresh(i.name, "incremental").message
-        df = self.source_df(i.source)
-        if i.action == "uncache":
-            cache.uncache(df)
-            return f"uncached {i.source}"
-        window = self._window(i)
-        if window is not None:
-            df = df.where(window)
-        ttl = format_duration(i.ttl_seconds) if i.ttl_seconds else None
-        warmed = cache.cache(df, list(i.columns) or None, i.priority.name, ttl)
-        return f"cached {warmed.files} files ({warmed.bytes_written} bytes written)"
-
-    def _window(self, i: Instruction) -> Any:
-        """The partitions a cache instruction warms (None: all of them): a user rule's
-        ``partitions: {lastDays: N}`` (today and the N-1 days before), or for the engine the
-        partitions its queries touched, when every query of the source named the same ones."""
-        if i.origin == "user":
-            rules = [r for r in self.rules().rules if r.kind == "cache" and r.partitions
-                     is not None and r.matches(i.source) and tuple(r.columns) == tuple(i.columns)]
-            if not rules:
-                return None
-            p = rules[0].partitions
-            return F.col(p.column) >= F.date_sub(F.current_date(), p.last_days - 1)
-        windows = {d.partition_window for d in self._current_demand() if d.source == i.source}
-        if len(windows) != 1 or None in windows:
-            return None
-        column, low, high = windows.pop()
-        ends = [F.col(column) >= low if low is not None else None,
-                F.col(column) <= high if high is not None else None]
-        found = [e for e in ends if e is not None]
-        return found[0] & found[1] if len(found) == 2 else found[0]
-
-    def _config(self, i: Instruction) -> Any:
-        """The config of the index a create instruction asks for, built by the index kind
-        answering its kind (with the distinct values per file profiled of its first column)."""
-        kind = kinds.kind_for_engine(i.kind)
-        if kind is None:
-            raise ValueError(f"no index kind {i.kind!r}")
-        profile = self._profiles.get(i.source)
-        cp = profile.columns.get(i.columns[0]) if profile is not None else None
-        return kind.config_for(i.kind, i.name, list(i.columns), list(i.included_columns),
-                               None if cp is None else cp.distinct_per_file or 0)
+        return carry_out(i, self._context, self.source_df, self.rules, self._current_demand,
+                         self._profiles)
 
 
 def existing_indexes(entries: list[IndexLogEntry]) -> list[ExistingIndex]:
