@@ -2,7 +2,8 @@
 vanilla Spark's, and the indexes it declares are used where they should be (the cache tier's
 workloads read the cache); the build-cost, pruning-cost, cache warm-up and cache planning
 benchmarks run; the star-schema benchmark advises, applies and answers as vanilla. No timing
-is asserted."""
+is asserted. Marked ``bench``: out of the default run and CI (about 10 minutes of a slow 2-core
+machine; see docs/testing.md); ``python -m pytest -m bench`` runs them."""
 from __future__ import annotations
 
 import json
@@ -10,7 +11,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = str(Path(__file__).resolve().parent.parent)
+
+pytestmark = pytest.mark.bench
 
 
 def test_every_workload_runs_with_identical_results(tmp_path):
