@@ -41,8 +41,8 @@ DELTA_MIN_USED_SHARE = 0.05   # observed 4 of this seed's first 20 (18% of its f
 DELTA_CHANGE_RATE = 0.35   # more change steps than the default lane: Delta's own are the point
 # The Iceberg lane's run (-m iceberg): rounds with Iceberg tables, changed through Iceberg.
 # Its seed for its draws (round 20261242; 20261243 too with 200 queries): merge-on-read and
-# copy-on-write tables, format versions 2 and 3, a bucket transform, tables read by name and by path, a cache, and every
-# source change (append, DELETE, UPDATE, MERGE, rewrite_data_files).
+# copy-on-write tables, format versions 2 and 3, a bucket transform, tables read by name and by
+# path, a cache, and every source change (append, DELETE, UPDATE, MERGE, rewrite_data_files).
 ICEBERG_SEED = 20261242
 ICEBERG_SECONDS = 1800.0   # a bound for a loaded machine: it stops at ICEBERG_QUERIES
 ICEBERG_QUERIES = 100      # 190 s for 200 on 2 cores at load 8-9 (200 before 2026-11-29)
