@@ -83,3 +83,23 @@ def row_groups_of(rows: int) -> dict[str, str]:
     return {"parquet.block.row.count.limit": str(rows), "parquet.block.size": "1",
             "parquet.page.size.row.check.min": str(rows),
             "parquet.page.size.row.check.max": str(rows)}
+
+
+def stats_table(entries: dict, specs: list | None = None):
+    """A data-skipping index's statistics of ``entries`` (path → FileEntry) held in memory, read
+    as a query reads an index version's; ``specs`` by default one per sketched expression found
+    (of the type first found, with a Bloom filter where a file has one)."""
+    from indexes.skipping.stats import SketchSpec
+    from indexes.skipping.store import ArrowStats, arrow_stats
+    from indexes.skipping.table import StatsTable
+
+    if specs is None:
+        types: dict[str, str] = {}
+        for e in entries.values():
+            for key, cs in e.stats.columns.items():
+                types.setdefault(key, cs.type)
+        blooms = {k for e in entries.values() for k, cs in e.stats.columns.items()
+                  if cs.bloom is not None}
+        specs = [SketchSpec(k, t, bloom_capacity=1 if k in blooms else None)
+                 for k, t in types.items()]
+    return StatsTable.of_stored(ArrowStats(arrow_stats(specs, entries)), specs)

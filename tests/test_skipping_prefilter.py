@@ -21,6 +21,7 @@ from indexes.skipping.store import DATASET, FileEntry, decode, encode
 from indexes.skipping import table as table_module
 from indexes.skipping.table import StatsTable
 from tests import test_skipping_evaluator as cases
+from tests.helpers import stats_table
 
 X = Sketched('col("x")', "long")
 S = Sketched('col("s")', "string")
@@ -35,7 +36,7 @@ def test_rules_out_only_what_the_evaluator_rules_out_on_random_files_and_filters
     checked = ruled_out = 0
     for _ in range(20_000):
         pred, stats, _rows, _ref = cases.one_case(rng)
-        table = StatsTable.of_entries({"f": FileEntry(1, 1, stats)})
+        table = stats_table({"f": FileEntry(1, 1, stats)})
         passing = prefilter.candidates(pred, table)
         if passing is None:
             continue
@@ -99,7 +100,7 @@ def _expected(condition, entries, files):
 def test_many_files_keep_exactly_what_the_evaluator_keeps():
     rng = random.Random(7)
     entries, files = many_files(rng)
-    table = StatsTable.of_entries(entries)
+    table = stats_table(entries)
     conditions = _conditions(rng)
     listing = table.listing(files)
     for condition in conditions:
@@ -170,7 +171,7 @@ def test_stored_statistics_with_bloom_filters_keep_exactly_what_the_evaluator_ke
 
 def test_the_listing_is_split_once_per_listing():
     entries, files = many_files(random.Random(3), 50)
-    table = StatsTable.of_entries(entries)
+    table = stats_table(entries)
     first = table.listing(files)
     assert table.listing(files) is first
     assert table.listing([list(f) for f in files]) is not first       # another listing object

@@ -16,6 +16,7 @@ from indexes.skipping.match import kept_files, kept_row_groups, read_in_part
 from indexes.skipping.store import DATASET, FileEntry, RowGroup, decode, encode
 from indexes.skipping.table import StatsTable
 from tests import test_skipping_evaluator as cases
+from tests.helpers import stats_table
 
 
 def _sketched(node, out):
@@ -73,7 +74,7 @@ def test_decides_as_the_evaluator_on_random_filters_and_statistics():
     for _ in range(1_500):
         pred, stats, _rows, _ref = cases.one_case(rng)
         entries = _files(rng, pred, stats, 12)
-        d, n = _check(pred, StatsTable.of_entries(entries), list(entries.values()))
+        d, n = _check(pred, stats_table(entries), list(entries.values()))
         decided, total = decided + d, total + n
     assert decided > 0.4 * total, (decided, total)
 

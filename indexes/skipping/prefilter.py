@@ -176,14 +176,11 @@ def _bits_set(data: Any, base: Any, found: list[int]) -> Any:
 
 def _without_values(blooms: Any, at: Any, values: tuple, type_: str) -> Any:
     """A numpy mask of the filters (``blooms`` at ``at``, all of it when None: an Arrow binary
-    array of stored filters of either format, nulls for none, or a list of filters) of values
-    of ``type_`` that hold none of ``values``."""
+    array of stored filters of either format, nulls for none) of values of ``type_`` that hold
+    none of ``values``."""
     import numpy as np
     import pyarrow as pa
 
-    if not isinstance(blooms, (pa.Array, pa.ChunkedArray)):
-        return np.array([b is not None and not any(B.may_hold(b, v, type_) for v in values)
-                         for b in blooms], dtype=bool)
     if isinstance(blooms, pa.ChunkedArray):
         blooms = blooms.combine_chunks()
     uniform = _uniform_without(blooms, at, values, type_)
@@ -252,7 +249,7 @@ def _filters(blooms: Any) -> tuple[Any, Any]:
     one; matrix None when there is none or they differ in length."""
     import numpy as np
 
-    if isinstance(blooms, (list, tuple)) or blooms.buffers()[2] is None:
+    if blooms.buffers()[2] is None:
         return None, None
     n = len(blooms)
     offsets = np.frombuffer(blooms.buffers()[1], dtype=np.int32)[

@@ -147,12 +147,17 @@ def parquet_bytes(table: Any) -> bytes:
     return out.getvalue()
 
 
-def encode(specs: list[SketchSpec], files: dict[str, FileEntry]) -> bytes:
-    """The Parquet bytes of an index over ``files`` (one file of the statistics)."""
+def arrow_stats(specs: list[SketchSpec], files: dict[str, FileEntry]) -> Any:
+    """The statistics of ``files`` as an Arrow table of the stored columns, in path order."""
     import pyarrow as pa
 
     rows = [r for path in sorted(files) for r in entry_rows(path, files[path])]
-    return parquet_bytes(pa.Table.from_batches([record_batch(specs, rows)]))
+    return pa.Table.from_batches([record_batch(specs, rows)])
+
+
+def encode(specs: list[SketchSpec], files: dict[str, FileEntry]) -> bytes:
+    """The Parquet bytes of an index over ``files`` (one file of the statistics)."""
+    return parquet_bytes(arrow_stats(specs, files))
 
 
 def column_stats(spec: SketchSpec, lo: Any, hi: Any, nulls: Any, values: Any,
@@ -284,3 +289,27 @@ class StoredStats:
                 total += sum(meta.row_group(g).column(j).total_uncompressed_size
                              for g in range(meta.num_row_groups))
         return total
+
+
+class ArrowStats:
+    """Statistics rows held in memory, read as :class:`StoredStats` reads its files: an Arrow
+    table of the stored columns (as :func:`arrow_stats` makes them)."""
+
+    def __init__(self, table: Any):
+        self._table = table.combine_chunks()
+
+    def read(self, columns: list[str] | None) -> Any:
+        """The ``columns`` (those present; None: all) of every row."""
+        if columns is None:
+            return self._table
+        names = set(self._table.column_names)
+        return self._table.select([c for c in columns if c in names])
+
+    def read_rows(self, column: str, rows: Any) -> Any:
+        """One column at the sorted row numbers ``rows`` (numpy; None: every row)."""
+        found = self._table.column(column).combine_chunks()
+        return found if rows is None else found.take(rows)
+
+    def column_bytes(self, column: str) -> int:
+        """The bytes of one column in memory."""
+        return self._table.column(column).nbytes

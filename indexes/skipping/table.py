@@ -21,7 +21,7 @@ from indexes.description import source_files
 from indexes.skipping.prefilter import BloomSlices, Bounds
 from indexes.skipping.stats import FileStats, SketchSpec
 from indexes.skipping.store import (BASE_COLUMNS, FileEntry, RowGroup, StoredStats, arrow_schema,
-                                    arrow_type, column_stats)
+                                    column_stats)
 
 _LISTINGS_KEPT = 8
 #: a sketch's Bloom filters (of every file of a version) are kept in memory, once read, up to
@@ -52,14 +52,11 @@ class StatsTable:
 
     def __init__(self, specs: list[SketchSpec], columns: Any,
                  blooms: Callable[[str, Any], Any],
-                 entries: list[FileEntry] | None = None,
                  slicer: Callable[[str, Any], Any] | None = None,
                  loader: Callable[[list[str]], Any] | None = None):
         """``columns``: an Arrow table of the stored columns but the Bloom filters, a file's
         row groups right after its row; ``blooms(column, rows)``: the stored filters of those
-        rows (numpy), as :meth:`blooms` gives them;
-        ``entries``: the files' entries when they are in memory already (then ``columns``
-        needs only ``file``, ``size`` and ``mtime``); ``slicer(column, rows)``: the
+        rows (numpy), as :meth:`blooms` gives them; ``slicer(column, rows)``: the
         :class:`BloomSlices` of those rows' filters, or None; ``loader(names)``: the stored
         columns ``names`` not in ``columns`` yet, as an Arrow table of the same rows (read
         when first needed: a query reads the statistics of the sketches its filter names)."""
@@ -69,7 +66,6 @@ class StatsTable:
         self.specs = specs
         self._columns = columns.combine_chunks()     # one chunk per column: take() is fast
         self._blooms = blooms
-        self._entries = entries
         self._index = {spec.key: i for i, spec in enumerate(specs)}
         columns = self._columns
         groups = columns.column("row_group") if "row_group" in columns.column_names else None
@@ -92,9 +88,14 @@ class StatsTable:
         """The statistics of the data version ``data_path`` (``layout`` as its content records
         it), without their Bloom filters, which are read when a query needs them (and kept
         when they are at most BLOOMS_KEPT_BYTES)."""
+        return StatsTable.of_stored(StoredStats(fs, data_path, layout), specs)
+
+    @staticmethod
+    def of_stored(stored: Any, specs: list[SketchSpec]) -> "StatsTable":
+        """The statistics ``stored`` holds (a :class:`StoredStats`, or an
+        :class:`indexes.skipping.store.ArrowStats` in memory) of the sketches ``specs``."""
         import pyarrow as pa
 
-        stored = StoredStats(fs, data_path, layout)
         schema = arrow_schema(specs)
         columns = stored.read(list(BASE_COLUMNS))
         if columns.num_columns == 0:   # no statistics file: no file indexed
@@ -128,34 +129,6 @@ class StatsTable:
             return BloomSlices.of(every if len(rows) == len(every) and moved is None
                                   else every.take(rows))
         return StatsTable(specs, ordered, blooms, slicer=slices, loader=loader)
-
-    @staticmethod
-    def of_entries(entries: dict[str, FileEntry],
-                   specs: list[SketchSpec] | None = None) -> "StatsTable":
-        """The statistics of ``entries`` (in memory; ``specs`` by default one per sketched key
-        found, of the type first found)."""
-        import pyarrow as pa
-
-        if specs is None:
-            types: dict[str, str] = {}
-            for e in entries.values():
-                for key, cs in e.stats.columns.items():
-                    types.setdefault(key, cs.type)
-            blooms = {k for e in entries.values() for k, cs in e.stats.columns.items()
-                      if cs.bloom is not None}
-            specs = [SketchSpec(k, t, bloom_capacity=1 if k in blooms else None)
-                     for k, t in types.items()]
-        columns = pa.table({"file": pa.array(list(entries), pa.string()),
-                            "size": pa.array([e.size for e in entries.values()], pa.int64()),
-                            "mtime": pa.array([e.mtime for e in entries.values()], pa.int64())})
-        values = list(entries.values())
-
-        def blooms(column: str, rows: Any) -> tuple[list, None]:
-            spec = specs[int(column[1:column.index("_")])]
-            found = [values[r].stats.columns.get(spec.key) for r in rows.tolist()]
-            return [cs.bloom if cs is not None and cs.type == spec.type else None
-                    for cs in found], None
-        return StatsTable(specs, columns, blooms, values)
 
     # --- files ------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -215,8 +188,7 @@ class StatsTable:
     def blooms(self, key: str, files: Any) -> tuple[Any, Any]:
         """The Bloom filters of ``key`` of the files numbered ``files`` (numpy, ascending):
         ``(array, index)``, the filters being ``array`` at ``index`` (all of it when None):
-        an Arrow array of their stored bytes (null when absent), or a list of filters for a
-        table of entries in memory."""
+        an Arrow array of their stored bytes (null when absent)."""
         return self._blooms(f"s{self._index[key]}_bloom", self._rows[files])
 
     def entries(self, files: Any, keys: set[str] | None = None) -> list[FileEntry]:
@@ -224,8 +196,6 @@ class StatsTable:
         filters only of the sketched expressions ``keys`` (None: all)."""
         import numpy as np
 
-        if self._entries is not None:
-            return [self._entries[f] for f in files.tolist()]
         if len(files) == 0:
             return []
         counts = self._ends[files] - self._rows[files]
@@ -260,32 +230,20 @@ class StatsTable:
 
     def rows(self, files: Any) -> Any:
         """The row counts of the files numbered ``files`` (numpy int64, -1 where unknown)."""
-        import numpy as np
-
-        if self._entries is not None:
-            return np.array([-1 if self._entries[f].stats.rows is None
-                             else self._entries[f].stats.rows for f in files.tolist()], np.int64)
         return self.column("rows", files).fill_null(-1).to_numpy(zero_copy_only=False)
 
     def row_groups(self, files: Any) -> Any:
         """A numpy mask over ``files`` of those whose row groups the statistics describe."""
-        import numpy as np
-
-        if self._entries is not None:
-            return np.array([bool(self._entries[f].row_groups) for f in files.tolist()], bool)
         return self._ends[files] - self._rows[files] > 1
 
     def row_groups_of(self, files: Any) -> tuple["StatsTable", Any, Any] | None:
         """The row groups of the files numbered ``files`` as files of another table:
         ``(view, groups, owner)``, ``groups`` their numbers in ``view`` (whose every row is a
-        file, without Bloom filter slices) and ``owner`` each one's position in ``files``;
-        None for a table of entries in memory."""
+        file, without Bloom filter slices) and ``owner`` each one's position in ``files``."""
         import copy
 
         import numpy as np
 
-        if self._entries is not None:
-            return None
         starts, counts = self._rows[files] + 1, self._ends[files] - self._rows[files] - 1
         owner = np.repeat(np.arange(len(files)), counts)
         first = np.cumsum(counts) - counts
@@ -311,31 +269,16 @@ class StatsTable:
         list array: the list of its values, null where unknown) and ``listed`` (a numpy mask:
         where it is known); None when no file has them."""
         import numpy as np
-        import pyarrow as pa
 
-        if self._entries is not None:
-            found = [self._entries[f].stats.columns.get(key) for f in files.tolist()]
-            found = [cs if cs is not None and cs.type == type_ else None for cs in found]
-            arrow = arrow_type(type_)
-            return {"known": np.array([cs is not None for cs in found], bool),
-                    "nulls": np.array([-1 if cs is None or cs.null_count is None
-                                       else cs.null_count for cs in found], np.int64),
-                    "min": pa.array([cs.min if cs else None for cs in found], arrow),
-                    "max": pa.array([cs.max if cs else None for cs in found], arrow),
-                    "listed": np.array([cs is not None and cs.values is not None
-                                        for cs in found], bool),
-                    "values": pa.array([list(cs.values) if cs and cs.values is not None
-                                        else None for cs in found], pa.list_(arrow))}
         i = self._index.get(key)
         if i is None or self.specs[i].type != type_:
             return None
         self._need([f"s{i}_{p}" for p in _STAT_PARTS])        # one read for the four
-        listed = self.column(f"s{i}_values", files)
-        return {"known": np.ones(len(files), bool),
-                "nulls": self.column(f"s{i}_nulls", files).fill_null(-1).to_numpy(
-                    zero_copy_only=False),
-                "min": self.column(f"s{i}_min", files), "max": self.column(f"s{i}_max", files),
-                "listed": listed.is_valid().to_numpy(zero_copy_only=False), "values": listed}
+        lo, hi, nulls, listed = (self.column(f"s{i}_{p}", files) for p in _STAT_PARTS)
+        valid = [c.is_valid().to_numpy(zero_copy_only=False) for c in (nulls, lo, hi, listed)]
+        return {"known": valid[0] | valid[1] | valid[2] | valid[3],   # a row of nulls: none
+                "nulls": nulls.fill_null(-1).to_numpy(zero_copy_only=False),
+                "min": lo, "max": hi, "listed": valid[3], "values": listed}
 
     def bounds(self, key: str, type_: str) -> Bounds:
         """Every file's bounds of the sketched expression ``key`` of type ``type_``."""
@@ -388,7 +331,8 @@ def _in_file_order(columns: Any) -> Any:
     import numpy as np
     import pyarrow.compute as pc
 
-    if "row_group" not in columns.column_names or columns.num_rows == 0:
+    if "row_group" not in columns.column_names or \
+            columns.column("row_group").null_count == columns.num_rows:   # no row groups
         return columns
     is_file = pc.is_null(columns.column("row_group")).to_numpy(zero_copy_only=False)
     owner = np.flatnonzero(is_file)[np.maximum(np.cumsum(is_file) - 1, 0)]
