@@ -236,7 +236,7 @@ class StatsTable:
         """A numpy mask over ``files`` of those whose row groups the statistics describe."""
         return self._ends[files] - self._rows[files] > 1
 
-    def row_groups_of(self, files: Any) -> tuple["StatsTable", Any, Any] | None:
+    def row_groups_of(self, files: Any) -> tuple["StatsTable", Any, Any]:
         """The row groups of the files numbered ``files`` as files of another table:
         ``(view, groups, owner)``, ``groups`` their numbers in ``view`` (whose every row is a
         file, without Bloom filter slices) and ``owner`` each one's position in ``files``."""
@@ -268,14 +268,12 @@ class StatsTable:
         ``max`` (Arrow arrays of internal values, null where unknown), ``values`` (an Arrow
         list array: the list of its values, null where unknown) and ``listed`` (a numpy mask:
         where it is known); None when no file has them."""
-        import numpy as np
-
         i = self._index.get(key)
         if i is None or self.specs[i].type != type_:
             return None
         self._need([f"s{i}_{p}" for p in _STAT_PARTS])        # one read for the four
         lo, hi, nulls, listed = (self.column(f"s{i}_{p}", files) for p in _STAT_PARTS)
-        valid = [c.is_valid().to_numpy(zero_copy_only=False) for c in (nulls, lo, hi, listed)]
+        valid = [c.is_valid().to_numpy(zero_copy_only=False) for c in (lo, hi, nulls, listed)]
         return {"known": valid[0] | valid[1] | valid[2] | valid[3],   # a row of nulls: none
                 "nulls": nulls.fill_null(-1).to_numpy(zero_copy_only=False),
                 "min": lo, "max": hi, "listed": valid[3], "values": listed}

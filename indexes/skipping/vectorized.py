@@ -90,10 +90,7 @@ def whole_files(condition: Node, table: Any, files: Any) -> Any:
     evaluator keeps every row group of (False where it is not decided here)."""
     import numpy as np
 
-    found = table.row_groups_of(files)
-    if found is None:
-        return np.zeros(len(files), dtype=bool)
-    view, groups, owner = found
+    view, groups, owner = table.row_groups_of(files)
     keep, decided = verdicts(condition, view, groups)
     return np.bincount(owner[~(keep & decided)], minlength=len(files)) == 0
 
