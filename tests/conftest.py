@@ -58,8 +58,8 @@ def spark(request, tmp_path_factory):
         confs += [{"spark.jars": ",".join(map(str, s3.s3a_jars()))}, s3.spark_conf(endpoint)]
     if any(item.get_closest_marker("delta") for item in request.session.items):
         # Delta rebuilds a table's state from its log in 50 shuffle partitions by default: the
-        # tests' tables have a few files each (Delta's own test suites set it low too); 40%
-        # of the Delta tests' time on a slow 2-core machine
+        # tests' tables have a few files each (Delta's own test suites set it low too); two
+        # Delta tests took 110 s with 50, 70 s with 2 (a slow 2-core machine, alone)
         confs += [table_formats.delta_conf(), {"spark.databricks.delta.snapshotPartitions": "2"}]
     if any(item.get_closest_marker("iceberg") for item in request.session.items):
         confs.append(table_formats.iceberg_conf(str(tmp_path_factory.mktemp("iceberg"))))
