@@ -1,10 +1,12 @@
 """Comparing a query's rows with and without the accelerator; setting the system path and
-settings; a low driver result limit; waiting for what background threads do."""
+settings; a low driver result limit; waiting for what background threads do; a data-skipping
+index's statistics held in memory."""
 from __future__ import annotations
 
 import contextlib
 import time
 from collections import Counter
+from typing import Any
 
 from accelerator import Hyperspace
 from accelerator.query.session import conf_set
@@ -90,7 +92,7 @@ def stats_table(entries: dict, specs: list | None = None):
     as a query reads an index version's; ``specs`` by default one per sketched expression found
     (of the type first found, with a Bloom filter where a file has one)."""
     from indexes.skipping.stats import SketchSpec
-    from indexes.skipping.store import ArrowStats, arrow_stats
+    from indexes.skipping.store import arrow_stats
     from indexes.skipping.table import StatsTable
 
     if specs is None:
@@ -103,3 +105,27 @@ def stats_table(entries: dict, specs: list | None = None):
         specs = [SketchSpec(k, t, bloom_capacity=1 if k in blooms else None)
                  for k, t in types.items()]
     return StatsTable.of_stored(ArrowStats(arrow_stats(specs, entries)), specs)
+
+
+class ArrowStats:
+    """Statistics rows held in memory, read as ``indexes.skipping.store.StoredStats`` reads its
+    files: an Arrow table of the stored columns (as ``arrow_stats`` makes them)."""
+
+    def __init__(self, table: Any):
+        self._table = table.combine_chunks()
+
+    def read(self, columns: list[str] | None) -> Any:
+        """The ``columns`` (those present; None: all) of every row."""
+        if columns is None:
+            return self._table
+        names = set(self._table.column_names)
+        return self._table.select([c for c in columns if c in names])
+
+    def read_rows(self, column: str, rows: Any) -> Any:
+        """One column at the sorted row numbers ``rows`` (numpy; None: every row)."""
+        found = self._table.column(column).combine_chunks()
+        return found if rows is None else found.take(rows)
+
+    def column_bytes(self, column: str) -> int:
+        """The bytes of one column in memory."""
+        return self._table.column(column).nbytes

@@ -289,27 +289,3 @@ class StoredStats:
                 total += sum(meta.row_group(g).column(j).total_uncompressed_size
                              for g in range(meta.num_row_groups))
         return total
-
-
-class ArrowStats:
-    """Statistics rows held in memory, read as :class:`StoredStats` reads its files: an Arrow
-    table of the stored columns (as :func:`arrow_stats` makes them)."""
-
-    def __init__(self, table: Any):
-        self._table = table.combine_chunks()
-
-    def read(self, columns: list[str] | None) -> Any:
-        """The ``columns`` (those present; None: all) of every row."""
-        if columns is None:
-            return self._table
-        names = set(self._table.column_names)
-        return self._table.select([c for c in columns if c in names])
-
-    def read_rows(self, column: str, rows: Any) -> Any:
-        """One column at the sorted row numbers ``rows`` (numpy; None: every row)."""
-        found = self._table.column(column).combine_chunks()
-        return found if rows is None else found.take(rows)
-
-    def column_bytes(self, column: str) -> int:
-        """The bytes of one column in memory."""
-        return self._table.column(column).nbytes

@@ -92,8 +92,8 @@ class StatsTable:
 
     @staticmethod
     def of_stored(stored: Any, specs: list[SketchSpec]) -> "StatsTable":
-        """The statistics ``stored`` holds (a :class:`StoredStats`, or an
-        :class:`indexes.skipping.store.ArrowStats` in memory) of the sketches ``specs``."""
+        """The statistics ``stored`` holds (a :class:`StoredStats`, or anything read through
+        the same three calls) of the sketches ``specs``."""
         import pyarrow as pa
 
         schema = arrow_schema(specs)
