@@ -5,36 +5,30 @@ The work happens elsewhere: the facade makes the session's
 :class:`~accelerator.context.AcceleratorContext` (the composition root) and calls its index
 operations (:mod:`indexes.actions`, through the index kinds of :mod:`indexes.kinds`), cache
 operations and rule engine (:mod:`accelerator.engine.advisor`); the rewrite is
-:mod:`accelerator.query.rewriter`'s, explain and whyNot :mod:`accelerator.api.explain`'s. The
-facade only turns their results into DataFrames (:mod:`accelerator.api.rows`).
+:mod:`accelerator.query.rewriter`'s, explain and whyNot :mod:`accelerator.api.explain`'s,
+search's checks :mod:`accelerator.api.search`'s. The facade only turns their results into
+DataFrames (:mod:`accelerator.api.rows`).
 """
 from __future__ import annotations
 
-import logging
 from typing import Any, Callable
 
 from pyspark.sql import DataFrame, SparkSession
 
 from accelerator.api import explain as explain_mod
 from accelerator.api import rows as R
+from accelerator.api import search as search_mod
 from accelerator.api.frames import local_frame
 from accelerator.context import AcceleratorContext, flush_history
 from accelerator.engine.advisor import Advisor
 from accelerator.query import session
 from accelerator.runtime.settings import RULES_PATH
 from accelerator.scheduler.service import Scheduler
-from indexes import kinds
 from indexes.actions import OperationResult
 from indexes.covering.config import CoveringIndexConfig
-from indexes.errors import InvalidIndexConfigError
-from indexes.log import IndexState
 from indexes.skipping.config import DataSkippingIndexConfig
-from indexes.source import same_source, source_mismatch, source_name
-from indexes.text import search as text_search
 from indexes.text.config import TextIndexConfig
 from rules.user_rules import load_rules_file
-
-log = logging.getLogger("accelerator.api.hyperspace")
 
 
 class Hyperspace:
@@ -178,42 +172,7 @@ class Hyperspace:
         text index over ``df``'s source or the query does not parse, and
         UnsupportedSourceError when ``df`` does not read files directly.
         """
-        entry = self.context.lifecycle().get(indexName)
-        if not getattr(kinds.kind_of(entry), "searchable", False):
-            raise InvalidIndexConfigError(
-                f"index '{entry.name}' is a {kinds.display_name(entry)}; search needs a text index "
-                "(TextIndexConfig)")
-        if entry.state is not IndexState.ACTIVE:
-            raise InvalidIndexConfigError(
-                f"index '{entry.name}' is {entry.state}; search needs an ACTIVE index")
-        source = self.context.sources.describe_source(df)
-        if not same_source(entry.source, source):
-            raise InvalidIndexConfigError(
-                f"index '{entry.name}' is over {source_name(entry.source)}, "
-                f"the DataFrame reads {source_name(source)}")
-        mismatch = source_mismatch(entry.source, source, source.schema, check_files=False)
-        if mismatch:
-            raise InvalidIndexConfigError(f"index '{entry.name}' cannot answer this DataFrame: "
-                                          f"{mismatch}; refresh the index")
-        if score and source.read_format != "parquet":
-            raise InvalidIndexConfigError(
-                f"index '{entry.name}': score=True needs a Parquet source (rows are matched to "
-                f"the index by their position in the file); the source is "
-                f"{source.read_format}")
-        try:
-            text_search.check_query(query)
-        except ValueError as e:
-            raise InvalidIndexConfigError(
-                f"index '{entry.name}': invalid full-text query {query!r}: {e}") from None
-        reader = session.rewriter(self.spark).state(entry, self.context.settings())
-        if score and not reader.scores_rows():
-            raise InvalidIndexConfigError(
-                f"index '{entry.name}': score=True needs an index of one document per row; this "
-                "one holds groups of rows: recreate it with TextIndexConfig(..., scoring=True)")
-        self.context.sources.prepare_executors(kinds.kind_of(entry))
-        with session.suspended(self.spark):
-            return text_search.search(self.context.sources.files_frame(df), entry, source,
-                                      reader, query, score)
+        return search_mod.search(self.context, df, indexName, query, score)
 
     # --- listing ------------------------------------------------------------------------
     def indexes(self) -> DataFrame:
