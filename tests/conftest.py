@@ -1,6 +1,6 @@
 """One local[2] SparkSession for the whole test run, and a fresh system path per test; the
 session-wide services of the environment tests (``hdfs``, ``s3``: tests/services/); the
-longest test files first."""
+longest test files first; the JVM options of every Spark driver of the run."""
 from __future__ import annotations
 
 import os
@@ -10,7 +10,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from tests.helpers import using_system_path
-from tests.services import table_formats
+from tests.services import driver_jvm, table_formats
 
 # The test files that take longest (the fuzz test: 9 of the suite's 2 x 20 minutes), run first:
 # under the README's `-n 2 --dist loadfile` (with pyproject's `--no-loadscope-reorder`) one
@@ -19,6 +19,17 @@ from tests.services import table_formats
 # standalone cluster): the suite took 35.5 minutes instead of 31, probably those multi-process
 # files contending with the fuzz test where light files had filled the gaps it leaves.)
 LONGEST_FIRST = ("test_fuzz.py", "test_crash_consistency.py")
+
+
+def pytest_configure(config):
+    """Before any JVM starts, in the process that starts pytest's workers (they inherit its
+    environment): ``SPARK_SUBMIT_OPTS`` gives every driver JVM the run starts, its own
+    sessions' and those of the processes tests start, the quick JIT and this Spark install's
+    class archive (tests/services/driver_jvm.py)."""
+    if hasattr(config, "workerinput"):
+        return
+    os.environ["SPARK_SUBMIT_OPTS"] = " ".join(
+        filter(None, [os.environ.get("SPARK_SUBMIT_OPTS"), driver_jvm.spark_submit_opts()]))
 
 
 def pytest_collection_modifyitems(items):
