@@ -31,6 +31,7 @@ import sys
 from pathlib import Path
 
 from accelerator.runtime.jvm import cache_dir, spark_jars_dir
+from indexes.errors import JvmSetupError
 from tests.services.maven import materialize
 
 ARCHIVE = "spark.jsa"
@@ -62,7 +63,8 @@ def _train(out: Path) -> None:
     """Runs :func:`main` in a new process whose driver writes the classes it loaded into
     ``out/spark.jsa`` as it exits."""
     out.mkdir()
-    env = dict(os.environ, SPARK_SUBMIT_OPTS=f"{QUICK_JIT} -XX:ArchiveClassesAtExit={out / ARCHIVE}",
+    env = dict(os.environ,
+               SPARK_SUBMIT_OPTS=f"{QUICK_JIT} -XX:ArchiveClassesAtExit={out / ARCHIVE}",
                PYSPARK_PYTHON=os.environ.get("PYSPARK_PYTHON", sys.executable))
     done = subprocess.run([sys.executable, "-m", "tests.services.driver_jvm", str(out)],
                           env=env, capture_output=True, text=True, timeout=TRAINING_TIMEOUT_S,
@@ -79,7 +81,7 @@ def spark_submit_opts() -> str:
     when missing; left out, with the reason on standard error, when it cannot be made)."""
     try:
         target = materialize(cache_dir() / "class-archives" / archive_key(), _train)
-    except (OSError, RuntimeError, subprocess.SubprocessError) as e:
+    except (OSError, RuntimeError, subprocess.SubprocessError, JvmSetupError) as e:
         print(f"tests: no class archive for the JVMs ({e}); they load Spark's classes one by one",
               file=sys.stderr)
         return QUICK_JIT
