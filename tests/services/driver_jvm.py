@@ -32,6 +32,7 @@ from pathlib import Path
 
 from accelerator.runtime.jvm import cache_dir, spark_jars_dir
 from indexes.errors import JvmSetupError
+from tests.services.hdfs import jdk_tool
 from tests.services.maven import materialize
 
 ARCHIVE = "spark.jsa"
@@ -42,16 +43,10 @@ QUICK_JIT = "-XX:TieredStopAtLevel=1"
 QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
 
 
-def _java() -> str:
-    """The java ``spark-submit`` runs: ``$JAVA_HOME/bin/java``, else the one on the path."""
-    home = os.environ.get("JAVA_HOME")
-    return os.path.join(home, "bin", "java") if home else (shutil.which("java") or "java")
-
-
 def archive_key() -> str:
     """What an archive is valid for: the java (its path and version) and Spark's jars (their
     directory, names, sizes and times), hashed."""
-    java = _java()
+    java = jdk_tool("java")
     version = subprocess.run([java, "-version"], capture_output=True, text=True).stderr
     jars = spark_jars_dir()
     listing = [(p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in sorted(jars.glob("*.jar"))]

@@ -34,7 +34,9 @@ class Hdfs:
         self._service.stop()
 
 
-def _java(tool: str) -> str:
+def jdk_tool(tool: str) -> str:
+    """The JDK's ``tool`` (``java``, ``javac``) as Spark's launcher finds java: under
+    ``JAVA_HOME``, else on the path."""
     home = os.environ.get("JAVA_HOME")
     if home and (Path(home) / "bin" / tool).exists():
         return str(Path(home) / "bin" / tool)
@@ -50,7 +52,7 @@ def class_path() -> str:
     digest = hashlib.sha256(source + version.encode()).hexdigest()[:12]
 
     def compile_into(classes: Path) -> None:
-        result = subprocess.run([_java("javac"), "-nowarn", "--release", "17", "-cp", classpath,
+        result = subprocess.run([jdk_tool("javac"), "-nowarn", "--release", "17", "-cp", classpath,
                                  "-d", str(classes), str(LAUNCHER)], capture_output=True, text=True)
         if result.returncode != 0:
             raise ServiceError(f"compiling {LAUNCHER} failed:\n{result.stdout}{result.stderr}")
@@ -63,6 +65,6 @@ def start_hdfs(tmp_dir: str | os.PathLike) -> Hdfs:
     """Starts a MiniDFSCluster storing its blocks under ``tmp_dir`` (its log is
     ``tmp_dir/minihdfs.log``); raises ServiceError with the log's tail when it cannot start."""
     base = Path(tmp_dir)
-    command = [_java("java"), "-Xmx512m", "-Djava.net.preferIPv4Stack=true", "-cp", class_path(),
+    command = [jdk_tool("java"), "-Xmx512m", "-Djava.net.preferIPv4Stack=true", "-cp", class_path(),
                "MiniHdfs", str(base / "data")]
     return Hdfs(ServiceProcess("MiniDFSCluster", command, base / "minihdfs.log", "MINIHDFS "))
