@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import threading
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -109,6 +110,34 @@ def test_a_feed_hands_each_recorder_its_own_executions():
     assert feed.take({"x"}) == []
     now[0] = 200.0                                   # nobody claimed it for a minute: dropped
     assert feed.take({"late"}) == []
+
+
+def test_an_execution_another_recorder_is_draining_reaches_its_own_recorder():
+    """Two recorders share a JVM's feed: while one drains the report of the other's query,
+    the other's write waits for it instead of writing its record without the cost."""
+    draining, release = threading.Event(), threading.Event()
+    reports = [_report("mine", 10)]
+
+    def drain() -> str:
+        if not reports:
+            return ""
+        report = reports.pop()          # taken from the JVM's queue, not yet sorted
+        draining.set()
+        release.wait(5)
+        return report
+
+    feed = ExecutionFeed(drain)
+    other = threading.Thread(target=feed.take, args=({"theirs"},))
+    other.start()
+    assert draining.wait(5)
+    taken: list[list[Execution]] = []
+    mine = threading.Thread(target=lambda: taken.append(feed.take({"mine"})))
+    mine.start()
+    mine.join(0.5)              # without one drain at a time, this take has returned nothing
+    release.set()
+    other.join(5)
+    mine.join(5)
+    assert [[e.query_id for e in t] for t in taken] == [["mine"]]
 
 
 def test_a_failing_feed_yields_nothing():

@@ -164,14 +164,16 @@ class ExecutionFeed:
 
     def take(self, query_ids: Collection[str]) -> list[Execution]:
         """The executions of ``query_ids`` reported so far (each returned once). Never raises:
-        a failing ``drain`` is logged and yields nothing new."""
-        try:
-            fresh = parse_executions(self._drain() or "")
-        except Exception:  # noqa: BLE001 - the history is best effort
-            log.debug("could not read execution reports", exc_info=True)
-            fresh = []
-        now = self._clock()
+        a failing ``drain`` is logged and yields nothing new. One caller at a time drains and
+        sorts (an execution another recorder drained is already among the kept ones when the
+        next caller looks)."""
         with self._lock:
+            try:
+                fresh = parse_executions(self._drain() or "")
+            except Exception:  # noqa: BLE001 - the history is best effort
+                log.debug("could not read execution reports", exc_info=True)
+                fresh = []
+            now = self._clock()
             pending = [(t, e) for t, e in self._pending if now - t < UNCLAIMED_KEEP_S]
             pending += [(now, e) for e in fresh]
             mine = [e for _, e in pending if e.query_id in query_ids]
