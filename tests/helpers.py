@@ -1,9 +1,10 @@
 """Comparing a query's rows with and without the accelerator; setting the system path and
-settings; a low driver result limit; waiting for what background threads do; a data-skipping
-index's statistics held in memory."""
+settings; a low driver result limit; waiting for what background threads do; a test's own copy
+of sources written once per module; a data-skipping index's statistics held in memory."""
 from __future__ import annotations
 
 import contextlib
+import shutil
 import time
 from collections import Counter
 from typing import Any
@@ -76,6 +77,13 @@ def eventually(condition, timeout_s: float = 20.0) -> bool:
             return False
         time.sleep(0.01)
     return True
+
+
+def own_copy(written: Any, tmp_path: Any, *names: str) -> list[str]:
+    """Paths of a test's own copies (under ``tmp_path``) of the sources ``names`` its module's
+    fixture wrote once with Spark under ``written``: the same files, each test free to change
+    its copy, without a Spark job per test."""
+    return [str(shutil.copytree(written / name, tmp_path / name)) for name in names]
 
 
 def row_groups_of(rows: int) -> dict[str, str]:

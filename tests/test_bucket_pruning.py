@@ -16,19 +16,26 @@ import pytest
 from pyspark.sql import functions as F
 
 from accelerator import Hyperspace, IndexConfig
-from tests.helpers import rows, session_conf, vanilla
+from tests.helpers import own_copy, rows, session_conf, vanilla
 
 SCHEMA = "k long, s string, v string, n struct<b:int, c:string>"
 BUCKETS = 4      # the test session's spark.accelerator.index.numBuckets
 ALL = set(range(BUCKETS))
 
 
-@pytest.fixture
-def source(spark, tmp_path):
-    path = str(tmp_path / "src")
+@pytest.fixture(scope="module")
+def written(spark, tmp_path_factory):
+    """The source, written once for the module (each test gets a copy: ``source``)."""
+    base = tmp_path_factory.mktemp("written")
     data = [(i, f"s{i % 37}", f"v{i}", (i % 23, f"c{i}")) for i in range(400)]
     data += [(None, None, "null-key", None)]
-    spark.createDataFrame(data, SCHEMA).repartition(3).write.parquet(path)
+    spark.createDataFrame(data, SCHEMA).repartition(3).write.parquet(str(base / "src"))
+    return base
+
+
+@pytest.fixture
+def source(written, tmp_path):
+    (path,) = own_copy(written, tmp_path, "src")
     return path
 
 

@@ -17,7 +17,7 @@ from accelerator import (
     TextIndexConfig,
     ValueListSketch,
 )
-from tests.helpers import rows, vanilla
+from tests.helpers import own_copy, rows, vanilla
 
 
 def check(spark, df, expected_files: int | None = None):
@@ -25,15 +25,6 @@ def check(spark, df, expected_files: int | None = None):
     assert rows(df) == vanilla(spark, lambda: df)
     if expected_files is not None:
         assert len(df.inputFiles()) == expected_files, df.inputFiles()
-
-
-@pytest.fixture
-def range_path(spark, tmp_path):
-    """spark.range(100) in 100 files, one id per file."""
-    path = str(tmp_path / "range")
-    spark.range(100).repartitionByRange(100, "id").write.parquet(path)
-    assert len(spark.read.parquet(path).inputFiles()) == 100
-    return path
 
 
 EVENTS_SCHEMA = ("id long, ts timestamp, user struct<id:long, country:string>, os string, "
@@ -50,13 +41,30 @@ def event_rows(n: int, files: int):
     return out
 
 
-@pytest.fixture
-def events_path(spark, tmp_path):
-    """8 files of 50 events, clustered by id; nested user (sometimes null), JSON payload."""
-    path = str(tmp_path / "events")
+@pytest.fixture(scope="module")
+def written(spark, tmp_path_factory):
+    """The sources of ``range_path`` and ``events_path``, written by Spark once for the
+    module; each test reads (and may change) a copy of its own."""
+    base = tmp_path_factory.mktemp("sources")
+    spark.range(100).repartitionByRange(100, "id").write.parquet(str(base / "range"))
     df = spark.createDataFrame(event_rows(400, 8), EVENTS_SCHEMA)
     df = df.withColumn("ts", F.timestamp_seconds(F.lit(1_700_000_000) + F.col("id") * 60))
-    df.repartitionByRange(8, "id").write.parquet(path)
+    df.repartitionByRange(8, "id").write.parquet(str(base / "events"))
+    return base
+
+
+@pytest.fixture
+def range_path(spark, written, tmp_path):
+    """spark.range(100) in 100 files, one id per file."""
+    (path,) = own_copy(written, tmp_path, "range")
+    assert len(spark.read.parquet(path).inputFiles()) == 100
+    return path
+
+
+@pytest.fixture
+def events_path(written, tmp_path):
+    """8 files of 50 events, clustered by id; nested user (sometimes null), JSON payload."""
+    (path,) = own_copy(written, tmp_path, "events")
     return path
 
 

@@ -11,7 +11,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from accelerator import DataSkippingIndexConfig, MinMaxSketch
-from tests.helpers import bag, row_groups_of, session_conf, vanilla
+from tests.helpers import bag, own_copy, row_groups_of, session_conf, vanilla
 
 FILES = 10           # fact files of keys 10i .. 10i+9; one more holds only null keys
 
@@ -24,11 +24,11 @@ def small_facts_prune(spark):
         yield
 
 
-@pytest.fixture
-def star(spark, tmp_path):
-    """(fact path, dimension path): 10 date-clustered fact files and one of null keys; the
-    date dimension's keys 0..99, month d_moy = key // 10, year 2000 + key // 50."""
-    fact, dim = str(tmp_path / "sales"), str(tmp_path / "dates")
+@pytest.fixture(scope="module")
+def star_written(spark, tmp_path_factory):
+    """The star's files, written by Spark once for the module (see ``star``)."""
+    base = tmp_path_factory.mktemp("star")
+    fact, dim = str(base / "sales"), str(base / "dates")
     for i in range(FILES):
         part = [(10 * i + j % 10, float(j)) for j in range(20)]
         spark.createDataFrame(part, "ss_sold_date_sk int, amt double").coalesce(1) \
@@ -38,6 +38,14 @@ def star(spark, tmp_path):
     spark.createDataFrame([(k, 2000 + k // 50, k // 10) for k in range(100)] + [(None, 2000, 3)],
                           "d_date_sk int, d_year int, d_moy int") \
         .coalesce(1).write.parquet(dim)
+    return base
+
+
+@pytest.fixture
+def star(star_written, tmp_path):
+    """(fact path, dimension path), a test's own copy: 10 date-clustered fact files and one of
+    null keys; the date dimension's keys 0..99, month d_moy = key // 10, year 2000 + key // 50."""
+    fact, dim = own_copy(star_written, tmp_path, "sales", "dates")
     return fact, dim
 
 

@@ -9,7 +9,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from accelerator import Hyperspace, IndexConfig
-from tests.helpers import bucket_union, rows, session_conf, vanilla
+from tests.helpers import bucket_union, own_copy, rows, session_conf, vanilla
 
 LEFT = "id long, k long, v string, nested struct<cnt:int, tag:string>"
 RIGHT = "rid long, k2 long, w string, nested struct<cnt:int, note:string>"
@@ -24,13 +24,20 @@ def no_broadcast(spark):
     spark.conf.set("spark.sql.autoBroadcastJoinThreshold", previous)
 
 
-@pytest.fixture
-def tables(spark, tmp_path, no_broadcast):
-    left, right = str(tmp_path / "left"), str(tmp_path / "right")
+@pytest.fixture(scope="module")
+def written(spark, tmp_path_factory):
+    """The two tables, written once for the module (each test gets copies: ``tables``)."""
+    base = tmp_path_factory.mktemp("written")
     spark.createDataFrame([(i, i % 50, f"v{i}", (i % 20, f"t{i % 3}")) for i in range(400)],
-                          LEFT).repartition(4).write.parquet(left)
+                          LEFT).repartition(4).write.parquet(str(base / "left"))
     spark.createDataFrame([(i, i % 70, f"w{i}", (i % 20, f"n{i % 4}")) for i in range(300)],
-                          RIGHT).repartition(3).write.parquet(right)
+                          RIGHT).repartition(3).write.parquet(str(base / "right"))
+    return base
+
+
+@pytest.fixture
+def tables(written, tmp_path, no_broadcast):
+    left, right = own_copy(written, tmp_path, "left", "right")
     return left, right
 
 
