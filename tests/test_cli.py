@@ -16,7 +16,7 @@ from pyspark.sql import SparkSession
 from accelerator import Hyperspace
 from accelerator.commands.cli import main
 from accelerator.runtime.settings import ENABLED, SYSTEM_PATH
-from tests.helpers import using_system_path
+from tests.helpers import own_copy, using_system_path
 
 REPO = str(Path(__file__).resolve().parent.parent)
 COMMAND = str(Path(sys.executable).parent / "accelerator")   # the installed console script
@@ -42,13 +42,20 @@ def sql(path: str, where: str) -> str:
     return f"SELECT id FROM parquet.`{path}` WHERE {where}"
 
 
-@pytest.fixture
-def source(spark, tmp_path):
-    """A Parquet source of 200 rows in 4 files (ids 0-49, 50-99, ... one range per file)."""
-    path = str(tmp_path / "source")
+@pytest.fixture(scope="module")
+def written(spark, tmp_path_factory):
+    """The source, written once for the module (each test gets a copy: ``source``)."""
+    base = tmp_path_factory.mktemp("written")
     (spark.range(200, numPartitions=4)
         .selectExpr("id", "id % 7 AS k", "concat('message ', id) AS msg")
-        .write.parquet(path))
+        .write.parquet(str(base / "source")))
+    return base
+
+
+@pytest.fixture
+def source(written, tmp_path):
+    """A Parquet source of 200 rows in 4 files (ids 0-49, 50-99, ... one range per file)."""
+    (path,) = own_copy(written, tmp_path, "source")
     return path
 
 

@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from accelerator import Hyperspace, IndexConfig
-from accelerator.api import rows as R
 from accelerator.api.frames import local_frame
 from accelerator.commands import system_path as sp
 from accelerator.commands import table

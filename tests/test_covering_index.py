@@ -17,7 +17,7 @@ from accelerator import (
     IndexStateError,
 )
 from indexes.errors import AcceleratorError
-from tests.helpers import rows, vanilla
+from tests.helpers import own_copy, rows, vanilla
 
 NESTED_SCHEMA = "id int, name string, nested struct<field1:string, nst:struct<field1:string, field2:string>>"
 
@@ -26,10 +26,19 @@ def nested_rows(n: int):
     return [(i, f"name{i}", (f"va{i}", (f"wa{i % 7}", f"wb{i}"))) for i in range(n)]
 
 
+@pytest.fixture(scope="module")
+def written(spark, tmp_path_factory):
+    """The nested source, written once for the module (each test gets a copy:
+    ``nested_path``)."""
+    base = tmp_path_factory.mktemp("written")
+    spark.createDataFrame(nested_rows(200), NESTED_SCHEMA).repartition(4) \
+        .write.parquet(str(base / "nested"))
+    return base
+
+
 @pytest.fixture
-def nested_path(spark, tmp_path):
-    path = str(tmp_path / "nested")
-    spark.createDataFrame(nested_rows(200), NESTED_SCHEMA).repartition(4).write.parquet(path)
+def nested_path(written, tmp_path):
+    (path,) = own_copy(written, tmp_path, "nested")
     return path
 
 

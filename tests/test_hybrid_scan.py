@@ -10,7 +10,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from accelerator import IndexConfig
-from tests.helpers import rows, vanilla
+from tests.helpers import own_copy, rows, vanilla
 
 SCHEMA = "id long, part string, payload struct<code:string, size:int>"
 
@@ -19,10 +19,17 @@ def data(ids, part=lambda i: f"p{i % 3}"):
     return [(i, part(i), (f"c{i % 10}", i)) for i in ids]
 
 
+@pytest.fixture(scope="module")
+def written(spark, tmp_path_factory):
+    """The source, written once for the module (each test gets a copy: ``source``)."""
+    base = tmp_path_factory.mktemp("written")
+    spark.createDataFrame(data(range(600)), SCHEMA).repartition(6).write.parquet(str(base / "src"))
+    return base
+
+
 @pytest.fixture
-def source(spark, tmp_path):
-    path = str(tmp_path / "src")
-    spark.createDataFrame(data(range(600)), SCHEMA).repartition(6).write.parquet(path)
+def source(written, tmp_path):
+    (path,) = own_copy(written, tmp_path, "src")
     return path
 
 

@@ -17,17 +17,32 @@ from accelerator import (
     MinMaxSketch,
     TextIndexConfig,
 )
-from tests.helpers import bucket_union, rows, session_conf, vanilla
+from tests.helpers import bucket_union, own_copy, rows, session_conf, vanilla
 from tests.test_hybrid_scan import SCHEMA, append, data, query, split_files, why
 from tests.test_join_rule import assert_same, joined
 
 LINEAGE = {"spark__accelerator__index__lineage__enabled": "true"}
 
 
+@pytest.fixture(scope="module")
+def written(spark, tmp_path_factory):
+    """The sources, written once for the module (each test gets copies: ``source``,
+    ``join_tables``)."""
+    base = tmp_path_factory.mktemp("written")
+    spark.createDataFrame(data(range(1000)), SCHEMA).repartition(10) \
+        .write.parquet(str(base / "src"))
+    spark.createDataFrame([(i, i % 50, f"v{i}") for i in range(400)],
+                          "id long, k long, v string").repartition(8) \
+        .write.parquet(str(base / "left"))
+    spark.createDataFrame([(i, i % 70, f"w{i}") for i in range(300)],
+                          "rid long, k2 long, w string").repartition(6) \
+        .write.parquet(str(base / "right"))
+    return base
+
+
 @pytest.fixture
-def source(spark, tmp_path):
-    path = str(tmp_path / "src")
-    spark.createDataFrame(data(range(1000)), SCHEMA).repartition(10).write.parquet(path)
+def source(written, tmp_path):
+    (path,) = own_copy(written, tmp_path, "src")
     return path
 
 
@@ -126,12 +141,8 @@ def test_lineage_column_name_taken_by_the_source(spark, hs, tmp_path):
 
 
 @pytest.fixture
-def join_tables(spark, tmp_path):
-    left, right = str(tmp_path / "left"), str(tmp_path / "right")
-    spark.createDataFrame([(i, i % 50, f"v{i}") for i in range(400)], "id long, k long, v string") \
-        .repartition(8).write.parquet(left)
-    spark.createDataFrame([(i, i % 70, f"w{i}") for i in range(300)], "rid long, k2 long, w string") \
-        .repartition(6).write.parquet(right)
+def join_tables(written, tmp_path):
+    left, right = own_copy(written, tmp_path, "left", "right")
     return left, right
 
 

@@ -15,16 +15,23 @@ from pathlib import Path
 import pytest
 
 from accelerator import IndexConfig, InvalidIndexConfigError
-from tests.helpers import rows, session_conf, vanilla
+from tests.helpers import own_copy, rows, session_conf, vanilla
 from tests.test_hybrid_scan import SCHEMA, append, data, split_files
 
 REPO = str(Path(__file__).resolve().parent.parent)
 
 
+@pytest.fixture(scope="module")
+def written(spark, tmp_path_factory):
+    """The source, written once for the module (each test gets a copy: ``source``)."""
+    base = tmp_path_factory.mktemp("written")
+    spark.createDataFrame(data(range(600)), SCHEMA).repartition(3).write.parquet(str(base / "src"))
+    return base
+
+
 @pytest.fixture
-def source(spark, tmp_path):
-    path = str(tmp_path / "src")
-    spark.createDataFrame(data(range(600)), SCHEMA).repartition(3).write.parquet(path)
+def source(written, tmp_path):
+    (path,) = own_copy(written, tmp_path, "src")
     return path
 
 

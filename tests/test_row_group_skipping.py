@@ -21,7 +21,7 @@ from indexes.skipping.ir import Cmp, Lit, Sketched
 from indexes.skipping.match import kept_row_groups
 from indexes.skipping.stats import ColumnStats, FileStats, SketchSpec
 from indexes.skipping.store import FileEntry, RowGroup, decode, encode
-from tests.helpers import row_groups_of, rows, session_conf, vanilla
+from tests.helpers import own_copy, row_groups_of, rows, session_conf, vanilla
 
 ROW_GROUP = 1000
 
@@ -104,11 +104,11 @@ def physical(df) -> str:
     return df._jdf.queryExecution().executedPlan().toString()
 
 
-@pytest.fixture
-def clustered_path(spark, tmp_path):
-    """Two files of 6,000 events, each in row groups of ROW_GROUP rows, clustered by id, with a
-    JSON payload holding the id as text; file 0 has a gap of ids (2,000-3,999)."""
-    path = str(tmp_path / "clustered")
+@pytest.fixture(scope="module")
+def written(spark, tmp_path_factory):
+    """The clustered events, written once for the module (see ``clustered_path``)."""
+    base = tmp_path_factory.mktemp("written")
+    path = str(base / "clustered")
     for condition in ("id < 2000 or id between 4000 and 7999", "id >= 8000"):
         ids = spark.range(0, 14000, 1, 1).where(condition)
         df = ids.select("id", (F.col("id") % 97).alias("bucket"),
@@ -116,6 +116,15 @@ def clustered_path(spark, tmp_path):
                         .alias("payload"))
         (df.write.mode("append").options(**row_groups_of(ROW_GROUP))
          .parquet(path))
+    return base
+
+
+@pytest.fixture
+def clustered_path(written, tmp_path):
+    """A test's copy of two files of 6,000 events, each in row groups of ROW_GROUP rows,
+    clustered by id, with a JSON payload holding the id as text; file 0 has a gap of ids
+    (2,000-3,999)."""
+    (path,) = own_copy(written, tmp_path, "clustered")
     return path
 
 

@@ -4,11 +4,9 @@ hold what was added; format 1 (pybloom_live) filters are still read."""
 from __future__ import annotations
 
 import math
-from datetime import date, datetime
 from decimal import Decimal
 
 import numpy as np
-import pytest
 
 from indexes.skipping import bloom as B
 from indexes.skipping import values as V

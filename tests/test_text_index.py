@@ -17,7 +17,7 @@ from accelerator import (
     TextIndexConfig,
 )
 from indexes.text import literals as L
-from tests.helpers import rows, using_system_path, vanilla
+from tests.helpers import own_copy, rows, using_system_path, vanilla
 from tests.test_text_literals import like_matches
 
 SCHEMA = "id long, message string, mail struct<subject:string, body:string>"
@@ -39,9 +39,18 @@ def write_logs(spark, path: str) -> str:
     return path
 
 
+@pytest.fixture(scope="module")
+def written(spark, tmp_path_factory):
+    """The logs, written once for the module (each test gets a copy: ``logs``)."""
+    base = tmp_path_factory.mktemp("written")
+    write_logs(spark, str(base / "logs"))
+    return base
+
+
 @pytest.fixture
-def logs(spark, tmp_path):
-    return write_logs(spark, str(tmp_path / "logs"))
+def logs(written, tmp_path):
+    (path,) = own_copy(written, tmp_path, "logs")
+    return path
 
 
 @pytest.fixture(scope="module")

@@ -140,7 +140,6 @@ class Query:
         DataFrame API over the views ``t`` and ``u``, as an expression."""
         if self.shape in LATER_SHAPES:
             return getattr(self, f"_{self.shape}_code")()
-        t, u = _view_code("t"), _view_code("u")
         t_filtered = _filtered_code("t", self.pred)
         u_filtered = _filtered_code("u", self.pred2)
         cols = self._cols_code()
