@@ -54,10 +54,10 @@ def logs(written, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def indexed_logs(spark, tmp_path_factory):
+def indexed_logs(spark, written, tmp_path_factory):
     """Logs with the text index "txt" on message, built once for the tests that only query."""
     base = tmp_path_factory.mktemp("indexed")
-    path = write_logs(spark, str(base / "logs"))
+    (path,) = own_copy(written, base, "logs")
     with using_system_path(spark, str(base / "indexes")):
         Hyperspace(spark).createIndex(spark.read.parquet(path), TextIndexConfig("txt", column="message"))
     return path, str(base / "indexes")
