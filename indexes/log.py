@@ -4,6 +4,8 @@ Layout (see docs/architecture.md, section 7, "On-disk layout")::
 
     <index path>/_log/0.json, 1.json, ...   one entry per lifecycle step, never rewritten
     <index path>/_log/latestStable          a copy of the newest entry in a stable state
+    <index path>/_log/files/<sha256>.parquet the source files of entries that list many
+                                            (see :mod:`indexes.log_files`)
 
 Entries are created with create-if-absent semantics (``FileSystem.create_exclusive``: on Hadoop
 file systems a temp file linked or renamed into place atomically, on S3 a conditional PUT), so
@@ -24,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Any
 
+from indexes import log_files
 from indexes.description import SourceDescription
 from indexes.errors import CorruptLogError
 from indexes.fs import FileSystem
@@ -163,17 +166,19 @@ class IndexLogEntry:
         return replace(self, id=id, state=state, timestamp=now_ms(), **changes)
 
 
-def _parsed(path: str, text: str) -> IndexLogEntry:
-    """The entry ``text`` (read from ``path``) holds: the one parsed last time when the text is
+def _parsed(path: str, text: str, fs: FileSystem) -> IndexLogEntry:
+    """The entry ``text`` (read from ``path`` on ``fs``) holds, its source's files read back
+    from beside the log when they were kept there: the one parsed last time when the text is
     the same (entries are not changed once written: the same object, so what is derived from
     it per version stays derived), else parsed; raises ValueError as
-    :meth:`IndexLogEntry.from_json`."""
+    :meth:`IndexLogEntry.from_json` (or when the files it names cannot be read)."""
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
     with _PARSED_LOCK:
         found = _PARSED.get(path)
     if found is not None and found[0] == digest:
         return found[1]
     entry = IndexLogEntry.from_json(text)
+    entry = replace(entry, source=log_files.resolved(fs, path.rsplit("/", 1)[0], entry.source))
     with _PARSED_LOCK:
         if path not in _PARSED and len(_PARSED) >= _PARSED_KEPT:
             _PARSED.pop(next(iter(_PARSED)))
@@ -227,8 +232,10 @@ class IndexLogManager:
         remedy = (f"it was modified outside the accelerator: restore it from a backup, or "
                   f"remove the index and its data with vacuum('{self._dir_name}')")
         try:
-            entry = _parsed(path, text)
+            entry = _parsed(path, text, self._fs)
         except ValueError as exc:
+            if not self._fs.exists(path):  # its listing went with it (e.g. a vacuum)
+                return None
             raise CorruptLogError(f"index log entry {path} is corrupt ({exc}); {remedy}",
                                   path) from exc
         if entry.id != id:
@@ -278,7 +285,7 @@ class IndexLogManager:
         try:
             if not self._fs.exists(path):
                 return None
-            entry = IndexLogEntry.from_json(self._fs.read_text(path))
+            entry = _parsed(path, self._fs.read_text(path), self._fs)
         except Exception as exc:  # partial or replaced meanwhile: fall back to a scan
             logger.debug("ignoring unreadable %s: %s", path, exc)
             return None
@@ -305,12 +312,18 @@ class IndexLogManager:
                 return entry
         return copy if floor >= 0 else None
 
+    def _stored_json(self, entry: IndexLogEntry) -> str:
+        """The text of ``entry`` as the log stores it: its source's files beside the log when
+        they are many (written first, see :mod:`indexes.log_files`)."""
+        source = log_files.stored(self._fs, self.log_path, entry.source)
+        return (entry if source is entry.source else replace(entry, source=source)).to_json()
+
     def write(self, entry: IndexLogEntry) -> bool:
         """Writes ``entry`` as ``<id>.json`` only if that id is free; returns whether it was.
 
         False means another writer already took the id (lost race).
         """
-        won = self._fs.create_exclusive(self._entry_path(entry.id), entry.to_json())
+        won = self._fs.create_exclusive(self._entry_path(entry.id), self._stored_json(entry))
         if won:
             logger.debug("wrote %s entry %d (%s)", self.index_path, entry.id, entry.state)
         else:
@@ -327,7 +340,7 @@ class IndexLogManager:
             raise ValueError(f"latestStable must hold a stable entry, not {entry.state}")
         target = f"{self.log_path}/{LATEST_STABLE}"
         tmp = f"{target}.{uuid.uuid4().hex}.tmp"
-        self._fs.write_text(tmp, entry.to_json(), overwrite=False)
+        self._fs.write_text(tmp, self._stored_json(entry), overwrite=False)
         try:
             self._fs.delete(target, recursive=False)
             if not self._fs.rename(tmp, target):

@@ -1,6 +1,7 @@
 """One local[2] SparkSession for the whole test run, and a fresh system path per test; the
 session-wide services of the environment tests (``hdfs``, ``s3``: tests/services/); the
-longest test files first; the JVM options of every Spark driver of the run."""
+longest test files first; the JVM options of every Spark driver of the run; the log's
+listings beside it from two files on."""
 from __future__ import annotations
 
 import os
@@ -9,8 +10,15 @@ import sys
 import pytest
 from pyspark.sql import SparkSession
 
+from indexes import log_files
 from tests.helpers import using_system_path
 from tests.services import driver_jvm, table_formats
+
+# Index log entries of this process keep the files of any source of more than one file beside
+# the log (indexes/log_files.py), as a lake's thousands do: the suite's small sources take the
+# path a large one takes. The processes tests start keep the default (inline up to 1,000), so
+# entries of both forms are read by both.
+log_files.INLINE_FILES = 1
 
 # The test files that take longest (the fuzz test: 9 of the suite's 2 x 20 minutes), run first:
 # under the README's `-n 2 --dist loadfile` (with pyproject's `--no-loadscope-reorder`) one

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import pytest
 
 from accelerator.runtime import jvm
+from indexes import log_files
 from indexes.description import SourceDescription
 from indexes.errors import (
     AcceleratorError,
@@ -295,6 +296,70 @@ def test_log_entry_modified_outside(site, fs):
                                               r"from a backup, or remove the index and its data "
                                               r"with vacuum\('idx'\)"):
         log.get(0)
+
+
+def _listed_entry(id: int, state: IndexState, count: int) -> IndexLogEntry:
+    """An entry whose source lists ``count`` files (the last with a deletion vector)."""
+    files = [[f"file:/lake/t/part-{i:05d}.parquet", 100 + i, 1_700_000_000_000 + i]
+             for i in range(count)]
+    files[-1].append("dv:abc")
+    source = SourceDescription.from_json({"format": "parquet", "rootPaths": ["file:/lake/t"],
+                                          "fingerprint": "h128:x", "files": files})
+    return IndexLogEntry(id=id, name="idx", kind="skipping", state=state, timestamp=1,
+                         source=source, content={"dataVersion": 0})
+
+
+def test_many_source_files_are_kept_beside_the_log_and_read_back(site, fs, monkeypatch):
+    monkeypatch.setattr(log_files, "INLINE_FILES", 2)
+    log = IndexLogManager(fs, f"{site.path}/idx")
+    assert log.write(_listed_entry(0, IndexState.CREATING, 3))
+    assert log.write(_listed_entry(1, IndexState.ACTIVE, 3))
+    log.write_latest_stable(log.get(1))
+    stored = json.loads(fs.read_text(f"{log.log_path}/1.json"))["source"]
+    assert "files" not in stored and stored["filesRef"]["count"] == 3
+    assert stored["fingerprint"] == "h128:x"
+    # one listing file for the three writes of the same files, no temp file left
+    names = site.listdir(f"{log.log_path}/files")
+    assert [n for n in names if n.endswith(".parquet")] == [stored["filesRef"]["file"]]
+    assert not [n for n in names if n.endswith(".tmp")]
+    assert log.get(1) == _listed_entry(1, IndexState.ACTIVE, 3)
+    assert log.get(1).source.files[-1].deletion_vector == "dv:abc"
+    assert log.latest_stable() == log.get(1)
+    # as another process reads it (nothing parsed before), and the same listing reused
+    assert IndexLogManager(fs, f"{site.path}/idx").get(0).source == log.get(1).source
+    # at most INLINE_FILES files stay in the entry, as do entries written before listings
+    # were kept beside the log
+    assert log.write(_listed_entry(2, IndexState.REFRESHING, 2))
+    assert "files" in json.loads(fs.read_text(f"{log.log_path}/2.json"))["source"]
+    site.write_outside(f"{log.log_path}/3.json", _listed_entry(3, IndexState.ACTIVE, 5).to_json())
+    assert log.get(3) == _listed_entry(3, IndexState.ACTIVE, 5)
+
+
+def test_an_entry_whose_listing_is_missing_or_altered_is_corrupt(site, fs, monkeypatch):
+    monkeypatch.setattr(log_files, "INLINE_FILES", 2)
+    # (a path of its own: an entry read before under the same path with the same text is not
+    # parsed again, and its listing not read again)
+    log = IndexLogManager(fs, f"{site.path}/altered")
+    assert log.write(_listed_entry(0, IndexState.ACTIVE, 3))
+    text = fs.read_text(f"{log.log_path}/0.json")
+    listing = f"{log.log_path}/files/{json.loads(text)['source']['filesRef']['file']}"
+    # another listing's bytes under this one's name
+    other = IndexLogManager(fs, f"{site.path}/other")
+    other.write(_listed_entry(0, IndexState.ACTIVE, 4))
+    fs.delete(listing, recursive=False)
+    fs.write_bytes(listing, fs.read_bytes(f"{other.log_path}/files/" + json.loads(
+        fs.read_text(f"{other.log_path}/0.json"))["source"]["filesRef"]["file"]))
+    site.write_outside(f"{log.log_path}/1.json", text.replace('"id": 0', '"id": 1'))
+    with pytest.raises(CorruptLogError, match=r"1\.json is corrupt \(its listing .* does not "
+                                              r"hold the bytes it was written with\)"):
+        log.get(1)
+    fs.delete(listing, recursive=False)
+    site.write_outside(f"{log.log_path}/2.json", text.replace('"id": 0', '"id": 2'))
+    with pytest.raises(CorruptLogError, match=r"2\.json is corrupt \(its listing .* is missing"):
+        log.get(2)
+    latest = log.latest()
+    assert latest.state is IndexState.CORRUPT and latest.properties["corruptFile"].endswith(
+        "/altered/_log/2.json")
 
 
 # ---------------------------------------------------------------------- lifecycle actions
