@@ -180,7 +180,7 @@ def _as_legacy(system_path, name, values):
             table = table.set_column(table.column_names.index(column), column,
                                      pa.array(stored, pa.binary()))
         pq.write_table(table, p)
-    for p in glob.glob(f"{system_path}/{name}/_log/*"):
+    for p in filter(os.path.isfile, glob.glob(f"{system_path}/{name}/_log/*")):   # not files/
         entry = json.load(open(p))
         entry["content"].pop("bloomFormat", None)
         with open(p, "w") as f:
