@@ -4,7 +4,8 @@ Layout (see docs/architecture.md, section 7, "On-disk layout")::
 
     <index path>/_log/0.json, 1.json, ...   one entry per lifecycle step, never rewritten
     <index path>/_log/latestStable          a copy of the newest entry in a stable state
-    <index path>/_log/files/<sha256>.parquet the source files of entries that list many
+    <index path>/_log/files/<sha256>.parquet the source files (and lineage ids) of entries
+                                            that list many
                                             (see :mod:`indexes.log_files`)
 
 Entries are created with create-if-absent semantics (``FileSystem.create_exclusive``: on Hadoop
@@ -167,7 +168,7 @@ class IndexLogEntry:
 
 
 def _parsed(path: str, text: str, fs: FileSystem) -> IndexLogEntry:
-    """The entry ``text`` (read from ``path`` on ``fs``) holds, its source's files read back
+    """The entry ``text`` (read from ``path`` on ``fs``) holds, its per-file parts read back
     from beside the log when they were kept there: the one parsed last time when the text is
     the same (entries are not changed once written: the same object, so what is derived from
     it per version stays derived), else parsed; raises ValueError as
@@ -178,7 +179,7 @@ def _parsed(path: str, text: str, fs: FileSystem) -> IndexLogEntry:
     if found is not None and found[0] == digest:
         return found[1]
     entry = IndexLogEntry.from_json(text)
-    entry = replace(entry, source=log_files.resolved(fs, path.rsplit("/", 1)[0], entry.source))
+    entry = log_files.resolved(fs, path.rsplit("/", 1)[0], entry)
     with _PARSED_LOCK:
         if path not in _PARSED and len(_PARSED) >= _PARSED_KEPT:
             _PARSED.pop(next(iter(_PARSED)))
@@ -313,10 +314,9 @@ class IndexLogManager:
         return copy if floor >= 0 else None
 
     def _stored_json(self, entry: IndexLogEntry) -> str:
-        """The text of ``entry`` as the log stores it: its source's files beside the log when
+        """The text of ``entry`` as the log stores it: its per-file parts beside the log when
         they are many (written first, see :mod:`indexes.log_files`)."""
-        source = log_files.stored(self._fs, self.log_path, entry.source)
-        return (entry if source is entry.source else replace(entry, source=source)).to_json()
+        return log_files.stored(self._fs, self.log_path, entry).to_json()
 
     def write(self, entry: IndexLogEntry) -> bool:
         """Writes ``entry`` as ``<id>.json`` only if that id is free; returns whether it was.

@@ -1,23 +1,24 @@
-"""The source files of an index log entry, kept beside the log as Parquet when they are many.
+"""The per-file parts of an index log entry, kept beside the log as Parquet when they are many.
 
 Every entry records the files of the source it describes (``source.files``: path, size,
-modification time and deletion vector of each), and every lifecycle step writes an entry (and
-the ``latestStable`` copy) that repeats them: as JSON, about 90 bytes a file, so 90 MB an entry
-at a million files, parsed by every process that reads the log. A listing of more than
+modification time and deletion vector of each) and, for a covering index with lineage, the id
+of each file's rows (``content.fileIds``: path → id); every lifecycle step writes an entry (and
+the ``latestStable`` copy) that repeats them: as JSON, 90 to 200 bytes a file, so 90–195 MB an
+entry at a million files, parsed by every process that reads the log. Either part of more than
 :data:`INLINE_FILES` files is instead written once as ``<index path>/_log/files/<name>.parquet``
-(columns ``path``, ``size``, ``mtime``, ``deletionVector``; zstd) and the entry's source holds
-``"filesRef": {"file": "<name>.parquet", "count": N}`` in place of ``"files"``. The name is the
-SHA-256 of the Parquet bytes, so the steps that keep a listing (most of them) write it once
-and name the same file. A reader (:func:`resolved`) puts the files back into the source: the
-entry it returns equals the one written. Small listings stay inline, as do entries written
-before this existed; both are read as before.
+(zstd; a listing's columns ``path``, ``size``, ``mtime``, ``deletionVector``, the lineage's
+``path``, ``id``) and the entry holds ``"filesRef"`` (in its source) or ``"fileIdsRef"`` (in its
+content), ``{"file": "<name>.parquet", "count": N}``, in its place. The name is the SHA-256 of
+the Parquet bytes, so the steps that keep a listing (most of them) write it once and name the
+same file. :func:`resolved` puts the parts back: the entry it returns equals the one written.
+Small parts stay inline, as do entries written before this existed; both are read as before.
 
 Written before the entry that names it, to a temp file moved into place: a process killed in
-between leaves a listing no entry names (a few bytes a file, removed with the index by
-vacuum), never an entry naming a missing listing. Listings are never rewritten or removed
-while their index exists (entries are never rewritten either). A listing that is missing or
-is not what its entry names makes the entry unreadable (:class:`ValueError`, which the log
-reports as a corrupt entry); a failure of the file system to read it is raised as it is.
+between leaves a file no entry names (a few bytes a file, removed with the index by vacuum),
+never an entry naming a missing file. The files are never rewritten or removed while their
+index exists (entries are never rewritten either). A file that is missing or is not what its
+entry names makes the entry unreadable (:class:`ValueError`, which the log reports as a corrupt
+entry); a failure of the file system to read it is raised as it is.
 """
 from __future__ import annotations
 
@@ -29,46 +30,88 @@ import uuid
 from contextlib import contextmanager
 from dataclasses import replace
 from itertools import repeat
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from indexes.description import SourceDescription, SourceFile
+from indexes.description import SourceFile
 from indexes.fs import FileSystem
 
-#: listings of more files than this are kept beside the log (the tests' session lowers it, so
+if TYPE_CHECKING:
+    from indexes.log import IndexLogEntry
+
+#: parts of more files than this are kept beside the log (the tests' session lowers it, so
 #: their small sources go through the same path as a lake's)
 INLINE_FILES = 1000
 FILES_DIR = "files"
-REF_KEY = "filesRef"
+FILES_REF = "filesRef"        # in an entry's source, for source.files
+FILE_IDS = "fileIds"          # in an entry's content: a covering index's lineage ids
+FILE_IDS_REF = "fileIdsRef"
 
 #: the names of the listings written last, by the identity of their files (a lifecycle step
-#: writes one source's files in two or three entries), with the files (so the identity holds)
-_NAMED: dict[int, tuple[tuple[SourceFile, ...], str]] = {}
+#: writes one source's files in two or three entries), with the files (so the identity holds;
+#: a tuple, which no one changes: the lineage's dict is serialized each time)
+_NAMED: dict[int, tuple[Any, str]] = {}
 _NAMED_KEPT = 8
 _NAMED_LOCK = threading.Lock()
 
 
-def stored(fs: FileSystem, log_path: str, source: SourceDescription) -> SourceDescription:
-    """``source`` as an entry under ``log_path`` records it: the same when its files are at most
-    :data:`INLINE_FILES`, else with its files written beside the log (once per listing) and
-    named by a ``filesRef``."""
-    files = source.files
-    if files is None or len(files) <= INLINE_FILES:
-        return source
+def stored(fs: FileSystem, log_path: str, entry: "IndexLogEntry") -> "IndexLogEntry":
+    """``entry`` as the log under ``log_path`` records it: the same when its per-file parts
+    hold at most :data:`INLINE_FILES` files, else with each larger part written beside the log
+    (once per content) and named by a reference."""
+    source, content = entry.source, entry.content
+    files, ids = source.files, content.get(FILE_IDS)
+    if files is not None and len(files) > INLINE_FILES:
+        ref = _keep(fs, log_path, files, _listing_table)
+        source = replace(source, files=None, extra={**source.extra, FILES_REF: ref})
+    if isinstance(ids, dict) and len(ids) > INLINE_FILES:
+        ref = _keep(fs, log_path, ids, _ids_table)
+        content = {**{k: v for k, v in content.items() if k != FILE_IDS}, FILE_IDS_REF: ref}
+    if source is entry.source and content is entry.content:
+        return entry
+    return replace(entry, source=source, content=content)
+
+
+def resolved(fs: FileSystem, log_path: str, entry: "IndexLogEntry") -> "IndexLogEntry":
+    """``entry`` as it was written to the log under ``log_path``, the parts its references
+    name read back in (the entry itself when it has none); ValueError when one cannot be read
+    or is not what its reference says."""
+    source, content = entry.source, entry.content
+    ref = source.extra.get(FILES_REF)
+    if ref is not None:
+        columns = _read(fs, log_path, ref, ("path", "size", "mtime", "deletionVector"))
+        with _collector_paused():
+            files = tuple(map(tuple.__new__, repeat(SourceFile), zip(*columns)))
+        source = replace(source, files=files,
+                         extra={k: v for k, v in source.extra.items() if k != FILES_REF})
+    ref = content.get(FILE_IDS_REF)
+    if ref is not None:
+        paths, ids = _read(fs, log_path, ref, ("path", "id"))
+        content = {**{k: v for k, v in content.items() if k != FILE_IDS_REF},
+                   FILE_IDS: dict(zip(paths, ids))}
+    if source is entry.source and content is entry.content:
+        return entry
+    return replace(entry, source=source, content=content)
+
+
+def _keep(fs: FileSystem, log_path: str, part: Any, table: Callable[[Any], Any]) -> dict:
+    """Writes ``part`` (as ``table`` makes it a pyarrow table) beside the log unless a file of
+    the same bytes is there; its reference."""
     with _NAMED_LOCK:
-        named = _NAMED.get(id(files))
+        named = _NAMED.get(id(part))
     data = None
-    if named is not None and named[0] is files:
+    if named is not None and named[0] is part:
         name = named[1]
     else:
-        data = _parquet(files)
-        name = hashlib.sha256(data).hexdigest() + ".parquet"
-        with _NAMED_LOCK:
-            if len(_NAMED) >= _NAMED_KEPT:
-                _NAMED.pop(next(iter(_NAMED)))
-            _NAMED[id(files)] = (files, name)
+        data = _parquet(table(part))
+        name = _name(data)
+        if isinstance(part, tuple):
+            with _NAMED_LOCK:
+                if len(_NAMED) >= _NAMED_KEPT:
+                    _NAMED.pop(next(iter(_NAMED)))
+                _NAMED[id(part)] = (part, name)
     path = f"{log_path}/{FILES_DIR}/{name}"
     if not fs.exists(path):
-        data = _parquet(files) if data is None else data
+        data = _parquet(table(part)) if data is None else data
         tmp = f"{log_path}/{FILES_DIR}/.{name}.{uuid.uuid4().hex}.tmp"
         fs.write_bytes(tmp, data)
         try:
@@ -77,35 +120,38 @@ def stored(fs: FileSystem, log_path: str, source: SourceDescription) -> SourceDe
         finally:
             if fs.exists(tmp):
                 fs.delete(tmp, recursive=False)
-    return replace(source, files=None,
-                   extra={**source.extra, REF_KEY: {"file": name, "count": len(files)}})
+    return {"file": name, "count": len(part)}
 
 
-def resolved(fs: FileSystem, log_path: str, source: SourceDescription) -> SourceDescription:
-    """``source`` as an entry under ``log_path`` recorded it, with the files its ``filesRef``
-    names read back in (the source itself when it has none); ValueError when they cannot be
-    read or are not what the reference says."""
-    ref = source.extra.get(REF_KEY)
-    if ref is None:
-        return source
+def _read(fs: FileSystem, log_path: str, ref: Any, columns: tuple[str, ...]) -> list[list]:
+    """The ``columns`` of the file ``ref`` names beside the log, as Python lists."""
+    import pyarrow.parquet as pq
+
     try:
         name, count = str(ref["file"]), int(ref["count"])
     except (KeyError, TypeError, ValueError) as exc:
-        raise ValueError(f"invalid {REF_KEY} {ref!r}") from exc
+        raise ValueError(f"invalid reference {ref!r} to a file beside the log") from exc
     path = f"{log_path}/{FILES_DIR}/{name}"
     try:
         data = fs.read_bytes(path)
     except Exception as exc:
         if fs.exists(path):   # a failure to read (the file system's): raised as it is
             raise
-        raise ValueError(f"its listing {path} is missing") from exc
-    if hashlib.sha256(data).hexdigest() + ".parquet" != name:
-        raise ValueError(f"its listing {path} does not hold the bytes it was written with")
-    files = _files(data)
-    if len(files) != count:
-        raise ValueError(f"its listing {path} holds {len(files)} files, not {count}")
-    extra = {k: v for k, v in source.extra.items() if k != REF_KEY}
-    return replace(source, files=files, extra=extra)
+        raise ValueError(f"its file {path} is missing") from exc
+    if _name(data) != name:
+        raise ValueError(f"its file {path} does not hold the bytes it was written with")
+    try:
+        table = pq.read_table(io.BytesIO(data))
+        found = [table.column(c).to_pylist() for c in columns]
+    except Exception as exc:  # noqa: BLE001 - not Parquet, or not the columns named
+        raise ValueError(f"its file {path} is not what the entry names: {exc}") from exc
+    if table.num_rows != count:
+        raise ValueError(f"its file {path} holds {table.num_rows} files, not {count}")
+    return found
+
+
+def _name(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest() + ".parquet"
 
 
 @contextmanager
@@ -123,31 +169,26 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _parquet(files: tuple[SourceFile, ...]) -> bytes:
+def _listing_table(files: tuple[SourceFile, ...]) -> Any:
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     with _collector_paused():
         paths, sizes, mtimes, vectors = zip(*files)
-    table = pa.table({
-        "path": pa.array(paths, pa.string()),
-        "size": pa.array(sizes, pa.int64()),
-        "mtime": pa.array(mtimes, pa.int64()),
-        "deletionVector": pa.array(vectors, pa.string()),
-    })
+    return pa.table({"path": pa.array(paths, pa.string()), "size": pa.array(sizes, pa.int64()),
+                     "mtime": pa.array(mtimes, pa.int64()),
+                     "deletionVector": pa.array(vectors, pa.string())})
+
+
+def _ids_table(ids: dict[str, int]) -> Any:
+    import pyarrow as pa
+
+    return pa.table({"path": pa.array(list(ids), pa.string()),
+                     "id": pa.array(list(ids.values()), pa.int64())})
+
+
+def _parquet(table: Any) -> bytes:
+    import pyarrow.parquet as pq
+
     sink = io.BytesIO()
     pq.write_table(table, sink, compression="zstd")
     return sink.getvalue()
-
-
-def _files(data: bytes) -> tuple[SourceFile, ...]:
-    import pyarrow.parquet as pq
-
-    try:
-        table = pq.read_table(io.BytesIO(data))
-        columns: list[Any] = [table.column(c).to_pylist()
-                              for c in ("path", "size", "mtime", "deletionVector")]
-    except Exception as exc:  # noqa: BLE001 - not Parquet, or not a listing's columns
-        raise ValueError(f"not a listing: {exc}") from exc
-    with _collector_paused():
-        return tuple(map(tuple.__new__, repeat(SourceFile), zip(*columns)))

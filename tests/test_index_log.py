@@ -299,14 +299,16 @@ def test_log_entry_modified_outside(site, fs):
 
 
 def _listed_entry(id: int, state: IndexState, count: int) -> IndexLogEntry:
-    """An entry whose source lists ``count`` files (the last with a deletion vector)."""
+    """An entry whose source lists ``count`` files (the last with a deletion vector), with the
+    lineage id of each."""
     files = [[f"file:/lake/t/part-{i:05d}.parquet", 100 + i, 1_700_000_000_000 + i]
              for i in range(count)]
     files[-1].append("dv:abc")
     source = SourceDescription.from_json({"format": "parquet", "rootPaths": ["file:/lake/t"],
                                           "fingerprint": "h128:x", "files": files})
-    return IndexLogEntry(id=id, name="idx", kind="skipping", state=state, timestamp=1,
-                         source=source, content={"dataVersion": 0})
+    ids = {f[0]: i for i, f in enumerate(files)}   # a covering index's lineage ids
+    return IndexLogEntry(id=id, name="idx", kind="covering", state=state, timestamp=1,
+                         source=source, content={"dataVersion": 0, "fileIds": ids})
 
 
 def test_many_source_files_are_kept_beside_the_log_and_read_back(site, fs, monkeypatch):
@@ -315,22 +317,27 @@ def test_many_source_files_are_kept_beside_the_log_and_read_back(site, fs, monke
     assert log.write(_listed_entry(0, IndexState.CREATING, 3))
     assert log.write(_listed_entry(1, IndexState.ACTIVE, 3))
     log.write_latest_stable(log.get(1))
-    stored = json.loads(fs.read_text(f"{log.log_path}/1.json"))["source"]
+    written = json.loads(fs.read_text(f"{log.log_path}/1.json"))
+    stored, content = written["source"], written["content"]
     assert "files" not in stored and stored["filesRef"]["count"] == 3
     assert stored["fingerprint"] == "h128:x"
-    # one listing file for the three writes of the same files, no temp file left
+    assert "fileIds" not in content and content["fileIdsRef"]["count"] == 3
+    # one file for the three writes of the same files, one for their ids, no temp file left
     names = site.listdir(f"{log.log_path}/files")
-    assert [n for n in names if n.endswith(".parquet")] == [stored["filesRef"]["file"]]
+    assert sorted(n for n in names if n.endswith(".parquet")) == sorted(
+        [stored["filesRef"]["file"], content["fileIdsRef"]["file"]])
     assert not [n for n in names if n.endswith(".tmp")]
     assert log.get(1) == _listed_entry(1, IndexState.ACTIVE, 3)
     assert log.get(1).source.files[-1].deletion_vector == "dv:abc"
+    assert log.get(1).content["fileIds"]["file:/lake/t/part-00002.parquet"] == 2
     assert log.latest_stable() == log.get(1)
     # as another process reads it (nothing parsed before), and the same listing reused
     assert IndexLogManager(fs, f"{site.path}/idx").get(0).source == log.get(1).source
     # at most INLINE_FILES files stay in the entry, as do entries written before listings
     # were kept beside the log
     assert log.write(_listed_entry(2, IndexState.REFRESHING, 2))
-    assert "files" in json.loads(fs.read_text(f"{log.log_path}/2.json"))["source"]
+    inline = json.loads(fs.read_text(f"{log.log_path}/2.json"))
+    assert "files" in inline["source"] and "fileIds" in inline["content"]
     site.write_outside(f"{log.log_path}/3.json", _listed_entry(3, IndexState.ACTIVE, 5).to_json())
     assert log.get(3) == _listed_entry(3, IndexState.ACTIVE, 5)
 
@@ -350,12 +357,12 @@ def test_an_entry_whose_listing_is_missing_or_altered_is_corrupt(site, fs, monke
     fs.write_bytes(listing, fs.read_bytes(f"{other.log_path}/files/" + json.loads(
         fs.read_text(f"{other.log_path}/0.json"))["source"]["filesRef"]["file"]))
     site.write_outside(f"{log.log_path}/1.json", text.replace('"id": 0', '"id": 1'))
-    with pytest.raises(CorruptLogError, match=r"1\.json is corrupt \(its listing .* does not "
+    with pytest.raises(CorruptLogError, match=r"1\.json is corrupt \(its file .* does not "
                                               r"hold the bytes it was written with\)"):
         log.get(1)
     fs.delete(listing, recursive=False)
     site.write_outside(f"{log.log_path}/2.json", text.replace('"id": 0', '"id": 2'))
-    with pytest.raises(CorruptLogError, match=r"2\.json is corrupt \(its listing .* is missing"):
+    with pytest.raises(CorruptLogError, match=r"2\.json is corrupt \(its file .* is missing"):
         log.get(2)
     latest = log.latest()
     assert latest.state is IndexState.CORRUPT and latest.properties["corruptFile"].endswith(
