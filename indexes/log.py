@@ -5,8 +5,7 @@ Layout (see docs/architecture.md, section 7, "On-disk layout")::
     <index path>/_log/0.json, 1.json, ...   one entry per lifecycle step, never rewritten
     <index path>/_log/latestStable          a copy of the newest entry in a stable state
     <index path>/_log/files/<sha256>.parquet the source files (and lineage ids) of entries
-                                            that list many
-                                            (see :mod:`indexes.log_files`)
+                                            of many files (see :mod:`indexes.log_files`)
 
 Entries are created with create-if-absent semantics (``FileSystem.create_exclusive``: on Hadoop
 file systems a temp file linked or renamed into place atomically, on S3 a conditional PUT), so
@@ -235,7 +234,7 @@ class IndexLogManager:
         try:
             entry = _parsed(path, text, self._fs)
         except ValueError as exc:
-            if not self._fs.exists(path):  # its listing went with it (e.g. a vacuum)
+            if not self._fs.exists(path):  # its files beside it went with it (e.g. a vacuum)
                 return None
             raise CorruptLogError(f"index log entry {path} is corrupt ({exc}); {remedy}",
                                   path) from exc
