@@ -178,7 +178,9 @@ def _parsed(path: str, text: str, fs: FileSystem) -> IndexLogEntry:
     if found is not None and found[0] == digest:
         return found[1]
     entry = IndexLogEntry.from_json(text)
-    entry = log_files.resolved(fs, path.rsplit("/", 1)[0], entry)
+    source, content = log_files.resolved(fs, path.rsplit("/", 1)[0], entry.source, entry.content)
+    if source is not entry.source or content is not entry.content:
+        entry = replace(entry, source=source, content=content)
     with _PARSED_LOCK:
         if path not in _PARSED and len(_PARSED) >= _PARSED_KEPT:
             _PARSED.pop(next(iter(_PARSED)))
@@ -315,7 +317,8 @@ class IndexLogManager:
     def _stored_json(self, entry: IndexLogEntry) -> str:
         """The text of ``entry`` as the log stores it: its per-file parts beside the log when
         they are many (written first, see :mod:`indexes.log_files`)."""
-        return log_files.stored(self._fs, self.log_path, entry).to_json()
+        source, content = log_files.stored(self._fs, self.log_path, entry.source, entry.content)
+        return replace(entry, source=source, content=content).to_json()
 
     def write(self, entry: IndexLogEntry) -> bool:
         """Writes ``entry`` as ``<id>.json`` only if that id is free; returns whether it was.

@@ -30,13 +30,10 @@ import uuid
 from contextlib import contextmanager
 from dataclasses import replace
 from itertools import repeat
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import Any, Callable, Iterator
 
-from indexes.description import SourceFile
+from indexes.description import SourceDescription, SourceFile
 from indexes.fs import FileSystem
-
-if TYPE_CHECKING:
-    from indexes.log import IndexLogEntry
 
 #: parts of more files than this are kept beside the log (the tests' session lowers it, so
 #: their small sources go through the same path as a lake's)
@@ -54,11 +51,11 @@ _NAMED_KEPT = 8
 _NAMED_LOCK = threading.Lock()
 
 
-def stored(fs: FileSystem, log_path: str, entry: "IndexLogEntry") -> "IndexLogEntry":
-    """``entry`` as the log under ``log_path`` records it: the same when its per-file parts
-    hold at most :data:`INLINE_FILES` files, else with each larger part written beside the log
-    (once per content) and named by a reference."""
-    source, content = entry.source, entry.content
+def stored(fs: FileSystem, log_path: str, source: SourceDescription, content: dict
+           ) -> tuple[SourceDescription, dict]:
+    """An entry's ``source`` and ``content`` as the log under ``log_path`` records them: the
+    same when their per-file parts hold at most :data:`INLINE_FILES` files, else with each
+    larger part written beside the log (once per content) and named by a reference."""
     files, ids = source.files, content.get(FILE_IDS)
     if files is not None and len(files) > INLINE_FILES:
         ref = _keep(fs, log_path, files, _listing_table)
@@ -66,16 +63,14 @@ def stored(fs: FileSystem, log_path: str, entry: "IndexLogEntry") -> "IndexLogEn
     if isinstance(ids, dict) and len(ids) > INLINE_FILES:
         ref = _keep(fs, log_path, ids, _ids_table)
         content = {**{k: v for k, v in content.items() if k != FILE_IDS}, FILE_IDS_REF: ref}
-    if source is entry.source and content is entry.content:
-        return entry
-    return replace(entry, source=source, content=content)
+    return source, content
 
 
-def resolved(fs: FileSystem, log_path: str, entry: "IndexLogEntry") -> "IndexLogEntry":
-    """``entry`` as it was written to the log under ``log_path``, the parts its references
-    name read back in (the entry itself when it has none); ValueError when one cannot be read
-    or is not what its reference says."""
-    source, content = entry.source, entry.content
+def resolved(fs: FileSystem, log_path: str, source: SourceDescription, content: dict
+             ) -> tuple[SourceDescription, dict]:
+    """An entry's ``source`` and ``content`` as they were written to the log under
+    ``log_path``, the parts their references name read back in (the same objects when there
+    are none); ValueError when one cannot be read or is not what its reference says."""
     ref = source.extra.get(FILES_REF)
     if ref is not None:
         columns = _read(fs, log_path, ref, ("path", "size", "mtime", "deletionVector"))
@@ -88,9 +83,7 @@ def resolved(fs: FileSystem, log_path: str, entry: "IndexLogEntry") -> "IndexLog
         paths, ids = _read(fs, log_path, ref, ("path", "id"))
         content = {**{k: v for k, v in content.items() if k != FILE_IDS_REF},
                    FILE_IDS: dict(zip(paths, ids))}
-    if source is entry.source and content is entry.content:
-        return entry
-    return replace(entry, source=source, content=content)
+    return source, content
 
 
 def _keep(fs: FileSystem, log_path: str, part: Any, table: Callable[[Any], Any]) -> dict:

@@ -17,7 +17,7 @@ from tests.services import driver_jvm, table_formats
 # Index log entries of this process keep the files of any source of more than one file beside
 # the log (indexes/log_files.py), as a lake's thousands do: the suite's small sources take the
 # path a large one takes. The processes tests start keep the default (inline up to 1,000), so
-# entries of both forms are read by both.
+# entries of both forms are read by both; crash drivers take this value (tests/crash/driver.py).
 log_files.INLINE_FILES = 1
 
 # The test files that take longest (the fuzz test: 9 of the suite's 2 x 20 minutes), run first:

@@ -18,6 +18,7 @@ from typing import Any
 
 from accelerator import Hyperspace
 from accelerator.query.session import conf_set
+from indexes import log_files
 from tests.crash.checks import check_after_crash
 from tests.crash.points import KillPoint, choose, quotas
 from tests.crash.scenarios import Scenario
@@ -133,7 +134,8 @@ class Campaign:
         ctx = self._prepare(scenario, point.label)
         scratch = os.path.join(self.scratch, scenario.name, point.label.replace(":", "-"))
         os.makedirs(scratch, exist_ok=True)
-        spec = {"scenario": scenario.name, "ctx": ctx, "kill": point.label, "scratch": scratch}
+        spec = {"scenario": scenario.name, "ctx": ctx, "kill": point.label, "scratch": scratch,
+                "inline_files": log_files.INLINE_FILES}   # as the counting run wrote the log
         return Run(scenario, point, ctx, self._pool.submit(run_driver, spec))
 
     def start(self) -> list[Run]:

@@ -2,8 +2,10 @@
 scenario's operation under a :class:`~tests.crash.tracer.Tracer` armed with a kill point.
 
 ``python -m tests.crash.driver '<spec JSON>'`` with ``scenario``, ``ctx`` (the scenario's
-directories), ``kill`` (a kill point's label, or null to run uninterrupted) and ``scratch`` (a
-local directory for Spark's own files). It must be started as the leader of a new process
+directories), ``kill`` (a kill point's label, or null to run uninterrupted), ``scratch`` (a
+local directory for Spark's own files) and ``inline_files`` (the index log's
+``indexes.log_files.INLINE_FILES`` of the process that counted the calls: the files it writes
+beside the log are calls too). It must be started as the leader of a new process
 group (``start_new_session=True``): the kill takes the whole group, JVM included. When the
 operation ends without being killed, it prints one line ``crash-report <JSON>`` with the calls
 and writes it counted.
@@ -50,6 +52,7 @@ def session(ctx: dict, scratch: str) -> SparkSession:
 def main(argv: list[str]) -> int:
     """Runs the spec's operation (see the module docstring); 0 when it ended by itself."""
     from accelerator import Hyperspace
+    from indexes import log_files
     from tests.crash.points import KillPoint
     from tests.crash.scenarios import SCENARIOS
     from tests.crash.tracer import Tracer
@@ -59,6 +62,7 @@ def main(argv: list[str]) -> int:
         sys.stderr.write("crash driver: not started in a process group of its own\n")
         return 2
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    log_files.INLINE_FILES = int(spec.get("inline_files", log_files.INLINE_FILES))
     ctx = spec["ctx"]
     spark = session(ctx, spec["scratch"])
     hs = Hyperspace(spark)
