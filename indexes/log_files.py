@@ -13,8 +13,8 @@ the Parquet bytes, so the steps that keep a listing (most of them) write it once
 same file. :func:`resolved` puts the parts back: the entry it returns equals the one written.
 Small parts stay inline, as do entries written before this existed; both are read as before.
 
-Written before the entry that names it, to a temp file moved into place: a process killed in
-between leaves a file no entry names (a few bytes a file, removed with the index by vacuum),
+Written before the entry that names it, create-if-absent (``FileSystem.create_exclusive``: the
+file system's atomic way, never a partial file under the name): a process killed in between leaves a file no entry names (a few bytes a file, removed with the index by vacuum),
 never an entry naming a missing file. The files are never rewritten or removed while their
 index exists (entries are never rewritten either). A file that is missing or is not what its
 entry names makes the entry unreadable (:class:`ValueError`, which the log reports as a corrupt
@@ -26,7 +26,6 @@ import gc
 import hashlib
 import io
 import threading
-import uuid
 from contextlib import contextmanager
 from dataclasses import replace
 from itertools import repeat
@@ -104,15 +103,8 @@ def _keep(fs: FileSystem, log_path: str, part: Any, table: Callable[[Any], Any])
                 _NAMED[id(part)] = (part, name)
     path = f"{log_path}/{FILES_DIR}/{name}"
     if not fs.exists(path):
-        data = _parquet(table(part)) if data is None else data
-        tmp = f"{log_path}/{FILES_DIR}/.{name}.{uuid.uuid4().hex}.tmp"
-        fs.write_bytes(tmp, data)
-        try:
-            # False: another writer moved the same bytes into place first
-            fs.rename(tmp, path)
-        finally:
-            if fs.exists(tmp):
-                fs.delete(tmp, recursive=False)
+        # False: another writer put the same bytes there first
+        fs.create_exclusive(path, _parquet(table(part)) if data is None else data)
     return {"file": name, "count": len(part)}
 
 

@@ -154,8 +154,8 @@ class HadoopFs:
     def write_text(self, path: str, text: str, overwrite: bool = False) -> None:
         self.write_bytes(path, text.encode("utf-8"), overwrite)
 
-    def create_exclusive(self, path: str, text: str) -> bool:
-        """Creates ``path`` holding ``text`` only if it does not exist yet; returns whether this
+    def create_exclusive(self, path: str, text: str | bytes) -> bool:
+        """Creates ``path`` holding ``text`` (UTF-8) or bytes only if it does not exist yet; returns whether this
         call created it. Of two racing writers exactly one wins, by what the file system offers:
 
         - local files: a temporary file next to it, hard-linked into place (``link(2)`` fails
@@ -170,7 +170,7 @@ class HadoopFs:
         - other file systems: a temporary file renamed into place, which refuses an existing
           target atomically on HDFS and ABFS.
         """
-        data = text.encode("utf-8")
+        data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
         local = local_path(path)
         if local is not None:
             return create_local(local, data)

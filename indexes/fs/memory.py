@@ -142,11 +142,11 @@ class MemoryFs:
     def write_text(self, path: str, text: str, overwrite: bool = False) -> None:
         self.write_bytes(path, text.encode("utf-8"), overwrite)
 
-    def create_exclusive(self, path: str, text: str) -> bool:
+    def create_exclusive(self, path: str, text: str | bytes) -> bool:
         with self._lock:
             if self.exists(path):
                 return False
-            self.write_text(path, text)
+            self.write_bytes(path, text.encode("utf-8") if isinstance(text, str) else text)
             return True
 
     def size(self, path: str) -> int:

@@ -70,9 +70,9 @@ class FileSystem(Protocol):
         """:meth:`write_bytes` of ``text`` encoded as UTF-8."""
         ...
 
-    def create_exclusive(self, path: str, text: str) -> bool:
-        """Creates ``path`` holding ``text`` only if it does not exist yet, atomically: of two
-        racing writers exactly one wins. Returns whether this call won."""
+    def create_exclusive(self, path: str, text: str | bytes) -> bool:
+        """Creates ``path`` holding ``text`` (UTF-8) or bytes only if it does not exist yet,
+        atomically: of two racing writers exactly one wins. Returns whether this call won."""
         ...
 
     def size(self, path: str) -> int:
