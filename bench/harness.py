@@ -101,6 +101,22 @@ def _stats(xs: list[float]) -> dict | None:
     return {"median": statistics.median(xs), "min": min(xs), "max": max(xs), "runs": xs} if xs else None
 
 
+def forget_compiled_code(spark: SparkSession) -> None:
+    """Empties Spark's cache of compiled generated code (``CodeGenerator``'s private
+    ``cache``, through reflection; a benchmark's own tool), so the next query compiles its
+    whole-stage code as a new query does. Vanilla and accelerated runs of one query generate
+    the same code (the rewrite changes which files a scan reads, not its code), so without
+    this the side that runs second in a pair reuses what the first compiled: 60-130 ms of a
+    0.5-1 s star template (measured 2026-11-30), which odd numbers of alternating pairs
+    charge to one side more often than to the other."""
+    module = getattr(spark._jvm,
+                     "org.apache.spark.sql.catalyst.expressions.codegen.CodeGenerator$")
+    holder = getattr(module, "MODULE$")
+    field = holder.getClass().getDeclaredField("cache")
+    field.setAccessible(True)
+    field.get(holder).invalidateAll()
+
+
 def canonical(rows: list) -> list:
     """Rows in a comparable order (repr keeps NaN equal to NaN and -0.0 apart from 0.0)."""
     return sorted((tuple(r) for r in rows), key=repr)

@@ -11,7 +11,9 @@ accelerator setting but the system path under ``--work-dir``:
    ``recommend()`` is reported (and fails the run), never raised;
 3. **measure**: ``--warmups`` untimed then ``--pairs`` timed rounds, each running one query of
    every template (new literals each round) with the accelerator disabled and enabled, the
-   side that goes first alternating by round; every answer is compared with vanilla's.
+   side that goes first alternating by round, each run as a new query (Spark's compiled code
+   forgotten before it: the two sides generate the same code, which the second would otherwise
+   reuse); every answer is compared with vanilla's.
 
 The JSON report (printed, and written to ``--out``) holds per template the median seconds of
 each side and the median of the rounds' accelerated/vanilla ratios, whether its answers were
@@ -75,11 +77,14 @@ def _views(spark: SparkSession, facts: dict) -> None:
 
 
 def _run(spark: SparkSession, sql: str, accelerated: bool) -> tuple[float, list | None, str | None]:
-    """(seconds, canonical rows or None, error) of one run of ``sql``."""
+    """(seconds, canonical rows or None, error) of one run of ``sql``, as a new query: Spark's
+    compiled code forgotten first (:func:`bench.harness.forget_compiled_code`), so neither
+    side of a pair runs on code the other compiled."""
     from accelerator import Hyperspace
-    from bench.harness import canonical
+    from bench.harness import canonical, forget_compiled_code
 
     (Hyperspace.enable if accelerated else Hyperspace.disable)(spark)
+    forget_compiled_code(spark)
     start = time.perf_counter()
     try:
         found = canonical(spark.sql(sql).collect())
@@ -201,7 +206,7 @@ def _limits(spark: SparkSession, facts: dict, rng: random.Random, pairs: int) ->
     reading the fact once). None for a template an index serves instead of the fact's files;
     ``identical`` checks the answers over the kept files (pruning's soundness)."""
     from accelerator import Hyperspace
-    from bench.harness import canonical, file_scans
+    from bench.harness import canonical, file_scans, forget_compiled_code
     from bench.star_queries import TEMPLATES
 
     fact_path = facts["paths"]["store_sales"]
@@ -225,6 +230,7 @@ def _limits(spark: SparkSession, facts: dict, rng: random.Random, pairs: int) ->
             timed = {}
             for side in (("whole", "kept") if round_ % 2 == 0 else ("kept", "whole")):
                 (restricted if side == "kept" else fact).createOrReplaceTempView("store_sales")
+                forget_compiled_code(spark)
                 start = time.perf_counter()
                 rows = canonical(spark.sql(sql).collect())
                 timed[side] = (time.perf_counter() - start, rows)
