@@ -323,9 +323,9 @@ def planning_jobs(spark, build) -> int:
     """The Spark jobs optimizing ``build()`` ran (the keys' queries of its joins among them;
     not the schema inference of its reads)."""
     def jobs():
-        sc = spark.sparkContext._jsc.sc()
-        sc.listenerBus().waitUntilEmpty()
-        return sc.statusStore().jobsList(None).size()
+        # the scheduler's job counter: the status store keeps only the last
+        # spark.ui.retainedJobs jobs, so its size shrinks once a process ran that many
+        return int(spark.sparkContext._jsc.sc().dagScheduler().nextJobId())
     df = build()
     before = jobs()
     df._jdf.queryExecution().optimizedPlan()
