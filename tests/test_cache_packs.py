@@ -129,6 +129,61 @@ def test_a_query_reads_only_the_packs_holding_its_files(spark, hs, tmp_path):
     assert rows(q) == vanilla(spark, lambda: spark.read.parquet(*some).select("id", "k"))
 
 
+def cache_branch_keeps(spark, paths, tags):
+    """Whether a query over ``paths`` keeps its cache branch's rows by pack number, and the
+    files whose tags it lists, after checking it is served and answers as vanilla Spark."""
+    def q():
+        return spark.read.parquet(*paths).filter(F.col("id") % 3 != 1).select("id", "k")
+    assert CACHED_SCAN in plan_of(q())
+    assert rows(q()) == vanilla(spark, q)
+    plan = q()._jdf.queryExecution().optimizedPlan().toString()
+    return (f"shiftright({FILE_ID}" in plan,
+            {name for name, tag in tags.items() if str(tag) in plan})
+
+
+def test_a_pack_served_whole_is_kept_by_its_number_and_one_served_in_part_by_tags(
+        spark, hs, tmp_path):
+    """Planning does not grow with the files cached: a query serving every file of a pack keeps
+    its rows by the pack's number, not a list of tags; a pack served in part (a query over some
+    of its files, one evicted) by its served files' tags alone."""
+    src = str(tmp_path / "src")
+    sources = small_files(spark, src)
+    half = len(sources) // 2
+    hs.cache(spark.read.parquet(*sources[:half]))   # two warm-ups: two packs
+    hs.cache(spark.read.parquet(*sources[half:]))
+    tags = {os.path.basename(e.file_path): e.tag for e in CacheOperations(spark).entries()}
+    names = [os.path.basename(f) for f in sources]
+    assert len(tags) == FILES and len({t >> 32 for t in tags.values()}) == 2
+    assert cache_branch_keeps(spark, [src], tags) == (True, set())
+    assert cache_branch_keeps(spark, sources[:half + 3], tags) == \
+        (True, set(names[half:half + 3]))
+    assert cache_branch_keeps(spark, [sources[0], sources[-1]], tags) == \
+        (False, {names[0], names[-1]})
+    # a file listed twice is read from the source (twice, as Spark reads it)
+    assert cache_branch_keeps(spark, [*sources[1:half], sources[1]], tags) == \
+        (False, set(names[2:half]))
+    hs.uncache(spark.read.parquet(sources[1]))
+    with session_conf(spark, spark__accelerator__cache__deleteGraceSeconds="0"):
+        hs.evictCache()   # its rows stay in the pack the others name
+    assert cache_branch_keeps(spark, [src], tags) == \
+        (True, {names[0], *names[2:half]})
+
+
+def test_entries_not_counting_their_packs_files_are_kept_by_tags(spark, hs, tmp_path,
+                                                                 monkeypatch):
+    """Entries that do not record how many files their pack holds (written before it was
+    recorded, or rows tagged with a tag no file was given) are served by their tags."""
+    src = str(tmp_path / "src")
+    sources = small_files(spark, src, files=6)
+    packed = warmup.Packed
+    monkeypatch.setattr(warmup, "Packed", lambda *fields: packed(*fields[:-1], None))
+    hs.cache(spark.read.parquet(src))
+    entries = CacheOperations(spark).entries()
+    assert len(entries) == len(sources) and {e.pack_files for e in entries} == {None}
+    tags = {os.path.basename(e.file_path): e.tag for e in entries}
+    assert cache_branch_keeps(spark, [src], tags) == (False, set(tags))
+
+
 def test_a_changed_deleted_or_appended_file_in_a_pack_is_never_served_stale(spark, hs,
                                                                              tmp_path):
     src = str(tmp_path / "src")

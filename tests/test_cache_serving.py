@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from accelerator.cache.model import CacheEntry, EntryState, Priority
-from accelerator.cache.serving import (EVICTED, MISSING_COLUMNS, NOT_CACHED, OTHER_READ,
-                                       PACK_CLASH, PACK_SHIFT, STALE, UNPACKED, CacheView, parent_dirs, plan_serving, read_key_of,
+from accelerator.cache.serving import (EVICTED, LISTED_TWICE, MISSING_COLUMNS, NOT_CACHED,
+                                       OTHER_READ, PACK_CLASH, PACK_SHIFT, STALE, UNPACKED,
+                                       CacheView, parent_dirs, plan_serving, read_key_of,
                                        required_columns)
 from indexes.description import SourceDescription
 from indexes.plan import parse_plan
@@ -100,6 +101,16 @@ def test_only_packed_entries_are_served_and_packs_read_together_have_distinct_nu
     entries[2] = entry("file:/lake/t/f2", pack=8, data_path="file:/c/data/y")
     plan = plan_serving(CacheView.of(entries, 1, 0.0), RK, files, {"a"})
     assert sorted(plan.served) == [f"file:/lake/t/f{i}" for i in range(3)]
+
+
+def test_a_file_listed_twice_is_read_from_the_source_as_often():
+    """Spark reads a file a relation lists twice (``spark.read.parquet(d, d)``) twice; its
+    pack's rows, read once, would lose the second copy."""
+    entries = [entry("file:/lake/t/f0"), entry("file:/lake/t/f1")]
+    files = [["file:/lake/t/f0", 10, 1], ["file:/lake/t/f1", 10, 1], ["file:/lake/t/f0", 10, 1]]
+    plan = plan_serving(CacheView.of(entries, 1, 0.0), RK, files, {"a"})
+    assert list(plan.served) == ["file:/lake/t/f1"]
+    assert plan.reasons == {LISTED_TWICE: 2} and plan.source_bytes == 20
 
 
 @pytest.mark.parametrize("shape,expected", [

@@ -143,6 +143,9 @@ class CacheEntry:
     holding the entry's rows (paths with their sizes; none for a file without rows); ``bytes``
     the entry's share of them. ``tag``: its rows' value of the pack's hidden column; None for an
     entry of the layout before packs (a folder of its own), which is not served.
+    ``pack_files``: how many source files its warm-up wrote into the pack (distinct tags in
+    it), so that a query serving all of them reads the pack without a list of tags; None
+    when not recorded (entries written before it was).
     ``ttl_seconds`` counts from ``last_used`` (None: no TTL). ``retired`` lists data paths this
     entry replaced (with when), deleted after the grace period. ``hits`` and ``last_used`` as
     written are the entry's own; the manifest adds the usage recorded since (see
@@ -168,6 +171,7 @@ class CacheEntry:
     evicted_at: float | None = None
     retired: tuple[tuple[str, float], ...] = ()
     tag: int | None = None
+    pack_files: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "columns", normalize_columns(self.columns))

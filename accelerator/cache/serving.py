@@ -3,18 +3,21 @@ snapshot of the manifest (:class:`CacheView`), no JVM.
 
 A file is served when the view holds an ACTIVE entry for exactly this version of it (path,
 size, modification time) read exactly this way (:func:`accelerator.cache.model.relation_read_key`)
-that holds every column the query reads from the relation, in a pack. Anything else is read from
-the source, with a stable reason code for ``whyNot``.
+that holds every column the query reads from the relation, in a pack, and the relation lists the
+file once (Spark reads a file listed twice twice). Anything else is read from the source, with a
+stable reason code for ``whyNot``.
 
 A pack holds the rows of several source files, each row tagged with its file's tag: the pack's
 number (the high 32 bits, drawn at random by its warm-up) and a hash of the file's name unique in
 the pack (the low 32 bits). The JVM reads the packs of the served files and keeps the rows whose
-tag is a served file's; so that no other row passes, the packs one relation reads have distinct
-numbers: a file whose pack's number another pack read with it has already (two warm-ups drew the
-same number) is read from the source.
+tag is a served file's (every row of a pack all of whose files are served, by its number: the
+entries record how many files their pack holds); so that no other row passes, the packs one
+relation reads have distinct numbers: a file whose pack's number another pack read with it has
+already (two warm-ups drew the same number) is read from the source.
 """
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
@@ -30,6 +33,7 @@ MISSING_COLUMNS = "MISSING_COLUMNS"  # the entry lacks a column the query reads
 EVICTED = "EVICTED"                  # the file's entry was evicted
 UNPACKED = "UNPACKED"                # the entry has the layout before packs
 PACK_CLASH = "PACK_CLASH"            # its pack's number is another pack's read with it
+LISTED_TWICE = "LISTED_TWICE"        # the relation lists the file more than once
 
 REASONS = {
     NOT_CACHED: "not cached",
@@ -39,6 +43,7 @@ REASONS = {
     EVICTED: "its entry was evicted",
     UNPACKED: "cached in the layout before packs (warm it again)",
     PACK_CLASH: "its pack's number is that of another pack read with it",
+    LISTED_TWICE: "listed more than once by the read (Spark reads it as often as listed)",
 }
 
 #: the bits of a tag below its pack's number
@@ -152,10 +157,14 @@ def plan_serving(view: CacheView, read_key: str, files: Iterable[SourceFile],
     reasons: dict[str, int] = {}
     packs: dict[int, str] = {}   # pack number -> the pack read under it
     source_bytes = 0
-    for f in source_files(files):
+    listed = source_files(files)
+    twice = {path for path, n in Counter(f.path for f in listed).items() if n > 1}
+    for f in listed:
         path, size, mtime = f.path, f.size, f.mtime
         entry = view.active.get((read_key, path, int(size), int(mtime)))
-        if entry is not None and needed.issubset(entry.columns):
+        if path in twice:
+            code = LISTED_TWICE
+        elif entry is not None and needed.issubset(entry.columns):
             if not entry.packed:
                 code = UNPACKED
             elif packs.setdefault(entry.tag >> PACK_SHIFT, entry.data_path) != entry.data_path:

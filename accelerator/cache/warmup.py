@@ -262,12 +262,14 @@ def _quoted(name: str) -> str:
 @dataclass(frozen=True)
 class Packed:
     """Where a warm-up wrote one source file's rows: its pack's folder, its rows' tag, the pack
-    files holding them (path, size) and its share of their bytes."""
+    files holding them (path, size), its share of their bytes and how many source files the
+    pack holds (None when rows carry a tag none of them was given)."""
 
     folder: str
     tag: int
     files: tuple[tuple[str, int], ...]
     bytes: int
+    pack_files: int | None
 
 
 def _pack_number() -> int:
@@ -386,11 +388,13 @@ def _write(spark: Any, tier: CacheTier, scan: Scan, files: list[ScanFile],
         for held in members.values():
             for path, _, rows in held:
                 rows_in[path] += rows
-        for i in group:
-            tag = (number << PACK_SHIFT) + zlib.crc32(names[i].encode("utf-8"))
+        tags = {(number << PACK_SHIFT) + zlib.crc32(names[i].encode("utf-8")): i for i in group}
+        whole = len(group) if set(members) <= set(tags) else None
+        for tag, i in tags.items():
             held = members.get(tag, [])
             share = sum(size * rows // rows_in[path] for path, size, rows in held)
-            out[paths[i]] = Packed(target, tag, tuple(sorted((p, b) for p, b, _ in held)), share)
+            out[paths[i]] = Packed(target, tag, tuple(sorted((p, b) for p, b, _ in held)), share,
+                                   whole)
     return batch, out
 
 
@@ -458,7 +462,7 @@ def warm(spark: Any, tier: CacheTier, settings: Settings, df: DataFrame,
                         priority=plan.priority, ttl_seconds=plan.ttl_seconds,
                         bytes=packed.bytes, data_path=packed.folder, created=now,
                         last_used=now, read_key=key.read_key, files=packed.files,
-                        tag=packed.tag), plan))
+                        tag=packed.tag, pack_files=packed.pack_files), plan))
                 always += sum(e.bytes for e, p in new if p.priority is Priority.ALWAYS)
                 try:   # against the entries read at the start (a concurrent warm-up may add more)
                     check_always_fits(known, always, max_bytes)

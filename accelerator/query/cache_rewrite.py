@@ -90,7 +90,8 @@ class CacheRewrite:
             files = description.files or self._files.files(plan, decision, [])
             serving = cache_serving.plan_serving(view, read_key, files or [], required)
             lines = "\n".join(
-                "\t".join([path, str(e.tag), *(str(x) for f in e.files for x in f)])
+                "\t".join([path, str(e.tag), str(e.pack_files or 0),
+                           *(str(x) for f in e.files for x in f)])
                 for path, e in serving.served.items())
             found = (serving, self._helpers.cache.files(lines) if serving.served else None,
                      UsedEntries.of(serving.served.values()))

@@ -21,9 +21,12 @@ import org.apache.spark.sql.catalyst.expressions.AttributeReference;
 import org.apache.spark.sql.catalyst.expressions.DynamicPruning;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.InSet;
+import org.apache.spark.sql.catalyst.expressions.Literal;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression$;
+import org.apache.spark.sql.catalyst.expressions.Or;
 import org.apache.spark.sql.catalyst.expressions.PlanExpression;
+import org.apache.spark.sql.catalyst.expressions.ShiftRight;
 import org.apache.spark.sql.catalyst.plans.logical.Filter;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
@@ -59,6 +62,8 @@ public final class CacheServing {
   public static final class CachedFiles {
     private final Map<String, FileStatus[]> cached = new HashMap<>();
     private final Map<String, Long> tags = new HashMap<>();
+    /** By pack number, how many source files its warm-up wrote into it (0: not known). */
+    private final Map<Long, Integer> packSizes = new HashMap<>();
 
     private CachedFiles(String lines) {
       Map<String, FileStatus> packFiles = new HashMap<>();   // one FileStatus per pack file
@@ -67,18 +72,54 @@ public final class CacheServing {
           continue;
         }
         String[] parts = line.split("\t", -1);
-        FileStatus[] files = new FileStatus[(parts.length - 2) / 2];
+        FileStatus[] files = new FileStatus[(parts.length - 3) / 2];
         for (int i = 0; i < files.length; i++) {
-          String path = parts[2 + 2 * i];
-          long size = Long.parseLong(parts[3 + 2 * i]);
+          String path = parts[3 + 2 * i];
+          long size = Long.parseLong(parts[4 + 2 * i]);
           files[i] = packFiles.computeIfAbsent(path,
               p -> new FileStatus(size, false, 1, 128L << 20, 0L, new Path(p)));
         }
         cached.put(parts[0], files);
-        tags.put(parts[0], Long.parseLong(parts[1]));
+        long tag = Long.parseLong(parts[1]);
+        tags.put(parts[0], tag);
+        packSizes.put(tag >> PACK_SHIFT, Integer.parseInt(parts[2]));
       }
     }
+
+    /**
+     * Which rows of the packs holding {@code served} files belong to them: the rows of every
+     * pack all of whose files are served (its number is the high half of their tag: no list of
+     * tags), and in the other packs the rows of the served files' tags. The served files' tags
+     * of one pack number are one pack's: the Python side never serves two packs of one number
+     * together.
+     */
+    private Expression servedRows(AttributeReference fileId, List<String> served) {
+      Map<Long, Set<Long>> byPack = new HashMap<>();
+      for (String path : served) {
+        long tag = tags.get(path);
+        byPack.computeIfAbsent(tag >> PACK_SHIFT, n -> new HashSet<>()).add(tag);
+      }
+      List<Object> whole = new ArrayList<>();
+      List<Object> partial = new ArrayList<>();
+      for (Map.Entry<Long, Set<Long>> pack : byPack.entrySet()) {
+        if (pack.getValue().size() == packSizes.get(pack.getKey())) {
+          whole.add(pack.getKey());
+        } else {
+          partial.addAll(pack.getValue());
+        }
+      }
+      Expression inWhole = new InSet(new ShiftRight(fileId, Literal.create(PACK_SHIFT,
+          DataTypes.IntegerType)), Scala.seq(whole).toSet());
+      Expression inPartial = new InSet(fileId, Scala.seq(partial).toSet());
+      if (partial.isEmpty()) {
+        return inWhole;
+      }
+      return whole.isEmpty() ? inPartial : new Or(inWhole, inPartial);
+    }
   }
+
+  /** The bits of a tag below its pack's number (see accelerator.cache.serving). */
+  private static final int PACK_SHIFT = 32;
 
   /** The hidden column of the cache's packs: which source file each row comes from. */
   public static final String FILE_ID = "__accelerator_file";
@@ -86,7 +127,7 @@ public final class CacheServing {
   /**
    * {@code lines}: one line per cached source file, tab-separated: the source file's path (as
    * {@code FileStatus.getPath().toString()}), its rows' value of {@link #FILE_ID} in its pack,
-   * then pairs of a pack file's path and size (the pack files holding its rows).
+   * how many source files its pack holds (0 when not known), then pairs of a pack file's path and size (the pack files holding its rows).
    */
   public CachedFiles files(String lines) {
     return new CachedFiles(lines);
@@ -158,13 +199,9 @@ public final class CacheServing {
         Metadata.empty(), NamedExpression$.MODULE$.newExprId(), Scala.seq(List.<String>of()));
     List<AttributeReference> read = new ArrayList<>(kept);
     read.add(keptFields.size() - 1, fileId);   // after the data columns, before the partitions
-    List<Object> wanted = new ArrayList<>();
-    for (String path : cachedIndex.servedPaths()) {
-      wanted.add(files.tags.get(path));
-    }
     List<NamedExpression> projection = new ArrayList<>(kept);
     LogicalPlan cacheRel = new Project(Scala.seq(projection), new Filter(
-        new InSet(fileId, Scala.seq(wanted).toSet()),
+        files.servedRows(fileId, cachedIndex.servedPaths()),
         (LogicalPlan) CaseClasses.copy(CaseClasses.copy(rel, 0, cache), 1, Scala.seq(read))));
     LogicalPlan restRel = new Project(Scala.seq(projection),
         (LogicalPlan) CaseClasses.copy(rel, 0, rest));
