@@ -86,37 +86,92 @@ public final class CacheServing {
       }
     }
 
+    /** The served files of each of the last few listings of a relation's files (by the
+     * identity of their paths, which listings of the same files share). */
+    private final Map<String[], Served> byListing =
+        new java.util.LinkedHashMap<String[], Served>(4, 0.75f, true) {
+          @Override
+          protected boolean removeEldestEntry(Map.Entry<String[], Served> eldest) {
+            return size() > LISTINGS_KEPT;
+          }
+        };
+
     /**
-     * Which rows of the packs holding {@code served} files belong to them: the rows of every
-     * pack all of whose files are served (its number is the high half of their tag: no list of
-     * tags), and in the other packs the rows of the served files' tags. The served files' tags
-     * of one pack number are one pack's: the Python side never serves two packs of one number
-     * together.
+     * The files of {@code listing} served (of {@code index}'s files, when the relation's index
+     * does not list them), found once per listing: a query over the same files planned again
+     * looks up nothing per file.
      */
-    private Expression servedRows(AttributeReference fileId, List<String> served) {
-      Map<Long, Set<Long>> byPack = new HashMap<>();
-      for (String path : served) {
-        long tag = tags.get(path);
-        byPack.computeIfAbsent(tag >> PACK_SHIFT, n -> new HashSet<>()).add(tag);
+    private Served served(Listing listing, CachedFileIndex index) {
+      if (listing == null) {
+        return new Served(index.servedPaths(), false);
       }
-      List<Object> whole = new ArrayList<>();
-      List<Object> partial = new ArrayList<>();
-      for (Map.Entry<Long, Set<Long>> pack : byPack.entrySet()) {
-        if (pack.getValue().size() == packSizes.get(pack.getKey())) {
-          whole.add(pack.getKey());
-        } else {
-          partial.addAll(pack.getValue());
+      synchronized (byListing) {
+        Served found = byListing.get(listing.paths);
+        if (found != null) {
+          return found;
         }
       }
-      Expression inWhole = new InSet(new ShiftRight(fileId, Literal.create(PACK_SHIFT,
-          DataTypes.IntegerType)), Scala.seq(whole).toSet());
-      Expression inPartial = new InSet(fileId, Scala.seq(partial).toSet());
-      if (partial.isEmpty()) {
-        return inWhole;
+      List<String> paths = new ArrayList<>();
+      for (String path : listing.paths) {
+        if (cached.containsKey(path)) {
+          paths.add(path);
+        }
       }
-      return whole.isEmpty() ? inPartial : new Or(inWhole, inPartial);
+      Served found = new Served(paths, paths.size() == listing.paths.length);
+      synchronized (byListing) {
+        byListing.put(listing.paths, found);
+      }
+      return found;
+    }
+
+    /**
+     * Which rows of the packs holding some served files belong to them: the rows of every
+     * pack all of whose files are served (by its number, the high half of their tags: no list
+     * of tags), and in the other packs the rows of the served files' tags. The served files'
+     * tags of one pack number are one pack's: the Python side never serves two packs of one
+     * number together.
+     */
+    private final class Served {
+      private final scala.collection.immutable.Set<Object> wholePacks;
+      private final scala.collection.immutable.Set<Object> tagsInPart;
+      /** Whether every file of the relation is served. */
+      private final boolean all;
+
+      private Served(List<String> served, boolean all) {
+        Map<Long, Set<Long>> byPack = new HashMap<>();
+        for (String path : served) {
+          long tag = tags.get(path);
+          byPack.computeIfAbsent(tag >> PACK_SHIFT, n -> new HashSet<>()).add(tag);
+        }
+        List<Object> whole = new ArrayList<>();
+        List<Object> partial = new ArrayList<>();
+        for (Map.Entry<Long, Set<Long>> pack : byPack.entrySet()) {
+          if (pack.getValue().size() == packSizes.get(pack.getKey())) {
+            whole.add(pack.getKey());
+          } else {
+            partial.addAll(pack.getValue());
+          }
+        }
+        wholePacks = Scala.seq(whole).toSet();
+        tagsInPart = Scala.seq(partial).toSet();
+        this.all = all;
+      }
+
+      /** The condition on a relation's {@link #FILE_ID} {@code fileId} keeping these rows. */
+      private Expression rows(AttributeReference fileId) {
+        Expression inWhole = new InSet(new ShiftRight(fileId, Literal.create(PACK_SHIFT,
+            DataTypes.IntegerType)), wholePacks);
+        Expression inPart = new InSet(fileId, tagsInPart);
+        if (tagsInPart.isEmpty()) {
+          return inWhole;
+        }
+        return wholePacks.isEmpty() ? inPart : new Or(inWhole, inPart);
+      }
     }
   }
+
+  /** How many listings' served files a {@link CachedFiles} remembers. */
+  private static final int LISTINGS_KEPT = 4;
 
   /** The bits of a tag below its pack's number (see accelerator.cache.serving). */
   private static final int PACK_SHIFT = 32;
@@ -199,14 +254,13 @@ public final class CacheServing {
         Metadata.empty(), NamedExpression$.MODULE$.newExprId(), Scala.seq(List.<String>of()));
     List<AttributeReference> read = new ArrayList<>(kept);
     read.add(keptFields.size() - 1, fileId);   // after the data columns, before the partitions
+    CachedFiles.Served served = files.served(listing, cachedIndex);
     List<NamedExpression> projection = new ArrayList<>(kept);
-    LogicalPlan cacheRel = new Project(Scala.seq(projection), new Filter(
-        files.servedRows(fileId, cachedIndex.servedPaths()),
+    LogicalPlan cacheRel = new Project(Scala.seq(projection), new Filter(served.rows(fileId),
         (LogicalPlan) CaseClasses.copy(CaseClasses.copy(rel, 0, cache), 1, Scala.seq(read))));
     LogicalPlan restRel = new Project(Scala.seq(projection),
         (LogicalPlan) CaseClasses.copy(rel, 0, rest));
-    if (listing != null && cached.keySet().containsAll(Arrays.asList(listing.paths))) {
-      // every file is cached: no union needed
+    if (served.all) {   // every file is cached: no union needed
       return (LogicalPlan) plan.transformUp(new SameNode(rel, cacheRel));
     }
     LogicalPlan parent = PlanTree.parentOf(plan, rel);
@@ -248,8 +302,8 @@ public final class CacheServing {
    * into a string once per query, not three times.
    */
   private static Map<FileStatus, String> pathsOf(Listing listing) {
-    Map<FileStatus, String> paths =
-        java.util.Collections.synchronizedMap(new java.util.IdentityHashMap<>());
+    Map<FileStatus, String> paths = java.util.Collections.synchronizedMap(
+        new java.util.IdentityHashMap<>(listing == null ? 32 : listing.statuses.length));
     if (listing != null) {
       for (int i = 0; i < listing.statuses.length; i++) {
         paths.put(listing.statuses[i], listing.paths[i]);
