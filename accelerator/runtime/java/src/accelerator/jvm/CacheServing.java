@@ -192,7 +192,8 @@ public final class CacheServing {
    * The plan with its {@code ordinal}-th file relation read as the union of the relation
    * without the {@code files} the cache serves and a Parquet relation over the packs holding
    * them, filtered to their rows by {@link #FILE_ID} (a pack may hold rows of files not served:
-   * changed, evicted, pruned by an index, or never read by this relation), both projected
+   * changed, evicted, pruned by an index, or never read by this relation; a relation reading
+   * only packs all of whose files it serves reads them without that column), both projected
    * to the data columns {@code requiredLines} names (newline-separated) and the partition
    * columns, under the original attribute ids; a Filter right above the relation is applied to
    * both branches. When every file of the relation is cached, the Parquet relation alone. Null when the relation cannot be served this way (it is bucketed, exposes
@@ -243,23 +244,34 @@ public final class CacheServing {
     PrunedFileIndex restIndex = new PrunedFileIndex(fs.location(), cached.keySet(), false, paths);
     Object rest = CaseClasses.copy(fs, 0, restIndex, session);
     CachedFileIndex cachedIndex = new CachedFileIndex(fs.location(), cached, paths);
+    CachedFiles.Served served = files.served(listing, cachedIndex);
+    // every pack read holds only served rows: read without the tag column, nothing to filter
+    boolean whole = served.tagsInPart.isEmpty() && !keptFields.isEmpty();
     Object cache = CaseClasses.copy(fs, 0, cachedIndex, session);
-    keptFields.add(new StructField(FILE_ID, DataTypes.LongType, true, Metadata.empty()));
+    if (!whole) {
+      keptFields.add(new StructField(FILE_ID, DataTypes.LongType, true, Metadata.empty()));
+    }
     cache = CaseClasses.copy(cache, 2, new StructType(keptFields.toArray(new StructField[0])),
         session);
     cache = CaseClasses.copy(cache, 4, new ParquetFileFormat(), session);
     cache = CaseClasses.copy(cache, 5, scala.collection.immutable.Map$.MODULE$.empty(),
         session);
+    List<AttributeReference> read = new ArrayList<>(kept);
     AttributeReference fileId = new AttributeReference(FILE_ID, DataTypes.LongType, true,
         Metadata.empty(), NamedExpression$.MODULE$.newExprId(), Scala.seq(List.<String>of()));
-    List<AttributeReference> read = new ArrayList<>(kept);
-    read.add(keptFields.size() - 1, fileId);   // after the data columns, before the partitions
-    CachedFiles.Served served = files.served(listing, cachedIndex);
-    List<NamedExpression> projection = new ArrayList<>(kept);
-    LogicalPlan cacheRel = new Project(Scala.seq(projection), new Filter(served.rows(fileId),
-        (LogicalPlan) CaseClasses.copy(CaseClasses.copy(rel, 0, cache), 1, Scala.seq(read))));
-    LogicalPlan restRel = new Project(Scala.seq(projection),
-        (LogicalPlan) CaseClasses.copy(rel, 0, rest));
+    if (!whole) {
+      read.add(keptFields.size() - 1, fileId);   // after the data columns, before partitions
+    }
+    LogicalPlan cacheRel = (LogicalPlan) CaseClasses.copy(CaseClasses.copy(rel, 0, cache), 1,
+        Scala.seq(read));
+    if (!whole) {
+      cacheRel = new Project(Scala.seq(new ArrayList<NamedExpression>(kept)),
+          new Filter(served.rows(fileId), cacheRel));
+    }
+    LogicalPlan restRel = (LogicalPlan) CaseClasses.copy(rel, 0, rest);
+    if (kept.size() < out.size()) {
+      restRel = new Project(Scala.seq(new ArrayList<NamedExpression>(kept)), restRel);
+    }
     if (served.all) {   // every file is cached: no union needed
       return (LogicalPlan) plan.transformUp(new SameNode(rel, cacheRel));
     }
