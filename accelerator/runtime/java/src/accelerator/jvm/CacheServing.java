@@ -299,13 +299,15 @@ public final class CacheServing {
     }
   }
 
-  /** The listing the payload's fingerprint already made of a file index's files (null for an
-   * index that does not list them). */
+  /** The listing the payload's fingerprint already made of a file index's files, on which the
+   * decision to serve rests (null for an index that does not list them). */
   private static Listing listingOf(FileIndex location) {
     if (!(location instanceof PartitioningAwareFileIndex)) {
       return null;
     }
-    return Listings.of(location, ((PartitioningAwareFileIndex) location).allFiles());
+    Listing described = Listings.latest(location);
+    return described != null ? described
+        : Listings.of(location, ((PartitioningAwareFileIndex) location).allFiles());
   }
 
   /**

@@ -23,6 +23,34 @@ final class Listings {
    * fingerprint of the last one, compared file by file without building them.
    */
   static Listing of(Object index, scala.collection.Seq<FileStatus> all) {
+    Listing found = find(index, all);
+    synchronized (LISTINGS) {   // the latest of an index first (see latest)
+      LISTINGS.remove(found);
+      LISTINGS.addFirst(found);
+      if (LISTINGS.size() > LISTINGS_KEPT) {
+        LISTINGS.removeLast();
+      }
+    }
+    return found;
+  }
+
+  /**
+   * The listing made last of {@code index} (null when none is remembered): the files a
+   * planning described of a relation, which what it then decides rests on, without listing
+   * them again. (An index lists other files only once refreshed, and is described again then.)
+   */
+  static Listing latest(Object index) {
+    synchronized (LISTINGS) {
+      for (Listing l : LISTINGS) {
+        if (l.index == index) {
+          return l;
+        }
+      }
+    }
+    return null;
+  }
+
+  private static Listing find(Object index, scala.collection.Seq<FileStatus> all) {
     FileStatus[] files = new FileStatus[all.size()];
     int n = 0;
     for (FileStatus f : Scala.list(all)) {   // a List's apply is linear
@@ -41,15 +69,6 @@ final class Listings {
     for (int i = 0; i < kept.size() && fresh == null; i++) {
       fresh = kept.get(i).alike(index, files);
     }
-    if (fresh == null) {
-      fresh = new Listing(index, files);
-    }
-    synchronized (LISTINGS) {
-      LISTINGS.addFirst(fresh);
-      if (LISTINGS.size() > LISTINGS_KEPT) {
-        LISTINGS.removeLast();
-      }
-    }
-    return fresh;
+    return fresh != null ? fresh : new Listing(index, files);
   }
 }
