@@ -388,9 +388,9 @@ def _write(spark: Any, tier: CacheTier, scan: Scan, files: list[ScanFile],
         for held in members.values():
             for path, _, rows in held:
                 rows_in[path] += rows
-        tags = {(number << PACK_SHIFT) + zlib.crc32(names[i].encode("utf-8")): i for i in group}
-        whole = len(group) if set(members) <= set(tags) else None
-        for tag, i in tags.items():
+        given = {(number << PACK_SHIFT) + zlib.crc32(names[i].encode("utf-8")): i for i in group}
+        whole = len(group) if set(members) <= set(given) else None
+        for tag, i in given.items():
             held = members.get(tag, [])
             share = sum(size * rows // rows_in[path] for path, size, rows in held)
             out[paths[i]] = Packed(target, tag, tuple(sorted((p, b) for p, b, _ in held)), share,

@@ -182,7 +182,8 @@ public final class CacheServing {
   /**
    * {@code lines}: one line per cached source file, tab-separated: the source file's path (as
    * {@code FileStatus.getPath().toString()}), its rows' value of {@link #FILE_ID} in its pack,
-   * how many source files its pack holds (0 when not known), then pairs of a pack file's path and size (the pack files holding its rows).
+   * how many source files its pack holds (0 when not known), then pairs of a pack file's path
+   * and size (the pack files holding its rows).
    */
   public CachedFiles files(String lines) {
     return new CachedFiles(lines);
